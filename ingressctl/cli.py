@@ -1,0 +1,188 @@
+"""Command line: NIC's flag names (with two dashes) parsed into a frozen `Settings`.
+
+`parse_args` never starts anything; it fails with argparse's usage error (exit 2) on any invalid flag value or
+combination, so a bad command line is reported before a single API call is made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+
+from ingressctl import __version__
+from ingressctl.settings import (
+    ControllerSettings,
+    KubeSettings,
+    LeaderElectionSettings,
+    LogSettings,
+    NginxSettings,
+    ServingSettings,
+    Settings,
+    pod_identity,
+)
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+LOG_LEVELS = ("trace", "debug", "info", "warning", "error", "fatal")
+
+
+def _bool(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean value {value!r} (use true or false)")
+
+
+def _namespaced_name(value: str) -> str:
+    parts = value.split("/")
+    if len(parts) != 2 or not _DNS1123_LABEL.match(parts[0]) or not _DNS1123_SUBDOMAIN.match(parts[1]):
+        raise argparse.ArgumentTypeError(f"invalid value {value!r}: must be <namespace>/<name>")
+    return value
+
+
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port {value!r}") from None
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"port {port} is outside 1-65535")
+    return port
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {value!r}") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{number} must be greater than 0")
+    return number
+
+
+def _flag(parser: argparse.ArgumentParser, name: str, default: bool, help_text: str) -> None:
+    """A Go-style boolean flag: `--name`, `--name=true` or `--name=false`."""
+    parser.add_argument(
+        name, nargs="?", const=True, default=default, type=_bool, metavar="BOOL",
+        help=f"{help_text} (default {str(default).lower()})",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ingressctl",
+        description="NGINX Ingress Controller for Kubernetes (Ingress resources, networking.k8s.io/v1).",
+    )
+    p.add_argument("--version", action="version", version=f"ingressctl {__version__}")
+    k = p.add_argument_group("Kubernetes")
+    k.add_argument("--kubeconfig", help="path to a kubeconfig; default: in-cluster, then $KUBECONFIG, ~/.kube/config")
+    k.add_argument("--ingress-class", default="nginx", help="the IngressClass this controller serves (default nginx)")
+    k.add_argument("--watch-namespace", default="", help="comma-separated namespaces to watch (default: all)")
+    k.add_argument("--nginx-configmaps", type=_namespaced_name, help="<namespace>/<name> of the NGINX ConfigMap")
+    k.add_argument("--default-server-tls-secret", type=_namespaced_name,
+                   help="<namespace>/<name> of the TLS Secret for the default server")
+    k.add_argument("--wildcard-tls-secret", type=_namespaced_name,
+                   help="<namespace>/<name> of a TLS Secret used by TLS hosts that name no secret")
+    _flag(k, "--report-ingress-status", False, "write the load balancer address to Ingress status")
+    k.add_argument("--external-service", help="Service whose external address is reported in Ingress status")
+    _flag(k, "--enable-snippets", False, "allow server-snippets and location-snippets annotations")
+    _flag(k, "--enable-leader-election", True, "elect one replica to write status, using a Lease")
+    k.add_argument("--leader-election-lock-name", default="nginx-ingress-leader-election",
+                   help="name of the Lease in POD_NAMESPACE")
+
+    n = p.add_argument_group("NGINX")
+    n.add_argument("--nginx-binary", default="nginx", help="the NGINX executable (default nginx)")
+    n.add_argument("--nginx-conf-dir", default="/etc/nginx", help="where the configuration is written")
+    n.add_argument("--nginx-run-dir", default="/var/lib/nginx", help="sockets, PEM files and state")
+    n.add_argument("--nginx-reload-timeout", type=_positive_int, default=60000,
+                   help="ms to wait for NGINX to serve a new configuration version (default 60000)")
+    n.add_argument("--default-http-listener-port", type=_port, default=80)
+    n.add_argument("--default-https-listener-port", type=_port, default=443)
+    _flag(n, "--health-status", False, "serve a health location on the default server")
+    n.add_argument("--health-status-uri", default="/nginx-health")
+    _flag(n, "--nginx-status", True, "serve stub_status on --nginx-status-port")
+    n.add_argument("--nginx-status-port", type=_port, default=8080)
+    n.add_argument("--main-template-path", help="a custom main template (Jinja2)")
+    n.add_argument("--ingress-template-path", help="a custom Ingress template (Jinja2)")
+
+    s = p.add_argument_group("Serving")
+    _flag(s, "--ready-status", True, "serve /nginx-ready on --ready-status-port")
+    s.add_argument("--ready-status-port", type=_port, default=8081)
+    _flag(s, "--enable-prometheus-metrics", False, "serve Prometheus metrics")
+    s.add_argument("--prometheus-metrics-listen-port", type=_port, default=9113)
+    _flag(s, "--enable-latency-metrics", False, "collect upstream latency from NGINX's syslog (needs metrics)")
+
+    lg = p.add_argument_group("Logging")
+    lg.add_argument("--log-format", choices=("text", "json"), default="text")
+    lg.add_argument("--log-level", choices=LOG_LEVELS, default="info")
+
+    dev = p.add_argument_group("Development")
+    _flag(dev, "--legacy-startup", False, "the pre-5.5 start-up path, kept as a benchmark baseline")
+    return p
+
+
+def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None = None) -> Settings:
+    """Parse and validate the command line into `Settings`; exits with status 2 on an invalid one."""
+    parser = build_parser()
+    a = parser.parse_args(argv)
+
+    uri = a.health_status_uri
+    if not uri.startswith("/") or uri == "/" or re.search(r"[\s{};]", uri):
+        parser.error(f"invalid --health-status-uri {uri!r}: must start with '/', not be '/', "
+                     "and contain no whitespace, '{', '}' or ';'")
+    if not _DNS1123_LABEL.match(a.leader_election_lock_name):
+        parser.error(f"invalid --leader-election-lock-name {a.leader_election_lock_name!r}: must be a DNS-1123 label")
+    namespaces = tuple(ns.strip() for ns in a.watch_namespace.split(",") if ns.strip())
+    for ns in namespaces:
+        if not _DNS1123_LABEL.match(ns):
+            parser.error(f"invalid namespace {ns!r} in --watch-namespace: must be a DNS-1123 label")
+    if a.external_service and not _DNS1123_LABEL.match(a.external_service):
+        parser.error(f"invalid --external-service {a.external_service!r}: must be a Service name")
+    if a.default_http_listener_port == a.default_https_listener_port:
+        parser.error("--default-http-listener-port and --default-https-listener-port must differ")
+    latency = a.enable_latency_metrics
+    if latency and not a.enable_prometheus_metrics:
+        print("warning: --enable-latency-metrics needs --enable-prometheus-metrics; turned off", file=sys.stderr)
+        latency = False
+
+    pod_ns, pod_name = pod_identity(environ)
+    return Settings(
+        kube=KubeSettings(kubeconfig=a.kubeconfig, watch_namespaces=namespaces,
+                          pod_namespace=pod_ns, pod_name=pod_name),
+        nginx=NginxSettings(
+            binary=a.nginx_binary, conf_dir=a.nginx_conf_dir, run_dir=a.nginx_run_dir,
+            reload_timeout_ms=a.nginx_reload_timeout, http_port=a.default_http_listener_port,
+            https_port=a.default_https_listener_port, health_status=a.health_status,
+            health_status_uri=uri, status=a.nginx_status, status_port=a.nginx_status_port,
+            main_template_path=a.main_template_path, ingress_template_path=a.ingress_template_path,
+        ),
+        controller=ControllerSettings(
+            ingress_class=a.ingress_class, nginx_configmaps=a.nginx_configmaps,
+            default_server_tls_secret=a.default_server_tls_secret, wildcard_tls_secret=a.wildcard_tls_secret,
+            report_ingress_status=a.report_ingress_status, external_service=a.external_service,
+            enable_snippets=a.enable_snippets, legacy_startup=a.legacy_startup,
+        ),
+        leader_election=LeaderElectionSettings(enabled=a.enable_leader_election,
+                                               lock_name=a.leader_election_lock_name),
+        serving=ServingSettings(
+            ready_status=a.ready_status, ready_status_port=a.ready_status_port,
+            enable_prometheus_metrics=a.enable_prometheus_metrics,
+            prometheus_metrics_listen_port=a.prometheus_metrics_listen_port, enable_latency_metrics=latency,
+        ),
+        log=LogSettings(format=a.log_format, level=a.log_level),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse flags, configure logging, and run the controller until it is told to stop."""
+    settings = parse_args(argv)
+    from ingressctl.logging import configure_logging
+
+    configure_logging(settings.log)
+    from ingressctl.app import run
+
+    return run(settings)

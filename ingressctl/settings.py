@@ -1,0 +1,86 @@
+"""The controller's settings: one frozen tree built once from the command line and the environment.
+
+Nothing in the settings changes after start-up; every component receives the part it needs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class KubeSettings:
+    kubeconfig: str | None = None
+    watch_namespaces: tuple[str, ...] = ()  # empty: all namespaces
+    pod_namespace: str = "default"
+    pod_name: str = ""
+
+
+@dataclass(frozen=True)
+class NginxSettings:
+    binary: str = "nginx"
+    conf_dir: str = "/etc/nginx"
+    run_dir: str = "/var/lib/nginx"
+    reload_timeout_ms: int = 60000
+    http_port: int = 80
+    https_port: int = 443
+    health_status: bool = False
+    health_status_uri: str = "/nginx-health"
+    status: bool = True
+    status_port: int = 8080
+    main_template_path: str | None = None
+    ingress_template_path: str | None = None
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    ingress_class: str = "nginx"
+    nginx_configmaps: str | None = None  # "namespace/name"
+    default_server_tls_secret: str | None = None
+    wildcard_tls_secret: str | None = None
+    report_ingress_status: bool = False
+    external_service: str | None = None
+    enable_snippets: bool = False
+    # Developer setting: the pre-5.5 start-up (per-item host rebuild, serial status before readiness).
+    legacy_startup: bool = False
+
+
+@dataclass(frozen=True)
+class LeaderElectionSettings:
+    enabled: bool = True
+    lock_name: str = "nginx-ingress-leader-election"
+    lease_duration_s: float = 30.0
+    renew_deadline_s: float = 15.0
+    retry_period_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class ServingSettings:
+    ready_status: bool = True
+    ready_status_port: int = 8081
+    enable_prometheus_metrics: bool = False
+    prometheus_metrics_listen_port: int = 9113
+    enable_latency_metrics: bool = False
+
+
+@dataclass(frozen=True)
+class LogSettings:
+    format: str = "text"  # text | json
+    level: str = "info"
+
+
+@dataclass(frozen=True)
+class Settings:
+    kube: KubeSettings = field(default_factory=KubeSettings)
+    nginx: NginxSettings = field(default_factory=NginxSettings)
+    controller: ControllerSettings = field(default_factory=ControllerSettings)
+    leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
+    serving: ServingSettings = field(default_factory=ServingSettings)
+    log: LogSettings = field(default_factory=LogSettings)
+
+
+def pod_identity(environ: dict[str, str] | None = None) -> tuple[str, str]:
+    """Return (POD_NAMESPACE, POD_NAME), defaulting to ("default", the host name) outside a Pod."""
+    env = os.environ if environ is None else environ
+    return env.get("POD_NAMESPACE", "default"), env.get("POD_NAME") or os.uname().nodename
