@@ -1,0 +1,59 @@
+"""IngressEx: an Ingress with everything the config generator needs already resolved.
+
+The controller builds these (NIC's `createIngressEx`) from its stores; the configs package consumes them and
+never looks anything up in Kubernetes. Objects are plain dicts; the dataclasses here only group them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SecretReference:
+    """A Secret as the config sees it: where its PEM file is, or why there is none."""
+
+    key: str  # "namespace/name"
+    path: str = ""  # PEM file (cert + key) on disk when valid, else ""
+    error: str = ""  # non-empty when the Secret is missing, invalid or of an unsupported type
+    secret_type: str = ""  # e.g. "kubernetes.io/tls"
+
+
+def backend_key(service_name: str, port: int | str) -> str:
+    """The key of `IngressEx.endpoints` for a Service backend: `"<service>:<port number or name>"`."""
+    return f"{service_name}:{port}"
+
+
+@dataclass
+class IngressEx:
+    """An Ingress plus its resolved hosts, endpoints and Secrets."""
+
+    ingress: dict[str, Any]
+    valid_hosts: dict[str, bool]  # host -> True if this Ingress owns it
+    endpoints: dict[str, list[str]]  # backend_key -> ["10.0.0.1:8080", ...] (ready only, sorted)
+    external_name_svcs: set[str] = field(default_factory=set)
+    # secret name (in the Ingress's namespace) -> reference
+    secret_refs: dict[str, SecretReference] = field(default_factory=dict)
+    valid_minion_paths: dict[str, bool] = field(default_factory=dict)  # mergeable Ingresses (later issue)
+
+    @property
+    def namespace(self) -> str:
+        return str(self.ingress.get("metadata", {}).get("namespace", ""))
+
+    @property
+    def name(self) -> str:
+        return str(self.ingress.get("metadata", {}).get("name", ""))
+
+    @property
+    def key(self) -> str:
+        """client-go's store key, "namespace/name"."""
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass
+class MergeableIngresses:
+    """A master Ingress and its minions (NIC's mergeable Ingress types; rendered in a later issue)."""
+
+    master: IngressEx
+    minions: list[IngressEx] = field(default_factory=list)

@@ -1,0 +1,265 @@
+"""Secret validation and the LocalSecretStore (NIC's `secrets` package).
+
+Guarantees:
+- `validate_secret` accepts a `kubernetes.io/tls` Secret only when tls.crt and tls.key are present, valid
+  base64, hold a PEM certificate chain and a PEM private key (RSA, EC or Ed25519), and the key matches the
+  leaf certificate's public key; otherwise it raises `SecretValidationError` with a message for users
+  (`failed to validate TLS cert and key: private key does not match public key`). An `nginx.org/htpasswd`
+  Secret needs the `htpasswd` key. Other types are `secret is of the unsupported type <t>`. Expiry is not
+  checked (as NIC).
+- `LocalSecretStore` keeps one `SecretReference` per supported Secret. Files are written lazily as NIC does:
+  the first `get_secret_reference` of a valid Secret writes `<namespace>-<name>` through the manager (TLS:
+  cert chain then key, mode 0600; htpasswd: mode 0644); later updates rewrite a written file only when its
+  bytes change, and a Secret that turns invalid has its file removed. A failed write becomes the reference's
+  error (and is retried on the next lookup); nothing raises out of the store for bad Secrets.
+- `add_or_update_secret` returns whether anything that matters changed (type, data), so the controller can
+  skip re-rendering on no-op updates (labels, resourceVersion).
+- Single-threaded: used by the sync thread only.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+
+from ingressctl.configs.ingress_ex import SecretReference
+from ingressctl.logging import get_logger
+
+log = get_logger(__name__)
+
+SECRET_TYPE_TLS = "kubernetes.io/tls"
+SECRET_TYPE_HTPASSWD = "nginx.org/htpasswd"
+SUPPORTED_SECRET_TYPES = frozenset({SECRET_TYPE_TLS, SECRET_TYPE_HTPASSWD})
+
+ERROR_SECRET_MISSING = "secret doesn't exist or of an unsupported type"
+TLS_CERT_KEY = "tls.crt"
+TLS_PRIVATE_KEY_KEY = "tls.key"
+HTPASSWD_KEY = "htpasswd"
+
+
+class SecretValidationError(Exception):
+    """The Secret cannot be used; `str(err)` is the message for users."""
+
+
+class SecretFileManager(Protocol):
+    """What the store needs from the NGINX manager."""
+
+    def create_secret(self, name: str, content: bytes, mode: int = 0o600) -> str: ...
+
+    def delete_secret(self, name: str) -> None: ...
+
+
+def secret_key(secret: Mapping[str, Any]) -> str:
+    meta = secret.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def secret_file_name(key: str) -> str:
+    """NIC's file name for a Secret key: "ns/name" -> "ns-name"."""
+    return key.replace("/", "-", 1)
+
+
+def is_supported_secret_type(secret_type: str) -> bool:
+    return secret_type in SUPPORTED_SECRET_TYPES
+
+
+def _data_field(secret: Mapping[str, Any], name: str) -> bytes:
+    data = secret.get("data")
+    if not isinstance(data, dict) or name not in data or data[name] is None:
+        raise SecretValidationError(f"the data field {name} is missing")
+    value = data[name]
+    if not isinstance(value, str):
+        raise SecretValidationError(f"the data field {name} is not a base64 string")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise SecretValidationError(f"the data field {name} is not valid base64") from None
+
+
+_PEM_BLOCK_RE = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----\r?\n.*?-----END \1-----", re.DOTALL)
+
+
+def _pem_blocks(data: bytes) -> list[tuple[str, bytes]]:
+    return [(m.group(1).decode(), m.group(0)) for m in _PEM_BLOCK_RE.finditer(data)]
+
+
+def _is_key_block(kind: str) -> bool:
+    return kind == "PRIVATE KEY" or kind.endswith(" PRIVATE KEY")
+
+
+def _check_tls_pair(cert_pem: bytes, key_pem: bytes) -> None:
+    """Go's tls.X509KeyPair checks in words a user can act on; raises SecretValidationError(detail)."""
+    cert_blocks = _pem_blocks(cert_pem)
+    certs = [b for kind, b in cert_blocks if kind == "CERTIFICATE"]
+    if not certs:
+        if any(_is_key_block(kind) for kind, _ in cert_blocks):
+            raise SecretValidationError("failed to find certificate PEM data in certificate input, but did "
+                                        "find a private key; PEM inputs may have been switched")
+        raise SecretValidationError("failed to find any PEM data in certificate input")
+    parsed: list[x509.Certificate] = []
+    for i, block in enumerate(certs):
+        try:
+            parsed.append(x509.load_pem_x509_certificate(block))
+        except ValueError as e:
+            raise SecretValidationError(f"failed to parse certificate {i + 1} of the chain: {e}") from None
+    key_blocks = _pem_blocks(key_pem)
+    keys = [b for kind, b in key_blocks if _is_key_block(kind)]
+    if not keys:
+        if any(kind == "CERTIFICATE" for kind, _ in key_blocks):
+            raise SecretValidationError("found a certificate rather than a key in the PEM for the private "
+                                        "key")
+        raise SecretValidationError("failed to find any PEM data in key input")
+    try:
+        key = serialization.load_pem_private_key(keys[0], password=None)
+    except (ValueError, TypeError, NotImplementedError) as e:
+        raise SecretValidationError(f"failed to parse private key: {e}") from None
+    if not isinstance(key, (rsa.RSAPrivateKey, ec.EllipticCurvePrivateKey, ed25519.Ed25519PrivateKey)):
+        raise SecretValidationError(f"unsupported private key type {type(key).__name__}")
+    fmt = serialization.PublicFormat.SubjectPublicKeyInfo
+    enc = serialization.Encoding.DER
+    if parsed[0].public_key().public_bytes(enc, fmt) != key.public_key().public_bytes(enc, fmt):
+        raise SecretValidationError("private key does not match public key")
+
+
+def validate_tls_secret(secret: Mapping[str, Any]) -> None:
+    if secret.get("type") != SECRET_TYPE_TLS:
+        raise SecretValidationError(f"TLS Secret must be of the type {SECRET_TYPE_TLS}")
+    try:
+        _check_tls_pair(_data_field(secret, TLS_CERT_KEY), _data_field(secret, TLS_PRIVATE_KEY_KEY))
+    except SecretValidationError as e:
+        raise SecretValidationError(f"failed to validate TLS cert and key: {e}") from None
+
+
+def validate_htpasswd_secret(secret: Mapping[str, Any]) -> None:
+    if secret.get("type") != SECRET_TYPE_HTPASSWD:
+        raise SecretValidationError(f"htpasswd Secret must be of the type {SECRET_TYPE_HTPASSWD}")
+    try:
+        _data_field(secret, HTPASSWD_KEY)
+    except SecretValidationError as e:
+        raise SecretValidationError(f"htpasswd secret is invalid: {e}") from None
+
+
+def validate_secret(secret: Mapping[str, Any]) -> None:
+    """Validate by type; raises SecretValidationError."""
+    secret_type = str(secret.get("type") or "")
+    if secret_type == SECRET_TYPE_TLS:
+        validate_tls_secret(secret)
+    elif secret_type == SECRET_TYPE_HTPASSWD:
+        validate_htpasswd_secret(secret)
+    else:
+        raise SecretValidationError(f"secret is of the unsupported type {secret_type}")
+
+
+def tls_file_content(secret: Mapping[str, Any]) -> bytes:
+    """The PEM file NGINX reads for a valid TLS Secret: the cert chain, a newline, then the key."""
+    return _data_field(secret, TLS_CERT_KEY) + b"\n" + _data_field(secret, TLS_PRIVATE_KEY_KEY)
+
+
+def secret_file(secret: Mapping[str, Any]) -> tuple[bytes, int]:
+    """(content, mode) of the file for a VALID supported Secret."""
+    if secret.get("type") == SECRET_TYPE_HTPASSWD:
+        return _data_field(secret, HTPASSWD_KEY), 0o644
+    return tls_file_content(secret), 0o600
+
+
+@dataclass
+class _Stored:
+    secret: Mapping[str, Any]
+    secret_type: str
+    fingerprint: tuple[str, tuple[tuple[str, str], ...]]
+    error: str = ""
+    path: str = ""
+    written: bytes | None = None  # the bytes last written to `path`
+
+
+def _fingerprint(secret: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    data = secret.get("data")
+    items = tuple(sorted((str(k), str(v)) for k, v in data.items())) if isinstance(data, dict) else ()
+    return str(secret.get("type") or ""), items
+
+
+class LocalSecretStore:
+    """Supported Secrets by key, with their validation result and (once needed) their file on disk."""
+
+    def __init__(self, manager: SecretFileManager) -> None:
+        self._manager = manager
+        self._secrets: dict[str, _Stored] = {}
+
+    def add_or_update_secret(self, secret: Mapping[str, Any]) -> bool:
+        """Store and validate the Secret; True if its type or data changed (False for a no-op update)."""
+        key = secret_key(secret)
+        fp = _fingerprint(secret)
+        stored = self._secrets.get(key)
+        if stored is not None and stored.fingerprint == fp:
+            stored.secret = secret
+            return False
+        error = ""
+        try:
+            validate_secret(secret)
+        except SecretValidationError as e:
+            error = str(e)
+        new = _Stored(secret=secret, secret_type=fp[0], fingerprint=fp, error=error)
+        if stored is not None:
+            new.path, new.written = stored.path, stored.written
+        self._secrets[key] = new
+        if new.path:
+            if error:
+                self._remove_file(key, new)
+            else:
+                self._write(key, new)
+        return True
+
+    def delete_secret(self, key: str) -> bool:
+        """Forget the Secret and remove its file; True if it was stored."""
+        stored = self._secrets.pop(key, None)
+        if stored is None:
+            return False
+        if stored.path:
+            self._remove_file(key, stored)
+        return True
+
+    def secret_exists(self, key: str) -> bool:
+        return key in self._secrets
+
+    def keys(self) -> list[str]:
+        return sorted(self._secrets)
+
+    def get_secret_reference(self, key: str) -> SecretReference:
+        """The reference for `key`; writes the file of a valid Secret on first use."""
+        stored = self._secrets.get(key)
+        if stored is None:
+            return SecretReference(key=key, error=ERROR_SECRET_MISSING)
+        error = stored.error
+        if not error and not stored.path:
+            error = self._write(key, stored)  # a failed write is retried on the next call
+        return SecretReference(key=key, path=stored.path, error=error, secret_type=stored.secret_type)
+
+    def _write(self, key: str, stored: _Stored) -> str:
+        """Write (or rewrite) the file if its bytes differ; returns "" or the error."""
+        try:
+            content, mode = secret_file(stored.secret)
+            if stored.path and stored.written == content:
+                return ""
+            stored.path = self._manager.create_secret(secret_file_name(key), content, mode)
+            stored.written = content
+            return ""
+        except (OSError, SecretValidationError) as e:
+            log.warning("writing secret file failed", secret=key, error=str(e))
+            if stored.path:  # do not leave the previous version behind
+                self._remove_file(key, stored)
+            return f"failed to write the file of secret {key}: {e}"
+
+    def _remove_file(self, key: str, stored: _Stored) -> None:
+        try:
+            self._manager.delete_secret(secret_file_name(key))
+        except OSError as e:
+            log.warning("deleting secret file failed", secret=key, error=str(e))
+        stored.path, stored.written = "", None
