@@ -1,0 +1,240 @@
+"""Manager file handling without a running NGINX: atomic writes, change detection, names, paths."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from ingressctl.nginx.manager import (
+    CONF_D_INCLUDE,
+    CONFIG_VERSION_INCLUDE,
+    Manager,
+    NginxStartError,
+    ReloadError,
+    config_version_include_path,
+    render_config_version,
+)
+
+
+@pytest.fixture
+def mgr(tmp_path: Path) -> Manager:
+    return Manager(binary="nginx", conf_dir=str(tmp_path / "conf"), run_dir=str(tmp_path / "run"),
+                   reload_timeout_ms=5000)
+
+
+def mode_of(path: str) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_creates_directories_with_secrets_private(mgr: Manager) -> None:
+    assert os.path.isdir(os.path.join(mgr.conf_dir, "conf.d"))
+    assert os.path.isdir(mgr.run_dir)
+    assert mgr.secrets_dir == os.path.join(mgr.conf_dir, "secrets")
+    assert mode_of(mgr.secrets_dir) == 0o700
+
+
+def test_create_config_reports_changes_and_keeps_mtime(mgr: Manager) -> None:
+    assert mgr.create_config("default-cafe", "server { }\n") is True
+    path = mgr.config_path("default-cafe")
+    assert path == os.path.join(mgr.conf_dir, "conf.d", "default-cafe.conf")
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))  # an old mtime, so any rewrite would show
+    before = os.stat(path)
+    assert mgr.create_config("default-cafe", "server { }\n") is False
+    after = os.stat(path)
+    assert (after.st_mtime_ns, after.st_ino) == (before.st_mtime_ns, before.st_ino)
+    assert mgr.create_config("default-cafe", "server { listen 81; }\n") is True
+    assert mgr.read_config("default-cafe") == "server { listen 81; }\n"
+    assert mode_of(path) == 0o644
+
+
+def test_change_detection_compares_with_disk_not_just_the_cache(mgr: Manager, tmp_path: Path) -> None:
+    assert mgr.create_config("a", "one\n") is True
+    Path(mgr.config_path("a")).write_text("edited behind our back\n")
+    assert mgr.read_config("a") == "edited behind our back\n"
+    assert mgr.create_config("a", "one\n") is True
+    os.unlink(mgr.config_path("a"))
+    assert mgr.read_config("a") is None
+    assert mgr.create_config("a", "one\n") is True
+    # A fresh Manager (empty cache) over the same files sees identical bytes as unchanged.
+    other = Manager(binary="nginx", conf_dir=mgr.conf_dir, run_dir=mgr.run_dir)
+    assert other.create_config("a", "one\n") is False
+    assert other.create_main_config("main\n") is True
+    assert mgr.create_main_config("main\n") is False
+
+
+def test_delete_and_list_configs(mgr: Manager) -> None:
+    mgr.create_config("ns-b", "b")
+    mgr.create_config("ns-a", "a")
+    Path(mgr.conf_dir, "conf.d", ".ns-c.conf.x.tmp").write_text("temp")
+    assert mgr.list_configs() == ["ns-a", "ns-b"]
+    assert mgr.delete_config("ns-a") is True
+    assert mgr.delete_config("ns-a") is False
+    assert mgr.list_configs() == ["ns-b"]
+    assert mgr.create_config("ns-a", "a") is True  # deleted files are not remembered as current
+
+
+def test_writes_leave_no_temp_files(mgr: Manager) -> None:
+    for i in range(5):
+        mgr.create_config("x", f"content {i}\n")
+        mgr.create_secret("s", f"secret {i}".encode())
+    assert sorted(os.listdir(os.path.join(mgr.conf_dir, "conf.d"))) == ["x.conf"]
+    assert sorted(os.listdir(mgr.secrets_dir)) == ["s"]
+
+
+def test_write_is_a_rename_so_readers_never_see_partial_content(mgr: Manager) -> None:
+    big_a, big_b = "a" * 1_000_000, "b" * 1_000_000
+    mgr.create_config("big", big_a)
+    stop = threading.Event()
+    seen: set[str] = set()
+
+    def reader() -> None:
+        while not stop.is_set():
+            with open(mgr.config_path("big")) as f:
+                text = f.read()
+            seen.add("ok" if text in (big_a, big_b) else f"partial {len(text)}")
+
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        for i in range(20):
+            mgr.create_config("big", big_a if i % 2 else big_b)
+    finally:
+        stop.set()
+        t.join()
+    assert seen == {"ok"}
+
+
+def test_failed_write_leaves_old_file_and_no_temp(mgr: Manager, monkeypatch: pytest.MonkeyPatch) -> None:
+    mgr.create_config("x", "old\n")
+
+    def boom(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError, match="disk full"):
+        mgr.create_config("x", "new\n")
+    monkeypatch.undo()
+    assert mgr.read_config("x") == "old\n"
+    assert os.listdir(os.path.join(mgr.conf_dir, "conf.d")) == ["x.conf"]
+    assert mgr.create_config("x", "new\n") is True
+
+
+def test_secret_mode_and_atomic_replace(mgr: Manager) -> None:
+    path = mgr.create_secret("default-tls", b"-----BEGIN CERTIFICATE-----\n")
+    assert path == os.path.join(mgr.secrets_dir, "default-tls") == mgr.secret_path("default-tls")
+    assert mode_of(path) == 0o600
+    ino = os.stat(path).st_ino
+    assert mgr.create_secret("default-tls", b"-----BEGIN CERTIFICATE-----\n") == path
+    assert os.stat(path).st_ino == ino                      # unchanged bytes: not rewritten
+    mgr.create_secret("default-tls", b"new")
+    assert os.stat(path).st_ino != ino                      # changed: a new file renamed over the old one
+    assert Path(path).read_bytes() == b"new"
+    assert mode_of(path) == 0o600
+    mgr.create_secret("default-tls", b"new", mode=0o640)    # same bytes, other mode: mode fixed
+    assert mode_of(path) == 0o640
+    mgr.create_secret("text", "as str")
+    assert Path(mgr.secret_path("text")).read_text() == "as str"
+    mgr.delete_secret("default-tls")
+    assert not os.path.exists(path)
+    mgr.delete_secret("default-tls")                        # missing: no error
+
+
+def test_temp_file_is_never_more_open_than_the_final_mode(mgr: Manager,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    modes: list[int] = []
+    real_replace = os.replace
+
+    def spy(src: str, dst: str) -> None:
+        modes.append(mode_of(src))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", spy)
+    mgr.create_secret("k", b"key")
+    assert modes == [0o600]
+
+
+@pytest.mark.parametrize("name", ["", "a/b", "..", ".hidden", "x\0y", "n" * 201])
+def test_rejects_bad_names(mgr: Manager, name: str) -> None:
+    with pytest.raises(ValueError, match="invalid"):
+        mgr.create_config(name, "x")
+    with pytest.raises(ValueError, match="invalid"):
+        mgr.create_secret(name, b"x")
+
+
+def test_rejects_paths_nginx_cannot_take(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="characters"):
+        Manager(binary="nginx", conf_dir=str(tmp_path / "c"), run_dir=str(tmp_path / "has space"))
+    with pytest.raises(ValueError, match="longer than 107"):
+        Manager(binary="nginx", conf_dir=str(tmp_path / "c"), run_dir=str(tmp_path / ("r" * 100)))
+    with pytest.raises(ValueError, match="positive"):
+        Manager(binary="nginx", conf_dir=str(tmp_path / "c"), run_dir=str(tmp_path / "r"),
+                reload_timeout_ms=0)
+
+
+def test_relative_dirs_become_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    m = Manager(binary="nginx", conf_dir="conf", run_dir="run")
+    assert m.conf_dir == str(tmp_path / "conf") and m.run_dir == str(tmp_path / "run")
+    assert m.paths.config_version_socket == str(tmp_path / "run" / "nginx-config-version.sock")
+
+
+def test_config_version_file_content() -> None:
+    text = render_config_version(7, "/run/x/nginx-config-version.sock")
+    assert "listen unix:/run/x/nginx-config-version.sock;" in text
+    assert "return 200 7;" in text
+    assert '"7" "";' in text
+    assert config_version_include_path() == CONFIG_VERSION_INCLUDE == "config-version.conf"
+    assert CONF_D_INCLUDE == "conf.d/*.conf"
+
+
+def test_runtime_directives(mgr: Manager) -> None:
+    main = mgr.paths.main_directives()
+    assert "daemon off;" in main and "error_log stderr notice;" in main
+    assert f"pid {mgr.run_dir}/nginx.pid;" in main
+    http = mgr.paths.http_directives()
+    for d, sub in (("client_body_temp_path", "client_body"), ("proxy_temp_path", "proxy"),
+                   ("fastcgi_temp_path", "fastcgi"), ("uwsgi_temp_path", "uwsgi"),
+                   ("scgi_temp_path", "scgi")):
+        assert f"{d} {mgr.run_dir}/{sub};" in http
+    assert f"listen unix:{mgr.run_dir}/nginx-status.sock;" in http
+    assert "include config-version.conf;" in http and "include conf.d/*.conf;" in http
+    assert "stub_status" not in mgr.paths.http_directives(stub_status=False)
+
+
+def test_start_and_reload_fail_clearly_without_nginx(mgr: Manager) -> None:
+    with pytest.raises(NginxStartError, match="does not exist"):
+        mgr.start()
+    mgr.create_main_config("events {}\n")
+    with pytest.raises(NginxStartError, match="daemon off"):
+        mgr.start()
+    calls: list[tuple[bool, int, bool]] = []
+    mgr.on_reload = lambda ok, ms, ep: calls.append((ok, ms, ep))
+    with pytest.raises(ReloadError, match="nginx reload failed: nginx is not running"):
+        mgr.reload(is_endpoints_update=True)
+    assert (mgr.reload_errors, mgr.reload_count, mgr.last_reload_ok, mgr.config_version) == (1, 0, False, 0)
+    assert [(ok, ep) for ok, _, ep in calls] == [(False, True)]
+    mgr.quit()  # nothing running: a no-op
+    assert not mgr.is_running()
+
+
+def test_missing_binary_is_a_clear_error(tmp_path: Path) -> None:
+    m = Manager(binary="no-such-nginx-binary", conf_dir=str(tmp_path / "c"), run_dir=str(tmp_path / "r"))
+    m.create_main_config("daemon off;\nevents {}\n")
+    with pytest.raises(NginxStartError, match="no-such-nginx-binary"):
+        m.start()
+    ok, out = m.test_config()
+    assert not ok and "no-such-nginx-binary" in out
+
+
+def test_configs_named_in_nginx_output(mgr: Manager) -> None:
+    d = os.path.join(mgr.conf_dir, "conf.d")
+    out = (f'2024/01/01 00:00:00 [emerg] 7#7: unknown directive "x" in {d}/default-cafe.conf:3\n'
+           f'nginx: [emerg] duplicate upstream "u" in {d}/ns-b.conf:1\n'
+           f"nginx: configuration file {d}/default-cafe.conf test failed\n"
+           f"[emerg] something in {mgr.conf_dir}/nginx.conf:9\n")
+    assert mgr.configs_named_in(out) == ["default-cafe", "ns-b"]
+    assert mgr.configs_named_in("no file here") == []
