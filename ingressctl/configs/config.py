@@ -1,0 +1,134 @@
+"""The template model (NIC's `version1` package): frozen dataclasses that the Jinja2 templates consume.
+
+The templates see only these types, never Kubernetes objects. Every field is plain data that the generator has
+already validated; the templates still pass each value through a quoting filter (see `quoting`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Location modifiers (NGINX `location [modifier] path`).
+PREFIX = ""
+EXACT = "="
+REGEX = "~"
+REGEX_CASE_INSENSITIVE = "~*"
+
+
+@dataclass(frozen=True)
+class UpstreamServer:
+    """One `server` line of an upstream: `host:port` or `unix:/path`."""
+
+    address: str
+    max_fails: int = 1
+    fail_timeout: str = "10s"
+    max_conns: int = 0
+
+
+@dataclass(frozen=True)
+class Upstream:
+    name: str
+    servers: tuple[UpstreamServer, ...]
+    lb_method: str = ""  # "" = NGINX's round robin
+    keepalive: int = 0
+    zone_size: str = "256k"  # "0" = no zone line
+
+
+@dataclass(frozen=True)
+class Location:
+    path: str  # always starts with "/"
+    modifier: str  # PREFIX, EXACT, REGEX, REGEX_CASE_INSENSITIVE
+    upstream: str  # upstream name
+    service_name: str
+    proxy_connect_timeout: str = "60s"
+    proxy_read_timeout: str = "60s"
+    proxy_send_timeout: str = "60s"
+    client_max_body_size: str = "1m"
+    proxy_buffering: bool = True
+    proxy_buffers: str = ""
+    proxy_buffer_size: str = ""
+    proxy_max_temp_file_size: str = ""
+    websocket: bool = False
+    ssl: bool = False  # HTTPS to the backend
+    rewrite: str = ""  # URI part appended to proxy_pass ("" = pass the request URI unchanged)
+    keepalive: bool = False  # the upstream keeps connections: clear the Connection header
+    redirect_to_https: bool = False  # X-Forwarded-Proto is then always https
+    snippets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str  # the host
+    locations: tuple[Location, ...] = ()
+    ports: tuple[int, ...] = (80,)
+    ssl_ports: tuple[int, ...] = (443,)
+    ssl: bool = False
+    ssl_certificate: str = ""  # PEM path (certificate and key in one file)
+    ssl_certificate_key: str = ""
+    ssl_reject_handshake: bool = False
+    ssl_redirect: bool = False  # `if ($scheme = http)` -> 301 to https://$host:<first ssl port>
+    redirect_to_https: bool = False  # X-Forwarded-Proto http -> 301
+    http2: bool = False
+    server_tokens: str = "on"
+    disable_ipv6: bool = False
+    snippets: tuple[str, ...] = ()
+    fallback_status: int = 0  # non-zero: no "/" location, answer unmatched paths with this status
+
+
+@dataclass(frozen=True)
+class IngressMeta:
+    name: str
+    namespace: str
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IngressNginxConfig:
+    """Everything `ingress.conf.j2` renders for one Ingress."""
+
+    upstreams: tuple[Upstream, ...]
+    servers: tuple[Server, ...]
+    ingress: IngressMeta
+    keepalive: str = ""  # "" when 0 (NIC keeps it as a string)
+
+
+@dataclass(frozen=True)
+class MainConfig:
+    """Everything `nginx.conf.j2` renders.
+
+    `run_dir` holds the pid file, temp paths and unix sockets (absolute). The includes of
+    config-version.conf and conf.d/*.conf are relative, so NGINX resolves them against the directory of the
+    `-c` file; a staging copy of the conf dir therefore tests as it is.
+    """
+
+    run_dir: str
+    worker_processes: str = "auto"
+    worker_connections: int = 1024
+    worker_rlimit_nofile: int = 0
+    worker_shutdown_timeout: str = ""
+    worker_user: str = ""  # `user` directive; only when the master runs as root
+    error_log_level: str = "notice"
+    access_log_off: bool = False
+    log_format: tuple[str, ...] = ()  # "" -> the default `main` format
+    keepalive_timeout: str = "75s"
+    keepalive_requests: int = 1000
+    server_names_hash_bucket_size: int = 256
+    server_names_hash_max_size: int = 1024
+    map_hash_bucket_size: int = 256
+    map_hash_max_size: int = 2048
+    variables_hash_bucket_size: int = 256
+    variables_hash_max_size: int = 1024
+    server_tokens: str = "on"
+    http2: bool = False
+    ssl_protocols: str = "TLSv1.2 TLSv1.3"
+    default_http_listener_port: int = 80
+    default_https_listener_port: int = 443
+    default_server_tls_path: str = ""  # "" -> ssl_reject_handshake on
+    default_server_return: str = "404"
+    default_server_access_log_off: bool = False
+    disable_ipv6: bool = False
+    health_status: bool = False
+    health_status_uri: str = "/nginx-health"
+    nginx_status: bool = False
+    nginx_status_port: int = 8080
+    nginx_status_allow_cidrs: tuple[str, ...] = ("127.0.0.1", "::1")

@@ -1,0 +1,237 @@
+"""ConfigMap parameters (NIC's `ConfigParams` / `ParseConfigMap`) and the static parameters from flags.
+
+Guarantees:
+- `ConfigParams()` carries NIC's defaults for every key the templates use.
+- `parse_config_map` never raises: a bad value keeps the default for that key and is reported as
+  `(key, error)`. Unlike NIC, timeouts and sizes are validated in the ConfigMap too (they are written
+  into the config).
+- `generate_main_config` is a pure function of the static and ConfigMap parameters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ingressctl.configs import parsing
+from ingressctl.configs.config import MainConfig
+from ingressctl.settings import Settings
+
+
+@dataclass(frozen=True)
+class ConfigParams:
+    """Parameters from the NGINX ConfigMap; Ingress annotations override the per-Ingress ones."""
+
+    # Per location
+    proxy_connect_timeout: str = "60s"
+    proxy_read_timeout: str = "60s"
+    proxy_send_timeout: str = "60s"
+    client_max_body_size: str = "1m"
+    proxy_buffering: bool = True
+    proxy_buffers: str = ""
+    proxy_buffer_size: str = ""
+    proxy_max_temp_file_size: str = ""
+    location_snippets: tuple[str, ...] = ()
+    # Per server
+    server_tokens: str = "on"
+    http2: bool = False
+    redirect_to_https: bool = False
+    ssl_redirect: bool = True
+    server_snippets: tuple[str, ...] = ()
+    # Per upstream
+    lb_method: str = "random two least_conn"
+    keepalive: int = 0
+    max_fails: int = 1
+    max_conns: int = 0
+    fail_timeout: str = "10s"
+    upstream_zone_size: str = "256k"
+    # Default server
+    default_server_return: str = "404"
+    default_server_access_log_off: bool = False
+    # Main and http level
+    worker_processes: str = "auto"
+    worker_connections: int = 1024
+    worker_rlimit_nofile: int = 0
+    worker_shutdown_timeout: str = ""
+    error_log_level: str = "notice"
+    access_log_off: bool = False
+    log_format: tuple[str, ...] = ()
+    keepalive_timeout: str = "75s"
+    keepalive_requests: int = 1000
+    server_names_hash_bucket_size: int = 256
+    server_names_hash_max_size: int = 1024
+    map_hash_bucket_size: int = 256
+    map_hash_max_size: int = 2048
+    variables_hash_bucket_size: int = 256
+    variables_hash_max_size: int = 1024
+    ssl_protocols: str = "TLSv1.2 TLSv1.3"
+    # Template overrides (None: the built-in or --*-template-path template)
+    main_template: str | None = None
+    ingress_template: str | None = None
+
+
+@dataclass(frozen=True)
+class StaticConfigParams:
+    """Parameters fixed at start-up, from flags. Paths are absolute."""
+
+    http_port: int = 80
+    https_port: int = 443
+    health_status: bool = False
+    health_status_uri: str = "/nginx-health"
+    nginx_status: bool = True
+    nginx_status_port: int = 8080
+    nginx_status_allow_cidrs: tuple[str, ...] = ("127.0.0.1", "::1")
+    conf_dir: str = "/etc/nginx"
+    run_dir: str = "/var/lib/nginx"
+    default_server_tls_path: str = ""  # PEM of the default server's certificate; "" -> reject handshakes
+    wildcard_tls_path: str = ""  # PEM for TLS hosts without secretName; "" -> such hosts reject handshakes
+    enable_snippets: bool = False
+    disable_ipv6: bool = False
+    worker_user: str = ""  # `user` for worker processes; set it when NGINX's master runs as root
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> StaticConfigParams:
+        """From the command line; IPv6 listeners only where the host supports IPv6. The default server and
+        wildcard certificate paths stay "" until the controller has written those Secrets."""
+        n = settings.nginx
+        return cls(
+            http_port=n.http_port, https_port=n.https_port, health_status=n.health_status,
+            health_status_uri=n.health_status_uri, nginx_status=n.status, nginx_status_port=n.status_port,
+            conf_dir=n.conf_dir, run_dir=n.run_dir, enable_snippets=settings.controller.enable_snippets,
+            disable_ipv6=not ipv6_available(),
+        )
+
+
+def ipv6_available() -> bool:
+    """True if this host can open an IPv6 socket (NGINX's `listen [::]:port` fails otherwise)."""
+    if not socket.has_ipv6:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM):
+            return True
+    except OSError:
+        return False
+
+
+def _bool(v: str) -> bool:
+    return parsing.parse_bool(v.strip())
+
+
+def _int(minimum: int, maximum: int = 2**31 - 1) -> Callable[[str], int]:
+    return lambda v: parsing.parse_int(v, minimum=minimum, maximum=maximum)
+
+
+def _text(v: str) -> str:
+    return v
+
+
+def _buffers(value: str) -> str:
+    """`proxy_buffers`: `<number> <size>`."""
+    parts = value.split()
+    if len(parts) != 2:
+        raise ValueError(f"invalid proxy buffers {value!r}: use '<number> <size>', e.g. '8 4k'")
+    number = parsing.parse_int(parts[0], minimum=1, maximum=1 << 16)
+    return f"{number} {parsing.parse_size(parts[1])}"
+
+
+# ConfigMap key -> (ConfigParams field, parser). Keys not listed are ignored, as NIC does.
+CONFIG_MAP_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "proxy-connect-timeout": ("proxy_connect_timeout", parsing.parse_time),
+    "proxy-read-timeout": ("proxy_read_timeout", parsing.parse_time),
+    "proxy-send-timeout": ("proxy_send_timeout", parsing.parse_time),
+    "client-max-body-size": ("client_max_body_size", parsing.parse_size),
+    "proxy-buffering": ("proxy_buffering", _bool),
+    "proxy-buffers": ("proxy_buffers", _buffers),
+    "proxy-buffer-size": ("proxy_buffer_size", parsing.parse_size),
+    "proxy-max-temp-file-size": ("proxy_max_temp_file_size", parsing.parse_size),
+    "location-snippets": ("location_snippets", parsing.parse_lines),
+    "server-tokens": ("server_tokens", parsing.parse_server_tokens),
+    "http2": ("http2", _bool),
+    "redirect-to-https": ("redirect_to_https", _bool),
+    "ssl-redirect": ("ssl_redirect", _bool),
+    "server-snippets": ("server_snippets", parsing.parse_lines),
+    "lb-method": ("lb_method", parsing.parse_lb_method),
+    "keepalive": ("keepalive", _int(0, 100000)),
+    "max-fails": ("max_fails", _int(0, 100000)),
+    "fail-timeout": ("fail_timeout", parsing.parse_time),
+    "upstream-zone-size": ("upstream_zone_size", parsing.parse_size),
+    "default-server-return": ("default_server_return", parsing.parse_status),
+    "default-server-access-log-off": ("default_server_access_log_off", _bool),
+    "worker-processes": ("worker_processes", parsing.parse_worker_processes),
+    "worker-connections": ("worker_connections", _int(1, 1 << 20)),
+    "worker-rlimit-nofile": ("worker_rlimit_nofile", _int(1, 1 << 24)),
+    "worker-shutdown-timeout": ("worker_shutdown_timeout", parsing.parse_time),
+    "error-log-level": ("error_log_level", parsing.parse_log_level),
+    "access-log-off": ("access_log_off", _bool),
+    "log-format": ("log_format", parsing.parse_lines),
+    "keepalive-timeout": ("keepalive_timeout", parsing.parse_time),
+    "keepalive-requests": ("keepalive_requests", _int(0)),
+    "server-names-hash-bucket-size": ("server_names_hash_bucket_size", _int(1, 1 << 16)),
+    "server-names-hash-max-size": ("server_names_hash_max_size", _int(1, 1 << 24)),
+    "map-hash-bucket-size": ("map_hash_bucket_size", _int(1, 1 << 16)),
+    "map-hash-max-size": ("map_hash_max_size", _int(1, 1 << 24)),
+    "variables-hash-bucket-size": ("variables_hash_bucket_size", _int(1, 1 << 16)),
+    "variables-hash-max-size": ("variables_hash_max_size", _int(1, 1 << 24)),
+    "ssl-protocols": ("ssl_protocols", parsing.parse_ssl_protocols),
+    "main-template": ("main_template", _text),
+    "ingress-template": ("ingress_template", _text),
+}
+
+
+def parse_config_map(data: Mapping[str, str] | None) -> tuple[ConfigParams, list[tuple[str, str]]]:
+    """ConfigMap `data` -> (params, [(key, error), ...]). A bad value keeps the default for its key."""
+    values: dict[str, Any] = {}
+    errors: list[tuple[str, str]] = []
+    for key, raw in sorted((data or {}).items()):
+        spec = CONFIG_MAP_KEYS.get(key)
+        if spec is None:
+            continue
+        field_name, parse = spec
+        if not isinstance(raw, str):
+            errors.append((key, f"expected a string value, got {type(raw).__name__}"))
+            continue
+        try:
+            values[field_name] = parse(raw)
+        except ValueError as e:
+            errors.append((key, str(e)))
+    return dataclasses.replace(ConfigParams(), **values), errors
+
+
+def generate_main_config(static: StaticConfigParams, config: ConfigParams) -> MainConfig:
+    """The main template's model (NIC's `GenerateNginxMainConfig`)."""
+    return MainConfig(
+        run_dir=static.run_dir,
+        worker_processes=config.worker_processes,
+        worker_connections=config.worker_connections,
+        worker_rlimit_nofile=config.worker_rlimit_nofile,
+        worker_shutdown_timeout=config.worker_shutdown_timeout,
+        worker_user=static.worker_user,
+        error_log_level=config.error_log_level,
+        access_log_off=config.access_log_off,
+        log_format=config.log_format,
+        keepalive_timeout=config.keepalive_timeout,
+        keepalive_requests=config.keepalive_requests,
+        server_names_hash_bucket_size=config.server_names_hash_bucket_size,
+        server_names_hash_max_size=config.server_names_hash_max_size,
+        map_hash_bucket_size=config.map_hash_bucket_size,
+        map_hash_max_size=config.map_hash_max_size,
+        variables_hash_bucket_size=config.variables_hash_bucket_size,
+        variables_hash_max_size=config.variables_hash_max_size,
+        server_tokens=config.server_tokens,
+        http2=config.http2,
+        ssl_protocols=config.ssl_protocols,
+        default_http_listener_port=static.http_port,
+        default_https_listener_port=static.https_port,
+        default_server_tls_path=static.default_server_tls_path,
+        default_server_return=config.default_server_return,
+        default_server_access_log_off=config.default_server_access_log_off,
+        disable_ipv6=static.disable_ipv6,
+        health_status=static.health_status,
+        health_status_uri=static.health_status_uri,
+        nginx_status=static.nginx_status,
+        nginx_status_port=static.nginx_status_port,
+        nginx_status_allow_cidrs=static.nginx_status_allow_cidrs,
+    )

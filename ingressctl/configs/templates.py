@@ -1,0 +1,152 @@
+"""Jinja2 rendering of the main and Ingress templates (NIC's `version1.TemplateExecutor`).
+
+Guarantees:
+- One Environment: StrictUndefined (a template that uses a field the model lacks fails at render time),
+  autoescape off (NGINX config is not HTML), trim_blocks, lstrip_blocks, keep_trailing_newline, and the
+  quoting filters of `quoting` plus `num`, `words` and `lb_method`.
+- Templates are compiled once. A custom template (a `--*-template-path` file at start-up, or a ConfigMap
+  override later) that fails to compile raises `TemplateError`, and the executor keeps the template it had.
+- Rendering raises `TemplateRenderError` (never a bare Jinja2 or filter error), naming the template.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+import jinja2
+
+from ingressctl.configs import parsing
+from ingressctl.configs.config import IngressNginxConfig, MainConfig
+from ingressctl.configs.quoting import FILTERS, NginxValueError, token
+
+TEMPLATES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")
+MAIN_TEMPLATE = "nginx.conf.j2"
+INGRESS_TEMPLATE = "ingress.conf.j2"
+
+
+class TemplateError(Exception):
+    """A template could not be loaded or compiled."""
+
+
+class TemplateRenderError(Exception):
+    """A template failed while rendering a model (model mismatch or an unsafe value)."""
+
+
+def num(value: object) -> str:
+    """An integer, as text; anything else is an error (no silent 0 as Jinja2's `int` filter gives)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise NginxValueError(f"expected an integer, got {value!r}")
+    return str(value)
+
+
+def words(value: object) -> str:
+    """Space-separated bare words (e.g. `8 4k`, `TLSv1.2 TLSv1.3`)."""
+    if not isinstance(value, str) or not value.split():
+        raise NginxValueError(f"expected one or more words, got {value!r}")
+    return " ".join(token(w) for w in value.split())
+
+
+def lb_method(value: object) -> str:
+    if not isinstance(value, str):
+        raise NginxValueError(f"expected a load balancing method, got {value!r}")
+    try:
+        return parsing.parse_lb_method(value)
+    except ValueError as e:
+        raise NginxValueError(str(e)) from None
+
+
+def new_environment(templates_dir: str = TEMPLATES_DIR) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates_dir),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        auto_reload=False,
+    )
+    env.filters.update(FILTERS)
+    env.filters.update({"num": num, "words": words, "lb_method": lb_method})
+    return env
+
+
+def _model(obj: Any) -> dict[str, Any]:
+    """A frozen dataclass as the template's top-level names (shallow: nested dataclasses stay objects)."""
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+
+
+class TemplateExecutor:
+    """Compiles and renders the main and Ingress templates."""
+
+    def __init__(self, main_template_path: str | None = None, ingress_template_path: str | None = None,
+                 *, templates_dir: str = TEMPLATES_DIR) -> None:
+        self._env = new_environment(templates_dir)
+        self._builtin_main = self._load(MAIN_TEMPLATE, None)
+        self._builtin_ingress = self._load(INGRESS_TEMPLATE, None)
+        # The templates to fall back to when a ConfigMap override is removed or broken.
+        self._base_main = self._load(MAIN_TEMPLATE, main_template_path)
+        self._base_ingress = self._load(INGRESS_TEMPLATE, ingress_template_path)
+        self._main = self._base_main
+        self._ingress = self._base_ingress
+
+    def _load(self, name: str, path: str | None) -> jinja2.Template:
+        if path is None:
+            try:
+                return self._env.get_template(name)
+            except jinja2.TemplateError as e:
+                raise TemplateError(f"built-in template {name}: {e}") from e
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise TemplateError(f"cannot read template {path}: {e}") from e
+        return self._compile(text, path)
+
+    def _compile(self, text: str, origin: str) -> jinja2.Template:
+        try:
+            return self._env.from_string(text)
+        except jinja2.TemplateSyntaxError as e:
+            raise TemplateError(f"template {origin}: line {e.lineno}: {e.message}") from e
+        except jinja2.TemplateError as e:
+            raise TemplateError(f"template {origin}: {e}") from e
+
+    def update_main_template(self, text: str) -> None:
+        """Use a ConfigMap's main template; on TemplateError the current one stays."""
+        self._main = self._compile(text, "main-template")
+
+    def update_ingress_template(self, text: str) -> None:
+        """Use a ConfigMap's Ingress template; on TemplateError the current one stays."""
+        self._ingress = self._compile(text, "ingress-template")
+
+    def use_original_main_template(self) -> None:
+        self._main = self._base_main
+
+    def use_original_ingress_template(self) -> None:
+        self._ingress = self._base_ingress
+
+    @property
+    def is_main_builtin(self) -> bool:
+        return self._main is self._builtin_main
+
+    @property
+    def is_ingress_builtin(self) -> bool:
+        return self._ingress is self._builtin_ingress
+
+    def execute_main_template(self, cfg: MainConfig) -> str:
+        return self._render(self._main, cfg, "main")
+
+    def execute_ingress_template(self, cfg: IngressNginxConfig) -> str:
+        return self._render(self._ingress, cfg, "ingress")
+
+    @staticmethod
+    def _render(template: jinja2.Template, cfg: Any, what: str) -> str:
+        try:
+            return template.render(_model(cfg))
+        except NginxValueError as e:
+            raise TemplateRenderError(f"{what} template: unsafe value: {e}") from e
+        except jinja2.TemplateError as e:
+            raise TemplateRenderError(f"{what} template: {e}") from e
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+            raise TemplateRenderError(f"{what} template: {type(e).__name__}: {e}") from e
