@@ -614,9 +614,34 @@ class Manager:
         except OSError:
             return
         ours = (os.fsencode(self.paths.main_config) in title or os.fsencode(self.run_dir) in title)
-        if pid > 0 and title.startswith(b"nginx: master process") and ours:
+        if pid <= 0 or not title.startswith(b"nginx: master process") or not ours:
+            return
+        if self._parent_pid(pid) != 1:
             raise NginxStartError(f"an NGINX master process (pid {pid}, from {self.paths.pid_file}) is "
                                   "already running with this run dir; stop it first")
+        # Its controller died without stopping it (SIGKILL): it was re-parented to init. Take over the run
+        # dir: a graceful quit, then SIGKILL of its whole process group.
+        log.warning("stopping an orphaned NGINX left by a previous controller", pid=pid)
+        self._stop_orphan(pid, timeout=self.reload_timeout_ms / 1000)
+
+    def _parent_pid(self, pid: int) -> int | None:
+        try:
+            with open(os.path.join(self.proc_root, str(pid), "stat"), "rb") as f:
+                stat = f.read()
+        except OSError:
+            return None
+        # The command name in field 2 may contain spaces; the fields after its closing ")" are fixed.
+        fields = stat[stat.rfind(b")") + 2:].split()
+        return int(fields[1]) if len(fields) > 1 else None
+
+    def _stop_orphan(self, pid: int, timeout: float) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGQUIT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and os.path.exists(os.path.join(self.proc_root, str(pid))):
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
 
     def _clean_run_dir(self) -> None:
         """Remove a stale pid file and unix sockets left by an NGINX that was killed (bind would fail)."""

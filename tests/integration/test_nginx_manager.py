@@ -354,6 +354,32 @@ def test_second_master_on_the_same_run_dir_is_refused(env: Env) -> None:
     assert first.is_running() and served_version(first) == "0"
 
 
+def test_an_orphaned_master_from_a_killed_controller_is_replaced(env: Env, tmp_path: Path) -> None:
+    """A controller killed with SIGKILL leaves NGINX running, re-parented to init; the next one takes over."""
+    first = env.manager(name="orphan")
+    port = free_port()
+    first.create_main_config(main_config(first.paths, port, env.backend_port))
+    # Start NGINX from a short-lived intermediate process so that it is re-parented to init, as it is when
+    # its controller dies.
+    script = tmp_path / "spawn.py"
+    script.write_text(
+        "import subprocess, sys\n"
+        f"subprocess.Popen({[first._command()[0], *first._command()[1:]]!r}, start_new_session=True,\n"
+        "                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n")
+    first._write_config_version(0)
+    subprocess.run([sys.executable, str(script)], check=True)
+    wait_until(lambda: os.path.exists(first.paths.pid_file), "the orphan writes its pid file")
+    orphan = int(Path(first.paths.pid_file).read_text().strip())
+    assert first._parent_pid(orphan) == 1
+
+    second = env.manager(name="orphan", run_dir=first.run_dir)
+    second.create_main_config(main_config(second.paths, port, env.backend_port))
+    second.start()
+    assert second.is_running() and second.master_pid != orphan
+    assert not os.path.exists(f"/proc/{orphan}")
+    assert served_version(second) == "0"
+
+
 def test_test_config_detects_errors(env: Env) -> None:
     port2 = free_port()
     m = env.manager()
