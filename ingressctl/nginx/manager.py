@@ -67,6 +67,8 @@ CONF_D_DIR = "conf.d"
 SECRETS_DIR = "secrets"
 CONFIG_VERSION_FILE = "config-version.conf"
 CONFIG_VERSION_SOCKET_NAME = "nginx-config-version.sock"
+# Bound by the controller (latency metrics), not by NGINX: the Manager never removes it.
+SYSLOG_SOCKET_NAME = "nginx-syslog.sock"
 CONFIG_VERSION_PATH = "/configVersion"
 PID_FILE_NAME = "nginx.pid"
 TEMP_PATH_DIRECTIVES = {
@@ -147,6 +149,10 @@ class RuntimePaths:
     @property
     def status_socket(self) -> str:
         return os.path.join(self.run_dir, STATUS_SOCKET_NAME)
+
+    @property
+    def syslog_socket(self) -> str:
+        return os.path.join(self.run_dir, SYSLOG_SOCKET_NAME)
 
     def temp_path(self, directive: str) -> str:
         return os.path.join(self.run_dir, TEMP_PATH_DIRECTIVES[directive])
@@ -648,7 +654,8 @@ class Manager:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.paths.pid_file)
         with os.scandir(self.run_dir) as it:
-            stale = [e.path for e in it if e.name.endswith(".sock") and _is_socket(e.path)]
+            stale = [e.path for e in it
+                     if e.name.endswith(".sock") and e.name != SYSLOG_SOCKET_NAME and _is_socket(e.path)]
         for path in stale:
             with contextlib.suppress(OSError):
                 os.unlink(path)
