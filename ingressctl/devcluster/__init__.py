@@ -1,0 +1,36 @@
+"""ingressctl.devcluster: an in-memory Kubernetes API server speaking the real wire protocol.
+
+It serves discovery, CRUD, the status subresource, merge/strategic-merge/JSON patches, paginated lists with
+selectors and watches (bookmarks, timeouts, 410 after a bounded history) for the kinds in `resources.py`, with
+fault injection and request statistics for tests. It is a product feature for demos, development and
+benchmarks, not a test double: it behaves like a real API server wherever a controller could tell the
+difference.
+
+Command line (prints "<url> kubeconfig=<path>" once serving; SIGINT/SIGTERM stop it with exit status 0):
+
+    python -m ingressctl.devcluster --port 0 --kubeconfig-out .run/kubeconfig --manifests examples/ [--tls]
+
+Python:
+
+    with DevCluster(bookmark_interval=0.2) as dc:
+        dc.write_kubeconfig(path)                 # for kubectl and the kubernetes client
+        dc.load(objects)                          # bulk create-or-replace, status kept
+        dc.faults.set_error_rate(429, 0.5, verb="list", resource="ingresses", retry_after=1)
+        dc.faults.set_latency(50, verb="update", resource="ingresses/status")
+        dc.faults.drop_watches(); dc.faults.compact()
+        dc.stats.count("watch", "ingresses"); dc.stats.max_in_flight("list", "ingresses"); dc.stats.calls()
+
+Known differences from a real API server: no authorization (TLS mode checks one bearer token), no admission
+or schema validation beyond metadata, no server-side apply (415), no OpenAPI schemas (kubectl then validates
+nothing client-side and computes strategic merge patches from its compiled-in types), protobuf accepted only
+for the bodies kubectl's create generators send, and bookmarks every `bookmark_interval` seconds (default 2)
+rather than every minute.
+"""
+
+from ingressctl.devcluster.cluster import INITIAL_NAMESPACES, DevCluster
+from ingressctl.devcluster.faults import Call, FaultInjector, RequestStats
+from ingressctl.devcluster.resources import DEFAULT_KINDS, Column, ResourceKind
+
+__all__ = ["DEFAULT_KINDS", "INITIAL_NAMESPACES", "Call", "Column", "DevCluster", "FaultInjector",
+           "RequestStats",
+           "ResourceKind"]
