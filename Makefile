@@ -6,12 +6,14 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 RUN_DIR ?= .run
 PYTEST_ARGS ?=
 
-.PHONY: deps system-deps test unit integration run bench lint typecheck clean
+IMAGE ?= ingressctl:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+
+.PHONY: deps system-deps test unit integration run bench lint typecheck clean image deployments
 
 deps: system-deps $(STAMP)
 
 system-deps:
-	@bash scripts/install-system-deps.sh
+	@bash scripts/install-system-deps.sh go
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,10 +31,10 @@ unit: deps
 integration: deps
 	$(PY) -m pytest $(PYTEST_ARGS) tests/integration
 
-## Start the demo: devcluster with examples/, then print how to reach it.
+## Start the demo: devcluster with examples/, backends, the controller and NGINX; prints curl commands.
 run: deps
 	@mkdir -p $(RUN_DIR)
-	$(PY) -m ingressctl.devcluster --port 0 --kubeconfig-out $(RUN_DIR)/kubeconfig --manifests examples/
+	$(PY) -m ingressctl.demo --run-dir $(RUN_DIR) --manifests examples/
 
 ## Run the benchmark suite; it prints tables and writes JSON under $(RUN_DIR)/bench.
 bench: deps
@@ -44,6 +46,14 @@ lint: deps
 
 typecheck: deps
 	$(PY) -m mypy
+
+## Build the container image (needs a Docker engine).
+image:
+	docker build -t $(IMAGE) .
+
+## Re-render deployments/ from charts/ingressctl.
+deployments: system-deps
+	bash scripts/render-deployments.sh
 
 clean:
 	rm -rf $(VENV) $(RUN_DIR) .pytest_cache .mypy_cache .ruff_cache

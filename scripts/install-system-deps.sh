@@ -1,14 +1,38 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests and the demo need, when they are missing: nginx and kubectl.
-# Idempotent; runs apt-get update at most once per call and only when something is missing.
+#   scripts/install-system-deps.sh        nginx, kubectl
+#   scripts/install-system-deps.sh go     also Go and the Go libraries the chart renderer (tests/chart/render)
+#                                         builds against offline: sprig, sigs.k8s.io/yaml and gojsonschema
+#                                         (Helm's own template, YAML and values-schema libraries) from Debian
+# Idempotent: installs only what is missing; runs apt-get update at most once, and only when installing from
+# the current package lists fails.
 set -euo pipefail
 
+# Debian installs Go library sources here (GOPATH layout).
+GOCODE_SRC=/usr/share/gocode/src
+
 missing=()
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
-command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
+need() { # need <package>: add it once
+  local p
+  for p in "${missing[@]+"${missing[@]}"}"; do [ "$p" = "$1" ] && return 0; done
+  missing+=("$1")
+}
+have_go_lib() { [ -d "$GOCODE_SRC/$1" ] && [ -n "$(ls -A "$GOCODE_SRC/$1" 2>/dev/null)" ]; }
+
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need nginx
+command -v kubectl >/dev/null 2>&1 || need kubernetes-client
 for extra in "$@"; do
   case "$extra" in
-    go) command -v go >/dev/null 2>&1 || missing+=(golang-go golang-github-masterminds-sprig-dev) ;;
+    go)
+      command -v go >/dev/null 2>&1 || need golang-go
+      have_go_lib github.com/Masterminds/sprig || need golang-github-masterminds-sprig-dev
+      have_go_lib sigs.k8s.io/yaml || need golang-k8s-sigs-yaml-dev
+      have_go_lib github.com/xeipuuv/gojsonschema || need golang-github-xeipuuv-gojsonschema-dev
+      ;;
+    *)
+      echo "install-system-deps: unknown component '$extra' (known: go)" >&2
+      exit 2
+      ;;
   esac
 done
 
@@ -16,6 +40,10 @@ done
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "missing system packages: ${missing[*]}; install them (as root: apt-get install ${missing[*]})" >&2
+  exit 1
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "missing system packages: ${missing[*]}; this script installs them with apt-get (Debian/Ubuntu only)" >&2
   exit 1
 fi
 echo "installing system packages: ${missing[*]}"
@@ -27,5 +55,8 @@ if [ ! -e "$policy" ]; then
   printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && created_policy=1
 fi
 trap '[ "$created_policy" = 1 ] && rm -f "$policy"' EXIT
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Install straight away when the package lists already know every package; refresh them only otherwise.
+if ! apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
