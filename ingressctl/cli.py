@@ -24,7 +24,8 @@ from ingressctl.settings import (
 )
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LOG_LEVELS = ("trace", "debug", "info", "warning", "error", "fatal")
 
 
@@ -64,7 +65,7 @@ def _positive_int(value: str) -> int:
     return number
 
 
-def _flag(parser: argparse.ArgumentParser, name: str, default: bool, help_text: str) -> None:
+def _flag(parser: argparse._ActionsContainer, name: str, default: bool, help_text: str) -> None:
     """A Go-style boolean flag: `--name`, `--name=true` or `--name=false`."""
     parser.add_argument(
         name, nargs="?", const=True, default=default, type=_bool, metavar="BOOL",
@@ -79,10 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"ingressctl {__version__}")
     k = p.add_argument_group("Kubernetes")
-    k.add_argument("--kubeconfig", help="path to a kubeconfig; default: in-cluster, then $KUBECONFIG, ~/.kube/config")
-    k.add_argument("--ingress-class", default="nginx", help="the IngressClass this controller serves (default nginx)")
+    k.add_argument("--kubeconfig",
+                   help="path to a kubeconfig; default: in-cluster, then $KUBECONFIG, ~/.kube/config")
+    k.add_argument("--ingress-class", default="nginx",
+                   help="the IngressClass this controller serves (default nginx)")
     k.add_argument("--watch-namespace", default="", help="comma-separated namespaces to watch (default: all)")
-    k.add_argument("--nginx-configmaps", type=_namespaced_name, help="<namespace>/<name> of the NGINX ConfigMap")
+    k.add_argument("--nginx-configmaps", type=_namespaced_name,
+                   help="<namespace>/<name> of the NGINX ConfigMap")
     k.add_argument("--default-server-tls-secret", type=_namespaced_name,
                    help="<namespace>/<name> of the TLS Secret for the default server")
     k.add_argument("--wildcard-tls-secret", type=_namespaced_name,
@@ -114,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--ready-status-port", type=_port, default=8081)
     _flag(s, "--enable-prometheus-metrics", False, "serve Prometheus metrics")
     s.add_argument("--prometheus-metrics-listen-port", type=_port, default=9113)
-    _flag(s, "--enable-latency-metrics", False, "collect upstream latency from NGINX's syslog (needs metrics)")
+    _flag(s, "--enable-latency-metrics", False,
+          "collect upstream latency from NGINX's syslog (needs metrics)")
 
     lg = p.add_argument_group("Logging")
     lg.add_argument("--log-format", choices=("text", "json"), default="text")
@@ -135,7 +140,8 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
         parser.error(f"invalid --health-status-uri {uri!r}: must start with '/', not be '/', "
                      "and contain no whitespace, '{', '}' or ';'")
     if not _DNS1123_LABEL.match(a.leader_election_lock_name):
-        parser.error(f"invalid --leader-election-lock-name {a.leader_election_lock_name!r}: must be a DNS-1123 label")
+        parser.error(f"invalid --leader-election-lock-name {a.leader_election_lock_name!r}: "
+                     "must be a DNS-1123 label")
     namespaces = tuple(ns.strip() for ns in a.watch_namespace.split(",") if ns.strip())
     for ns in namespaces:
         if not _DNS1123_LABEL.match(ns):
@@ -146,7 +152,8 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
         parser.error("--default-http-listener-port and --default-https-listener-port must differ")
     latency = a.enable_latency_metrics
     if latency and not a.enable_prometheus_metrics:
-        print("warning: --enable-latency-metrics needs --enable-prometheus-metrics; turned off", file=sys.stderr)
+        print("warning: --enable-latency-metrics needs --enable-prometheus-metrics; turned off",
+              file=sys.stderr)
         latency = False
 
     pod_ns, pod_name = pod_identity(environ)
