@@ -1,0 +1,333 @@
+"""Ingress status: the load-balancer address written to `status.loadBalancer.ingress`, and the start-up flush.
+
+Guarantees:
+- The address comes from the ConfigMap key `external-status-address` if it was ever set non-empty (an empty
+  value falls back to the external Service; removing the key keeps the last value, as NIC does), else from
+  `--external-service` (ExternalName -> spec.externalName; otherwise each status.loadBalancer.ingress ip or
+  hostname, then spec.externalIPs). Each address becomes `{"ip": ...}` if it parses as an IP, else
+  `{"hostname": ...}`. With no source configured nothing is ever written (NIC's statusInitialized).
+- A write reads the Ingress from the informer cache first and is skipped when the status already holds the
+  desired list (absent and empty are the same): unchanged status is never rewritten. A failed write (e.g. 409
+  Conflict on a stale cache) is retried exactly once after a fresh GET; a deleted Ingress is not an error.
+- `report_status_enabled()` = `--report-ingress-status` and (leader election off, or this replica leads).
+  Clearing the status of problem Ingresses needs only leadership (NIC's reportCustomResourceStatusEnabled).
+- Thread-safe: the sync thread, the start-up flush workers and the leader callback share one StatusUpdater.
+- `StartupStatusFlush` writes the deferred start-up statuses with a pool of workers (10) in the background.
+  With leader election it first polls `is_leader()` for up to `leader_wait` seconds (60): a follower exits
+  without writing, and the became-leader callback later writes every status. The flush never runs twice and,
+  while it is pending or running, a became-leader callback leaves the writes to it (one set of writers).
+"""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ingressctl.logging import get_logger
+
+log = get_logger(__name__)
+
+Address = dict[str, str]
+GetCached = Callable[[str], "dict[str, Any] | None"]
+
+
+class StatusClient(Protocol):
+    """The slice of KubeClient the status writer needs."""
+
+    def get(self, rt: Any, namespace: str | None, name: str) -> dict[str, Any]: ...
+
+    def update_status(self, rt: Any, namespace: str | None, name: str,
+                      body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def to_addresses(values: Iterable[str]) -> list[Address]:
+    """NIC's saveStatus: an entry that parses as an IP becomes {"ip": v}, anything else {"hostname": v}.
+    Empty strings are dropped."""
+    out: list[Address] = []
+    for v in values:
+        v = v.strip()
+        if not v:
+            continue
+        try:
+            ipaddress.ip_address(v)
+        except ValueError:
+            out.append({"hostname": v})
+        else:
+            out.append({"ip": v})
+    return out
+
+
+def external_service_addresses(svc: dict[str, Any]) -> list[str]:
+    """NIC's getExternalServiceAddress: ExternalName -> [externalName]; else LB ingress ip/hostname, then
+    spec.externalIPs."""
+    spec = svc.get("spec") or {}
+    if spec.get("type") == "ExternalName":
+        name = spec.get("externalName")
+        return [str(name)] if name else []
+    out: list[str] = []
+    for entry in ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []:
+        value = entry.get("ip") or entry.get("hostname")
+        if value:
+            out.append(str(value))
+    out.extend(str(ip) for ip in spec.get("externalIPs") or [] if ip)
+    return out
+
+
+def current_addresses(ing: dict[str, Any]) -> list[Address]:
+    """The Ingress's status.loadBalancer.ingress entries, reduced to ip/hostname (ports are not ours)."""
+    entries = ((ing.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    out: list[Address] = []
+    for e in entries:
+        a: Address = {}
+        if e.get("ip"):
+            a["ip"] = str(e["ip"])
+        if e.get("hostname"):
+            a["hostname"] = str(e["hostname"])
+        out.append(a)
+    return out
+
+
+def _split_key(key: str) -> tuple[str, str]:
+    ns, _, name = key.partition("/")
+    return ns, name
+
+
+def _key_of(ing: dict[str, Any]) -> str:
+    m = ing.get("metadata") or {}
+    return f"{m.get('namespace', '')}/{m.get('name', '')}"
+
+
+class StatusUpdater:
+    """Computes the load-balancer address and writes it to Ingress status (NIC's statusUpdater)."""
+
+    def __init__(self, client: StatusClient, *, get_cached: GetCached, report_ingress_status: bool,
+                 is_leader: Callable[[], bool] | None = None, ingress_rt: Any = None) -> None:
+        """`get_cached(key)` reads an Ingress from the informer cache; `is_leader` is None when leader
+        election is disabled (every replica writes)."""
+        self._client = client
+        self._get_cached = get_cached
+        self._report = report_ingress_status
+        self._is_leader = is_leader
+        if ingress_rt is None:
+            from ingressctl.k8s.resource import INGRESSES
+
+            ingress_rt = INGRESSES
+        self._rt = ingress_rt
+        self._lock = threading.Lock()
+        self._initialized = False
+        self._external_status: str | None = None   # last value of the ConfigMap key, if ever present
+        self._service_addresses: list[str] = []
+        self._status: list[Address] = []
+        self.writes = 0          # successful API writes (for tests and metrics)
+        self.failures = 0
+
+    # -- address sources -------------------------------------------------------------------------------------
+
+    def save_status_from_external_status(self, value: str) -> None:
+        """The ConfigMap key `external-status-address` (a single value, not comma-split)."""
+        with self._lock:
+            self._external_status = value.strip()
+            self._recompute()
+
+    def save_status_from_external_service(self, svc: dict[str, Any] | None) -> None:
+        """The `--external-service` Service changed (None: it was deleted)."""
+        with self._lock:
+            self._service_addresses = external_service_addresses(svc) if svc is not None else []
+            self._recompute()
+
+    def _recompute(self) -> None:
+        if self._external_status:
+            self._status = to_addresses([self._external_status])
+        else:
+            self._status = to_addresses(self._service_addresses)
+        self._initialized = True
+
+    @property
+    def status_initialized(self) -> bool:
+        with self._lock:
+            return self._initialized
+
+    def addresses(self) -> list[Address]:
+        with self._lock:
+            return [dict(a) for a in self._status]
+
+    # -- gating ----------------------------------------------------------------------------------------------
+
+    @property
+    def report_ingress_status(self) -> bool:
+        """The `--report-ingress-status` flag."""
+        return self._report
+
+    def is_leader(self) -> bool:
+        return self._is_leader is None or self._is_leader()
+
+    def report_status_enabled(self) -> bool:
+        return self._report and self.is_leader()
+
+    def report_problem_status_enabled(self) -> bool:
+        return self.is_leader()
+
+    # -- writes ----------------------------------------------------------------------------------------------
+
+    def update_ingress_status(self, ing: dict[str, Any] | str) -> bool:
+        """Write the current address to one Ingress (object or key) if reporting is enabled and it differs.
+        Returns True if the API was written."""
+        if not self.report_status_enabled():
+            return False
+        with self._lock:
+            if not self._initialized:
+                return False
+            desired = [dict(a) for a in self._status]
+        return self._write(ing if isinstance(ing, str) else _key_of(ing), desired)
+
+    def clear_ingress_status(self, ing: dict[str, Any] | str) -> bool:
+        """Empty the address list of a rejected Ingress (only the leader, or everyone without election)."""
+        if not self.report_problem_status_enabled():
+            return False
+        return self._write(ing if isinstance(ing, str) else _key_of(ing), [])
+
+    def bulk_update(self, keys: Sequence[str], *, workers: int = 1) -> int:
+        """Update every Ingress in `keys`; returns how many writes failed."""
+        if not keys:
+            return 0
+        if workers <= 1:
+            return sum(0 if self._safe_update(k) else 1 for k in keys)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="status") as pool:
+            return sum(0 if ok else 1 for ok in pool.map(self._safe_update, keys))
+
+    def _safe_update(self, key: str) -> bool:
+        try:
+            self.update_ingress_status(key)
+            return True
+        except Exception as e:
+            log.warning("error updating ingress status", ingress=key, error=str(e))
+            return False
+
+    def _write(self, key: str, desired: list[Address]) -> bool:
+        cached = self._get_cached(key)
+        if cached is None:
+            return False
+        if current_addresses(cached) == desired:
+            return False
+        ns, name = _split_key(key)
+        body = copy.deepcopy(cached)
+        body.setdefault("status", {}).setdefault("loadBalancer", {})["ingress"] = desired
+        try:
+            self._client.update_status(self._rt, ns, name, body)
+        except Exception as first:
+            # One retry with a fresh read (NIC's retryStatusUpdate).
+            log.debug("status update failed, retrying with a fresh read", ingress=key, error=str(first))
+            try:
+                fresh = self._client.get(self._rt, ns, name)
+            except Exception as e:
+                if getattr(e, "is_not_found", False):
+                    return False
+                self.failures += 1
+                raise
+            if current_addresses(fresh) == desired:
+                return False
+            fresh.setdefault("status", {}).setdefault("loadBalancer", {})["ingress"] = desired
+            try:
+                self._client.update_status(self._rt, ns, name, fresh)
+            except Exception:
+                self.failures += 1
+                raise
+        with self._lock:
+            self.writes += 1
+        log.debug("ingress status updated", ingress=key, addresses=desired)
+        return True
+
+
+@dataclass
+class FlushResult:
+    state: str            # "written", "skipped-follower", "skipped-disabled", "stopped"
+    attempted: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+
+
+class StartupStatusFlush:
+    """The deferred start-up status flush (NIC 5.5): after readiness, write every deferred status with a pool
+    of workers, once this replica is known to lead."""
+
+    PENDING, RUNNING, DONE, SKIPPED = "pending", "running", "done", "skipped"
+
+    def __init__(self, updater: StatusUpdater, *, leader_election: bool, workers: int = 10,
+                 leader_wait: float = 60.0, poll_interval: float = 0.1,
+                 clock: Callable[[], float] = time.monotonic,
+                 wait: Callable[[float], bool] | None = None) -> None:
+        """`wait(seconds)` sleeps and returns True when the flush should stop (shutdown)."""
+        self._updater = updater
+        self._leader_election = leader_election
+        self._workers = workers
+        self._leader_wait = leader_wait
+        self._poll = poll_interval
+        self._clock = clock
+        self._stop = threading.Event()
+        self._wait = wait if wait is not None else self._stop.wait
+        self._lock = threading.Lock()
+        self.state = self.PENDING
+        self.result: FlushResult | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, keys: Sequence[str]) -> None:
+        """Run the flush for `keys` in a background thread."""
+        self._thread = threading.Thread(target=self.run, args=(list(keys),), name="status-flush", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def owns_writes(self) -> bool:
+        """True while the flush is pending or running: a became-leader callback leaves the writes to it."""
+        with self._lock:
+            return self.state in (self.PENDING, self.RUNNING)
+
+    def run(self, keys: list[str]) -> FlushResult:
+        start = self._clock()
+        if not self._updater.report_ingress_status:
+            with self._lock:
+                self.state = self.DONE
+            self.result = FlushResult("skipped-disabled")
+            return self.result
+        if self._leader_election:
+            deadline = start + self._leader_wait
+            while True:
+                with self._lock:
+                    if self._updater.is_leader():
+                        self.state = self.RUNNING
+                        break
+                    if self._clock() >= deadline:
+                        self.state = self.SKIPPED
+                        break
+                if self._wait(self._poll):
+                    with self._lock:
+                        self.state = self.SKIPPED
+                    self.result = FlushResult("stopped", seconds=self._clock() - start)
+                    return self.result
+            if self.state == self.SKIPPED:
+                log.info("not the leader: start-up status flush skipped; the leader writes status",
+                         deferred=len(keys))
+                self.result = FlushResult("skipped-follower", seconds=self._clock() - start)
+                return self.result
+        else:
+            with self._lock:
+                self.state = self.RUNNING
+        failed = self._updater.bulk_update(keys, workers=self._workers)
+        with self._lock:
+            self.state = self.DONE
+        self.result = FlushResult("written", attempted=len(keys), failed=failed,
+                                  seconds=self._clock() - start)
+        log.info("start-up status flush finished", ingresses=len(keys), failed=failed,
+                 seconds=round(self.result.seconds, 3))
+        return self.result

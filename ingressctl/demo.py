@@ -1,0 +1,334 @@
+"""`make run`: the whole system on one machine (DESIGN.md section 7).
+
+Starts a devcluster loaded with `examples/`, one small HTTP backend per Service (each answers with its own
+name), EndpointSlices pointing at those backends, and the real controller with a real NGINX on unprivileged
+ports (config and runtime files under `--run-dir`, default `.run/`). It then prints curl commands that show
+the routing and runs until Ctrl-C.
+
+`--check` runs those requests itself instead (every Ingress path must reach the backend of its Service, an
+unknown host must get 404) and exits 0 if all pass, 1 otherwise.
+
+Guarantees: every port is free at start (0 = pick one); everything started is stopped on exit, also after a
+failure; the exit status is 0 on success, 1 on a failed check or start-up error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import http.client
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+from ingressctl.demo_backend import Backend
+from ingressctl.logging import configure_logging, get_logger
+from ingressctl.settings import (
+    ControllerSettings,
+    KubeSettings,
+    LeaderElectionSettings,
+    LogSettings,
+    NginxSettings,
+    ServingSettings,
+    Settings,
+)
+
+log = get_logger(__name__)
+
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+DEFAULT_EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Route:
+    """One Ingress path and the backend that should answer it."""
+
+    host: str
+    path: str
+    service: str
+    namespace: str
+    ingress: str = ""
+
+    def curl(self, port: int) -> str:
+        return f"curl -H 'Host: {self.host}' http://127.0.0.1:{port}{self.path}"
+
+
+@dataclass
+class Demo:
+    """Everything the demo started, so that it can all be stopped."""
+
+    run_dir: str
+    manifests: list[str]
+    http_port: int = 0
+    https_port: int = 0
+    ready_port: int = 0
+    log_level: str = "warning"
+    cluster: Any = None
+    client: Any = None
+    app: Any = None
+    backends: dict[str, Backend] = field(default_factory=dict)
+    routes: list[Route] = field(default_factory=list)
+    ignored_hosts: list[str] = field(default_factory=list)
+    kubeconfig: str = ""
+    _tmp_run: str = ""
+
+    def start(self) -> None:
+        from ingressctl.app import App
+        from ingressctl.devcluster import DevCluster
+        from ingressctl.k8s.client import KubeClient
+
+        os.makedirs(self.run_dir, exist_ok=True)
+        self.cluster = DevCluster(manifests=self.manifests)
+        self.cluster.start()
+        self.kubeconfig = self.cluster.write_kubeconfig(os.path.join(self.run_dir, "kubeconfig"))
+        self.client = KubeClient.from_kubeconfig(self.kubeconfig)
+        self._start_backends()
+        self.routes = self._routes()
+
+        self.http_port = self.http_port or free_port()
+        self.https_port = self.https_port or free_port()
+        self.ready_port = self.ready_port or free_port()
+        conf_dir = os.path.abspath(os.path.join(self.run_dir, "nginx", "conf"))
+        run_dir = os.path.abspath(os.path.join(self.run_dir, "nginx", "run"))
+        if len(os.fsencode(run_dir)) > 60:  # unix socket paths are short; use /tmp for a deep checkout
+            self._tmp_run = tempfile.mkdtemp(prefix="ingressctl-run-")
+            run_dir = self._tmp_run
+        settings = Settings(
+            kube=KubeSettings(kubeconfig=self.kubeconfig, pod_namespace="default",
+                              pod_name="ingressctl-demo"),
+            nginx=NginxSettings(conf_dir=conf_dir, run_dir=run_dir, http_port=self.http_port,
+                                https_port=self.https_port, status=False, reload_timeout_ms=30000),
+            controller=ControllerSettings(ingress_class="nginx", nginx_configmaps=self._configmap(),
+                                          report_ingress_status=True),
+            leader_election=LeaderElectionSettings(enabled=True, lease_duration_s=15.0, renew_deadline_s=10.0,
+                                                   retry_period_s=2.0),
+            serving=ServingSettings(ready_status=True, ready_status_port=self.ready_port),
+            log=LogSettings(level=self.log_level),
+        )
+        self.app = App(settings, health_host="127.0.0.1")
+        self.app.start()
+        if not self.app.controller.wait_ready(120):
+            raise RuntimeError("the controller did not become ready within 120 s")
+
+    def _configmap(self) -> str | None:
+        from ingressctl.k8s.resource import CONFIGMAPS
+
+        for cm in self.client.list(CONFIGMAPS, None)["items"]:
+            md = cm["metadata"]
+            if md.get("name") == "nginx-config":
+                return f"{md['namespace']}/{md['name']}"
+        return None
+
+    def _start_backends(self) -> None:
+        """One backend per Service with a selector; an EndpointSlice per Service pointing at it."""
+        from ingressctl.k8s.resource import ENDPOINTSLICES, SERVICES
+
+        for svc in self.client.list(SERVICES, None)["items"]:
+            md, spec = svc["metadata"], svc.get("spec") or {}
+            if spec.get("type") == "ExternalName" or not spec.get("ports"):
+                continue
+            name, ns = md["name"], md["namespace"]
+            backend = Backend(name).start()
+            self.backends[f"{ns}/{name}"] = backend
+            self.client.create(ENDPOINTSLICES, ns, {
+                "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"name": f"{name}-demo", "namespace": ns, "labels": {SERVICE_NAME_LABEL: name}},
+                "addressType": "IPv4",
+                "ports": [{"name": p.get("name", ""), "port": backend.port, "protocol": "TCP"}
+                          for p in spec["ports"]],
+                "endpoints": [{"addresses": [backend.host], "conditions": {"ready": True},
+                               "targetRef": {"kind": "Pod", "namespace": ns, "name": f"{name}-0"}}],
+            })
+
+    def _routes(self) -> list[Route]:
+        from ingressctl.k8s.resource import INGRESSES
+
+        routes: list[Route] = []
+        for ing in self.client.list(INGRESSES, None)["items"]:
+            spec = ing.get("spec") or {}
+            cls = (ing["metadata"].get("annotations") or {}).get("kubernetes.io/ingress.class") or spec.get(
+                "ingressClassName")
+            if cls != "nginx":
+                self.ignored_hosts += [r["host"] for r in spec.get("rules") or [] if r.get("host")]
+                continue
+            for rule in spec.get("rules") or []:
+                for p in (rule.get("http") or {}).get("paths") or []:
+                    svc = ((p.get("backend") or {}).get("service") or {}).get("name")
+                    if rule.get("host") and svc:
+                        ns = ing["metadata"]["namespace"]
+                        routes.append(Route(rule["host"], p.get("path") or "/", svc, ns,
+                                            ing["metadata"]["name"]))
+        return routes
+
+    def check(self) -> bool:
+        """Request every route (retrying briefly) and an unknown host; print one line per check."""
+        ok = True
+        for r in self.routes:
+            expected = r.service if f"{r.namespace}/{r.service}" in self.backends else None
+            status, backend, body = _get_until(self.http_port, r.host, r.path, expected)
+            good = status == 200 and backend == expected
+            ok &= good
+            print(f"{'PASS' if good else 'FAIL'}  {r.curl(self.http_port)}  -> {status} {body.strip()!r}")
+        for host, why in [("unknown.example.com", "default server"),
+                          *((h, "Ingress of another class") for h in self.ignored_hosts)]:
+            status, _, _ = _get_until(self.http_port, host, "/", None, want_status=404)
+            good = status == 404
+            ok &= good
+            print(f"{'PASS' if good else 'FAIL'}  curl -H 'Host: {host}' http://127.0.0.1:{self.http_port}/"
+                  f"  -> {status} ({why})")
+        ok &= self._check_status()
+        return ok
+
+    def _check_status(self) -> bool:
+        """With an external-status-address, every Ingress of ours reports it in status.loadBalancer."""
+        from ingressctl.k8s.resource import CONFIGMAPS, INGRESSES
+
+        ref = self._configmap()
+        if ref is None:
+            return True
+        ns, name = ref.split("/")
+        address = (self.client.get(CONFIGMAPS, ns, name).get("data") or {}).get("external-status-address")
+        if not address:
+            return True
+        keys = sorted({f"{r.namespace}/{i}" for r in self.routes for i in self._ingress_names(r)})
+
+        def statuses() -> dict[str, list[str]]:
+            out = {}
+            for key in keys:
+                ing_ns, ing_name = key.split("/")
+                status = self.client.get(INGRESSES, ing_ns, ing_name).get("status") or {}
+                lb = status.get("loadBalancer") or {}
+                out[key] = [e.get("ip") or e.get("hostname") for e in lb.get("ingress") or []]
+            return out
+
+        end = time.monotonic() + 30
+        got = statuses()
+        while any(v != [address] for v in got.values()) and time.monotonic() < end:
+            time.sleep(0.2)
+            got = statuses()
+        good = all(v == [address] for v in got.values())
+        print(f"{'PASS' if good else 'FAIL'}  Ingress status.loadBalancer = {address}: {got}")
+        return good
+
+    def _ingress_names(self, route: Route) -> list[str]:
+        return [route.ingress] if route.ingress else []
+
+    def banner(self) -> str:
+        lines = ["", "ingressctl demo is running: a devcluster, the controller and NGINX.", ""]
+        lines += [f"  {r.curl(self.http_port)}" for r in self.routes]
+        lines += [
+            f"  curl -H 'Host: unknown.example.com' http://127.0.0.1:{self.http_port}/      # 404",
+            "",
+            f"  readiness:  curl http://127.0.0.1:{self.ready_port}/nginx-ready",
+            f"  kubectl:    kubectl --kubeconfig {self.kubeconfig} get ingress,svc,endpointslices -A",
+            "",
+            "Change the cluster with kubectl and watch NGINX follow. Ctrl-C stops everything.",
+            "",
+        ]
+        return "\n".join(lines)
+
+    def stop(self) -> None:
+        if self.app is not None:
+            self.app.stop()
+        for b in self.backends.values():
+            b.stop()
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.stop()
+        if self._tmp_run:
+            shutil.rmtree(self._tmp_run, ignore_errors=True)
+
+
+def _get(port: int, host: str, path: str) -> tuple[int, str, str]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path, headers={"Host": host, "Connection": "close"})
+        r = conn.getresponse()
+        return r.status, r.getheader("X-Backend") or "", r.read().decode(errors="replace")
+    finally:
+        conn.close()
+
+
+def _get_until(port: int, host: str, path: str, backend: str | None, *, want_status: int = 200,
+               deadline: float = 20.0) -> tuple[int, str, str]:
+    end = time.monotonic() + deadline
+    result: tuple[int, str, str] = (0, "", "")
+    while True:
+        try:
+            result = _get(port, host, path)
+        except OSError as e:
+            result = (0, "", str(e))
+        if result[0] == want_status and (backend is None or result[1] == backend):
+            return result
+        if time.monotonic() >= end:
+            return result
+        time.sleep(0.2)
+
+
+def manifest_files(paths: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = glob.glob(os.path.join(p, "*"))
+            out += sorted(f for f in found if f.endswith((".yaml", ".yml", ".json")))
+        else:
+            out.append(p)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m ingressctl.demo", description=__doc__.split("\n\n")[0])
+    p.add_argument("--manifests", nargs="*", default=[DEFAULT_EXAMPLES], help="files or directories to load")
+    p.add_argument("--run-dir", default=".run", help="where NGINX's files and the kubeconfig go")
+    p.add_argument("--http-port", type=int, default=0, help="NGINX's HTTP port (0: pick a free one)")
+    p.add_argument("--https-port", type=int, default=0, help="NGINX's HTTPS port (0: pick a free one)")
+    p.add_argument("--check", action="store_true", help="run the requests, print PASS/FAIL, exit 0 or 1")
+    p.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))
+    a = p.parse_args(argv)
+    configure_logging(LogSettings(format="text", level=a.log_level))
+
+    demo = Demo(run_dir=a.run_dir, manifests=manifest_files(a.manifests), http_port=a.http_port,
+                https_port=a.https_port, log_level=a.log_level)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        demo.start()
+        if a.check:
+            ok = demo.check()
+            print("demo check " + ("passed" if ok else "FAILED"))
+            return 0 if ok else 1
+        print(demo.banner(), flush=True)
+        while not stop.wait(1.0):
+            pass
+        print("\nstopping...", flush=True)
+        return 0
+    except Exception as e:
+        print(f"demo failed: {e}", file=sys.stderr)
+        return 1
+    finally:
+        demo.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
