@@ -35,6 +35,57 @@ class Upstream:
 
 
 @dataclass(frozen=True)
+class IngressMeta:
+    name: str
+    namespace: str
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LimitReqZone:
+    """`limit_req_zone <key> zone=<name>:<size> rate=<rate>;` (http level)."""
+
+    name: str
+    key: str  # an NGINX variable expression
+    size: str
+    rate: str
+
+
+@dataclass(frozen=True)
+class LimitReq:
+    """`limit_req` and its companions in a location."""
+
+    zone: str
+    burst: int = 0
+    delay: int = 0
+    no_delay: bool = False
+    dry_run: bool = False
+    log_level: str = "error"
+    reject_code: int = 429
+
+
+@dataclass(frozen=True)
+class BasicAuth:
+    """`auth_basic "<realm>"; auth_basic_user_file <path>;`."""
+
+    realm: str
+    user_file: str
+
+
+@dataclass(frozen=True)
+class ProxySetHeader:
+    """`proxy_set_header <name> "<value>";`, or the client's header of that name when value is None."""
+
+    name: str
+    value: str | None = None
+
+    @property
+    def variable(self) -> str:
+        """The NGINX variable of the client's header (`$http_x_custom` for X-Custom)."""
+        return "$http_" + self.name.lower().replace("-", "_")
+
+
+@dataclass(frozen=True)
 class Location:
     path: str  # always starts with "/"
     modifier: str  # PREFIX, EXACT, REGEX, REGEX_CASE_INSENSITIVE
@@ -54,6 +105,11 @@ class Location:
     keepalive: bool = False  # the upstream keeps connections: clear the Connection header
     redirect_to_https: bool = False  # X-Forwarded-Proto is then always https
     snippets: tuple[str, ...] = ()
+    grpc: bool = False  # grpc_pass instead of proxy_pass
+    proxy_set_headers: tuple[ProxySetHeader, ...] = ()
+    basic_auth: BasicAuth | None = None  # a minion's basic auth (a regular Ingress's is on the server)
+    limit_req: LimitReq | None = None
+    minion: IngressMeta | None = None  # the minion this location comes from (mergeable Ingresses)
 
 
 @dataclass(frozen=True)
@@ -73,13 +129,18 @@ class Server:
     disable_ipv6: bool = False
     snippets: tuple[str, ...] = ()
     fallback_status: int = 0  # non-zero: no "/" location, answer unmatched paths with this status
-
-
-@dataclass(frozen=True)
-class IngressMeta:
-    name: str
-    namespace: str
-    annotations: dict[str, str] = field(default_factory=dict)
+    proxy_protocol: bool = False
+    hsts: bool = False
+    hsts_max_age: int = 2592000
+    hsts_include_subdomains: bool = False
+    hsts_behind_proxy: bool = False
+    proxy_hide_headers: tuple[str, ...] = ()
+    proxy_pass_headers: tuple[str, ...] = ()
+    basic_auth: BasicAuth | None = None
+    real_ip_header: str = ""
+    set_real_ip_from: tuple[str, ...] = ()
+    real_ip_recursive: bool = False
+    grpc_only: bool = False  # every location is gRPC: no plain-text listeners (NIC's GRPCOnly)
 
 
 @dataclass(frozen=True)
@@ -90,6 +151,7 @@ class IngressNginxConfig:
     servers: tuple[Server, ...]
     ingress: IngressMeta
     keepalive: str = ""  # "" when 0 (NIC keeps it as a string)
+    limit_req_zones: tuple[LimitReqZone, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -132,3 +194,12 @@ class MainConfig:
     nginx_status: bool = False
     nginx_status_port: int = 8080
     nginx_status_allow_cidrs: tuple[str, ...] = ("127.0.0.1", "::1")
+    access_log: str = ""  # "" -> /dev/stdout main; else a syslog destination (ConfigMap access-log)
+    log_format_escaping: str = ""  # "" = NGINX's default escaping; json; none
+    worker_cpu_affinity: str = ""
+    ssl_ciphers: str = ""
+    ssl_prefer_server_ciphers: bool = False
+    ssl_dhparam: str = ""  # path of the DH parameters file
+    proxy_protocol: bool = False  # the default server's listeners accept the PROXY protocol
+    main_snippets: tuple[str, ...] = ()
+    http_snippets: tuple[str, ...] = ()

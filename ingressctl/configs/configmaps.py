@@ -3,14 +3,18 @@
 Guarantees:
 - `ConfigParams()` carries NIC's defaults for every key the templates use.
 - `parse_config_map` never raises: a bad value keeps the default for that key and is reported as
-  `(key, error)`. Unlike NIC, timeouts and sizes are validated in the ConfigMap too (they are written
-  into the config).
+  `(key, error)`; an error in any HSTS key keeps the defaults of ALL HSTS keys (as NIC). Unlike NIC, timeouts
+  and sizes are validated in the ConfigMap too (they are written into the config). Every value that reaches
+  a template has passed a strict parser, except the snippet and template keys, which are NGINX configuration
+  (or Jinja2) by definition and, as in NIC, are not gated by `--enable-snippets`: the ConfigMap belongs to the
+  cluster operator.
 - `generate_main_config` is a pure function of the static and ConfigMap parameters.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -35,12 +39,38 @@ class ConfigParams:
     proxy_buffer_size: str = ""
     proxy_max_temp_file_size: str = ""
     location_snippets: tuple[str, ...] = ()
+    proxy_set_headers: tuple[tuple[str, str | None], ...] = ()  # annotation only: (name, value or None)
     # Per server
     server_tokens: str = "on"
     http2: bool = False
     redirect_to_https: bool = False
     ssl_redirect: bool = True
     server_snippets: tuple[str, ...] = ()
+    proxy_hide_headers: tuple[str, ...] = ()
+    proxy_pass_headers: tuple[str, ...] = ()
+    hsts: bool = False
+    hsts_max_age: int = 2592000
+    hsts_include_subdomains: bool = False
+    hsts_behind_proxy: bool = False
+    proxy_protocol: bool = False
+    real_ip_header: str = ""
+    set_real_ip_from: tuple[str, ...] = ()
+    real_ip_recursive: bool = False
+    ports: tuple[int, ...] = ()  # annotation only; () -> the --default-http-listener-port
+    ssl_ports: tuple[int, ...] = ()  # annotation only; () -> the --default-https-listener-port
+    basic_auth_secret: str = ""  # annotation only
+    basic_auth_realm: str = ""  # annotation only
+    # Rate limiting (annotations only; NIC's defaults)
+    limit_req_rate: str = ""
+    limit_req_key: str = "${binary_remote_addr}"
+    limit_req_zone_size: str = "10m"
+    limit_req_delay: int = 0
+    limit_req_no_delay: bool = False
+    limit_req_burst: int = 0
+    limit_req_dry_run: bool = False
+    limit_req_log_level: str = "error"
+    limit_req_reject_code: int = 429
+    limit_req_scale: bool = False
     # Per upstream
     lb_method: str = "random two least_conn"
     keepalive: int = 0
@@ -48,6 +78,7 @@ class ConfigParams:
     max_conns: int = 0
     fail_timeout: str = "10s"
     upstream_zone_size: str = "256k"
+    use_cluster_ip: bool = False  # annotation only; the controller resolves the ClusterIP
     # Default server
     default_server_return: str = "404"
     default_server_access_log_off: bool = False
@@ -68,6 +99,14 @@ class ConfigParams:
     variables_hash_bucket_size: int = 256
     variables_hash_max_size: int = 1024
     ssl_protocols: str = "TLSv1.2 TLSv1.3"
+    ssl_ciphers: str = ""
+    ssl_prefer_server_ciphers: bool = False
+    ssl_dhparam_file: str = ""  # PEM content; the Configurator writes it to secrets/dhparam.pem
+    access_log: str = ""  # "" -> /dev/stdout main; else a syslog destination
+    log_format_escaping: str = ""
+    worker_cpu_affinity: str = ""
+    main_snippets: tuple[str, ...] = ()
+    http_snippets: tuple[str, ...] = ()
     # Template overrides (None: the built-in or --*-template-path template)
     main_template: str | None = None
     ingress_template: str | None = None
@@ -90,6 +129,7 @@ class StaticConfigParams:
     wildcard_tls_path: str = ""  # PEM for TLS hosts without secretName; "" -> such hosts reject handshakes
     enable_snippets: bool = False
     disable_ipv6: bool = False
+    secrets_dir: str = ""  # "" -> <conf_dir>/secrets
     worker_user: str = ""  # `user` for worker processes; set it when NGINX's master runs as root
 
     @classmethod
@@ -128,45 +168,49 @@ def _text(v: str) -> str:
     return v
 
 
-def _buffers(value: str) -> str:
-    """`proxy_buffers`: `<number> <size>`."""
-    parts = value.split()
-    if len(parts) != 2:
-        raise ValueError(f"invalid proxy buffers {value!r}: use '<number> <size>', e.g. '8 4k'")
-    number = parsing.parse_int(parts[0], minimum=1, maximum=1 << 16)
-    return f"{number} {parsing.parse_size(parts[1])}"
-
-
 # ConfigMap key -> (ConfigParams field, parser). Keys not listed are ignored, as NIC does.
 CONFIG_MAP_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "proxy-connect-timeout": ("proxy_connect_timeout", parsing.parse_time),
     "proxy-read-timeout": ("proxy_read_timeout", parsing.parse_time),
     "proxy-send-timeout": ("proxy_send_timeout", parsing.parse_time),
-    "client-max-body-size": ("client_max_body_size", parsing.parse_size),
+    "client-max-body-size": ("client_max_body_size", parsing.parse_offset),
     "proxy-buffering": ("proxy_buffering", _bool),
-    "proxy-buffers": ("proxy_buffers", _buffers),
+    "proxy-buffers": ("proxy_buffers", parsing.parse_proxy_buffers),
     "proxy-buffer-size": ("proxy_buffer_size", parsing.parse_size),
     "proxy-max-temp-file-size": ("proxy_max_temp_file_size", parsing.parse_size),
+    "proxy-hide-headers": ("proxy_hide_headers", parsing.parse_header_names),
+    "proxy-pass-headers": ("proxy_pass_headers", parsing.parse_header_names),
     "location-snippets": ("location_snippets", parsing.parse_lines),
     "server-tokens": ("server_tokens", parsing.parse_server_tokens),
     "http2": ("http2", _bool),
     "redirect-to-https": ("redirect_to_https", _bool),
     "ssl-redirect": ("ssl_redirect", _bool),
+    "hsts": ("hsts", _bool),
+    "hsts-max-age": ("hsts_max_age", _int(0, 2**63 - 1)),
+    "hsts-include-subdomains": ("hsts_include_subdomains", _bool),
+    "hsts-behind-proxy": ("hsts_behind_proxy", _bool),
+    "proxy-protocol": ("proxy_protocol", _bool),
+    "real-ip-header": ("real_ip_header", parsing.parse_real_ip_header),
+    "set-real-ip-from": ("set_real_ip_from", parsing.parse_cidr_list),
+    "real-ip-recursive": ("real_ip_recursive", _bool),
     "server-snippets": ("server_snippets", parsing.parse_lines),
     "lb-method": ("lb_method", parsing.parse_lb_method),
     "keepalive": ("keepalive", _int(0, 100000)),
     "max-fails": ("max_fails", _int(0, 100000)),
     "fail-timeout": ("fail_timeout", parsing.parse_time),
-    "upstream-zone-size": ("upstream_zone_size", parsing.parse_size),
-    "default-server-return": ("default_server_return", parsing.parse_status),
+    "upstream-zone-size": ("upstream_zone_size", lambda v: parsing.parse_zone_size(v, allow_zero=True)),
+    "default-server-return": ("default_server_return", parsing.parse_default_server_return),
     "default-server-access-log-off": ("default_server_access_log_off", _bool),
     "worker-processes": ("worker_processes", parsing.parse_worker_processes),
     "worker-connections": ("worker_connections", _int(1, 1 << 20)),
     "worker-rlimit-nofile": ("worker_rlimit_nofile", _int(1, 1 << 24)),
     "worker-shutdown-timeout": ("worker_shutdown_timeout", parsing.parse_time),
+    "worker-cpu-affinity": ("worker_cpu_affinity", parsing.parse_worker_cpu_affinity),
     "error-log-level": ("error_log_level", parsing.parse_log_level),
+    "access-log": ("access_log", parsing.parse_access_log),
     "access-log-off": ("access_log_off", _bool),
-    "log-format": ("log_format", parsing.parse_lines),
+    "log-format": ("log_format", parsing.parse_log_format),
+    "log-format-escaping": ("log_format_escaping", parsing.parse_log_format_escaping),
     "keepalive-timeout": ("keepalive_timeout", parsing.parse_time),
     "keepalive-requests": ("keepalive_requests", _int(0)),
     "server-names-hash-bucket-size": ("server_names_hash_bucket_size", _int(1, 1 << 16)),
@@ -176,9 +220,22 @@ CONFIG_MAP_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "variables-hash-bucket-size": ("variables_hash_bucket_size", _int(1, 1 << 16)),
     "variables-hash-max-size": ("variables_hash_max_size", _int(1, 1 << 24)),
     "ssl-protocols": ("ssl_protocols", parsing.parse_ssl_protocols),
+    "ssl-ciphers": ("ssl_ciphers", parsing.parse_ssl_ciphers),
+    "ssl-prefer-server-ciphers": ("ssl_prefer_server_ciphers", _bool),
+    "ssl-dhparam-file": ("ssl_dhparam_file", parsing.parse_dhparam),
+    "main-snippets": ("main_snippets", parsing.parse_lines),
+    "http-snippets": ("http_snippets", parsing.parse_lines),
     "main-template": ("main_template", _text),
     "ingress-template": ("ingress_template", _text),
 }
+# An error in any of these keeps the defaults of all of them (NIC).
+HSTS_KEYS = ("hsts", "hsts-max-age", "hsts-include-subdomains", "hsts-behind-proxy")
+
+
+def value_error(value: str, detail: str) -> str:
+    """`invalid value "<value>": <detail>` (the value as Go's %q would show it, cut at 200 characters)."""
+    shown = value if len(value) <= 200 else value[:200] + "..."
+    return f"invalid value {json.dumps(shown, ensure_ascii=False)}: {detail}"
 
 
 def parse_config_map(data: Mapping[str, str] | None) -> tuple[ConfigParams, list[tuple[str, str]]]:
@@ -196,12 +253,18 @@ def parse_config_map(data: Mapping[str, str] | None) -> tuple[ConfigParams, list
         try:
             values[field_name] = parse(raw)
         except ValueError as e:
-            errors.append((key, str(e)))
+            errors.append((key, value_error(raw, str(e))))
+    if any(k in HSTS_KEYS for k, _ in errors):
+        for k in HSTS_KEYS:
+            values.pop(CONFIG_MAP_KEYS[k][0], None)
+        errors.append(("hsts", "there are errors in the HSTS keys; all HSTS keys are ignored"))
     return dataclasses.replace(ConfigParams(), **values), errors
 
 
-def generate_main_config(static: StaticConfigParams, config: ConfigParams) -> MainConfig:
-    """The main template's model (NIC's `GenerateNginxMainConfig`)."""
+def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
+                         dhparam_path: str = "") -> MainConfig:
+    """The main template's model (NIC's `GenerateNginxMainConfig`). `dhparam_path`: where the Configurator
+    wrote `ssl-dhparam-file`."""
     return MainConfig(
         run_dir=static.run_dir,
         worker_processes=config.worker_processes,
@@ -234,4 +297,13 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams) -> Ma
         nginx_status=static.nginx_status,
         nginx_status_port=static.nginx_status_port,
         nginx_status_allow_cidrs=static.nginx_status_allow_cidrs,
+        access_log=config.access_log,
+        log_format_escaping=config.log_format_escaping,
+        worker_cpu_affinity=config.worker_cpu_affinity,
+        ssl_ciphers=config.ssl_ciphers,
+        ssl_prefer_server_ciphers=config.ssl_prefer_server_ciphers,
+        ssl_dhparam=dhparam_path,
+        proxy_protocol=config.proxy_protocol,
+        main_snippets=config.main_snippets,
+        http_snippets=config.http_snippets,
     )

@@ -14,8 +14,12 @@ Guarantees:
   returned with NGINX's error. Their files keep the last good version, or are absent if they never had one.
   If the last good files no longer pass on their own (a certificate they name was deleted, say), a passing
   starting point is searched for first; without one, the changes stay pending and the error is returned.
-- A resource whose config cannot be rendered (an unsafe value, a broken custom template) keeps its previous
-  file; the error is returned in `ReloadOutcome.failed` by the next `reload_if_needed()`.
+- A resource whose config cannot be rendered (an invalid annotation, an unsafe value, a broken custom
+  template) keeps its previous file; the error is returned in `ReloadOutcome.failed` by the next
+  `reload_if_needed()`.
+- Mergeable Ingresses: a master and its minions are one resource, keyed and named by the master
+  (`conf.d/<master-ns>-<master-name>.conf`); minions have no file. `get_ingress_counts()` counts regular
+  Ingresses, masters and their minions.
 - Not thread-safe: one sync thread owns the Configurator, as it owns NGINX.
 """
 
@@ -28,9 +32,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ingressctl.configs.config import IngressNginxConfig
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
-from ingressctl.configs.ingress import generate_nginx_config
-from ingressctl.configs.ingress_ex import IngressEx
+from ingressctl.configs.ingress import generate_nginx_config, generate_nginx_config_for_mergeable
+from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses
 from ingressctl.configs.templates import TemplateError, TemplateExecutor, TemplateRenderError
 from ingressctl.logging import get_logger
 from ingressctl.nginx.manager import Manager, ReloadError
@@ -39,6 +44,7 @@ log = get_logger(__name__)
 
 REASON_ENDPOINTS = "endpoints"
 REASON_OTHER = "other"
+DHPARAM_FILE = "dhparam.pem"
 _MAX_ERROR_CHARS = 2000
 _TIMEOUT_MARK = "could not get newest config version"
 _MAX_COMPLEMENT_TESTS = 64
@@ -75,7 +81,8 @@ class Configurator:
     def __init__(self, manager: Manager, static: StaticConfigParams, config: ConfigParams,
                  templates: TemplateExecutor, *, is_wildcard_enabled: bool = False,
                  prune_stale_configs: bool = True) -> None:
-        static = dataclasses.replace(static, conf_dir=manager.conf_dir, run_dir=manager.run_dir)
+        static = dataclasses.replace(static, conf_dir=manager.conf_dir, run_dir=manager.run_dir,
+                                     secrets_dir=manager.secrets_dir)
         if is_wildcard_enabled and not static.wildcard_tls_path:
             wildcard = os.path.join(manager.secrets_dir, "wildcard")
             static = dataclasses.replace(static, wildcard_tls_path=wildcard)
@@ -84,7 +91,11 @@ class Configurator:
         self._config = config
         self._templates = templates
         self._reloads_enabled = True
-        self._ingresses: dict[str, IngressEx] = {}  # key -> the latest IngressEx given
+        self._ingresses: dict[str, IngressEx] = {}  # key -> the latest IngressEx given (regular Ingresses)
+        self._mergeables: dict[str, MergeableIngresses] = {}  # master key -> the latest given
+        self._minion_warnings: dict[str, dict[str, list[str]]] = {}  # master key -> minion key -> warnings
+        self._replicas = 1
+        self._dhparam_path = ""
         self._file_of: dict[str, str] = {}  # key -> conf.d file name (without .conf)
         self._key_of: dict[str, str] = {}  # file name -> key
         self._files: dict[str, str] = {}  # file name -> content on disk
@@ -119,7 +130,16 @@ class Configurator:
 
     def get_ingress_counts(self) -> dict[str, int]:
         """For `ingress_resources_total{type}`: regular, master and minion Ingresses."""
-        return {"regular": len(self._ingresses), "master": 0, "minion": 0}
+        return {"regular": len(self._ingresses), "master": len(self._mergeables),
+                "minion": sum(len(m.minions) for m in self._mergeables.values())}
+
+    def minion_warnings(self, master_key: str) -> dict[str, list[str]]:
+        """Per-minion warnings of the last render of a master (minion key -> warnings)."""
+        return {k: list(v) for k, v in self._minion_warnings.get(master_key, {}).items()}
+
+    def set_controller_replicas(self, replicas: int) -> None:
+        """The number of controller replicas, for `nginx.org/limit-req-scale` (from the next render on)."""
+        self._replicas = max(1, int(replicas))
 
     def disable_reloads(self) -> None:
         self._reloads_enabled = False
@@ -137,6 +157,20 @@ class Configurator:
         """Render one Ingress and write its file if the bytes changed; returns the warnings."""
         return self._add_or_update(ing_ex)
 
+    def add_or_update_mergeable_ingress(self, mergeable: MergeableIngresses) -> list[str]:
+        """Render a master with its minions into the master's file (written if the bytes changed).
+
+        Returns the master's warnings followed by each minion's, prefixed with `minion <ns>/<name>: `
+        (`minion_warnings(master_key)` has them per minion)."""
+        return self._add_or_update_mergeable(mergeable)
+
+    def add_or_update_mergeable_ingresses(self, mergeables: Sequence[MergeableIngresses]) -> list[str]:
+        """Render several masters; warnings are prefixed with each master's key."""
+        warnings: list[str] = []
+        for m in mergeables:
+            warnings.extend(f"{m.master.key}: {w}" for w in self._add_or_update_mergeable(m))
+        return warnings
+
     def add_or_update_ingresses(self, ing_exes: Sequence[IngressEx]) -> list[str]:
         """Render several Ingresses; warnings are prefixed with each Ingress's key."""
         warnings: list[str] = []
@@ -150,9 +184,16 @@ class Configurator:
         for ing_ex in ing_exes:
             self._add_or_update(ing_ex)
 
+    def update_endpoints_for_mergeables(self, mergeables: Sequence[MergeableIngresses]) -> None:
+        """`update_endpoints` for masters and their minions."""
+        for m in mergeables:
+            self._add_or_update_mergeable(m)
+
     def delete_ingress(self, key: str) -> None:
-        """Forget an Ingress and remove its file."""
+        """Forget an Ingress (regular, or a master with its minions) and remove its file."""
         self._ingresses.pop(key, None)
+        self._mergeables.pop(key, None)
+        self._minion_warnings.pop(key, None)
         self._render_failures.pop(key, None)
         self.rejected.pop(key, None)
         name = self._file_of.pop(key, None)
@@ -161,8 +202,10 @@ class Configurator:
         self._write(name, key, None)
         self._key_of.pop(name, None)
 
-    def update_config(self, config: ConfigParams, ing_exes: Sequence[IngressEx]) -> list[str]:
-        """New ConfigMap params: re-render nginx.conf and the given Ingresses (normally all of them)."""
+    def update_config(self, config: ConfigParams, ing_exes: Sequence[IngressEx],
+                      mergeables: Sequence[MergeableIngresses] = ()) -> list[str]:
+        """New ConfigMap params: re-render nginx.conf and the given Ingresses and masters (normally all of
+        them; the next `reload_if_needed` reloads once)."""
         self._config = config
         warnings = self._update_templates(config)
         text = self._render_main()
@@ -172,6 +215,7 @@ class Configurator:
             self._manager.create_main_config(text)
             self._main_text = text
         warnings.extend(self.add_or_update_ingresses(ing_exes))
+        warnings.extend(self.add_or_update_mergeable_ingresses(mergeables))
         return warnings
 
     def _update_templates(self, config: ConfigParams) -> list[str]:
@@ -194,8 +238,19 @@ class Configurator:
             self._templates.use_original_ingress_template()
         return warnings
 
+    def _write_dhparam(self) -> str:
+        """Write the ConfigMap's `ssl-dhparam-file` to secrets/dhparam.pem; its path ("" without one)."""
+        content = self._config.ssl_dhparam_file
+        if not content:
+            return ""
+        try:
+            return self._manager.create_secret(DHPARAM_FILE, content.encode(), 0o600)
+        except OSError as e:
+            log.error("writing the DH parameters failed", error=str(e))
+            return ""
+
     def _render_main(self) -> str:
-        cfg = generate_main_config(self._static, self._config)
+        cfg = generate_main_config(self._static, self._config, dhparam_path=self._write_dhparam())
         try:
             return self._templates.execute_main_template(cfg)
         except TemplateRenderError as e:
@@ -220,8 +275,34 @@ class Configurator:
     def _add_or_update(self, ing_ex: IngressEx) -> list[str]:
         key = ing_ex.key
         self._ingresses[key] = ing_ex
+        self._mergeables.pop(key, None)  # a master that became a regular Ingress
+        self._minion_warnings.pop(key, None)
+
+        def render() -> tuple[IngressNginxConfig, list[str]]:
+            return generate_nginx_config(ing_ex, self._static, self._config, replicas=self._replicas)
+
+        return self._render_and_write(key, render)
+
+    def _add_or_update_mergeable(self, mergeable: MergeableIngresses) -> list[str]:
+        key = mergeable.master.key
+        self._mergeables[key] = mergeable
+        self._ingresses.pop(key, None)  # a regular Ingress that became a master
+
+        def render() -> tuple[IngressNginxConfig, list[str]]:
+            result = generate_nginx_config_for_mergeable(mergeable, self._static, self._config,
+                                                         replicas=self._replicas)
+            self._minion_warnings[key] = result.minion_warnings
+            warnings = list(result.warnings)
+            for minion_key, ws in result.minion_warnings.items():
+                warnings.extend(f"minion {minion_key}: {w}" for w in ws)
+            return result.config, warnings
+
+        return self._render_and_write(key, render)
+
+    def _render_and_write(self, key: str,
+                          render: Callable[[], tuple[IngressNginxConfig, list[str]]]) -> list[str]:
         try:
-            cfg, warnings = generate_nginx_config(ing_ex, self._static, self._config)
+            cfg, warnings = render()
             text = self._templates.execute_ingress_template(cfg)
         except (ValueError, TemplateRenderError) as e:
             error = f"error generating configuration for {key}: {e}"

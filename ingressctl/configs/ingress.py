@@ -1,4 +1,5 @@
-"""IngressEx -> IngressNginxConfig (NIC's `generateNginxCfg`), a pure function.
+"""IngressEx -> IngressNginxConfig (NIC's `generateNginxCfg`, `generateNginxCfgForMergeableIngresses`): pure
+functions.
 
 Guarantees:
 - One server per host this Ingress owns (`valid_hosts[host]` True), in rule order; rules repeating a host are
@@ -8,51 +9,87 @@ Guarantees:
   its requests get a 502 at once instead of hanging.
 - pathType: `Exact` -> `location = /p`; `Prefix` follows Kubernetes' element-wise rule (`location = /p` and
   `location /p/`, a trailing slash ignored; `/` -> `location /`); `ImplementationSpecific` -> `location /p`.
+  With `nginx.org/path-regex`: `case_sensitive` -> `location ~ "^<path>"`, `case_insensitive` ->
+  `location ~* "^<path>"` (an Exact path is also anchored at the end), `exact` -> `location = <path>`.
   When two paths would produce the same location, an Exact path wins over a Prefix one, otherwise the first
   wins and the other is reported. NGINX never sees a duplicate location.
 - A host, path, service, port or endpoint that is not a safe, well-formed value is left out with a warning; it
   never reaches the template. (The templates quote everything again.)
+- An invalid annotation value raises `AnnotationError` (the Ingress is rejected; its last good config stays).
 - TLS: a host listed in `spec.tls` gets its Secret's PEM, or `ssl_reject_handshake on` with a warning when the
   Secret is missing, invalid or of the wrong type (HTTP keeps working, without the SSL redirect).
+- Basic auth (`nginx.org/basic-auth-secret`): the htpasswd file of the Secret. A missing, invalid or
+  wrong-type Secret gives a warning and still configures the Secret's file path (NIC), so NGINX refuses
+  requests (403 when the file is absent) rather than serving them unauthenticated.
+- Mergeable Ingresses: one server from the master (its server-level settings, TLS and basic auth), holding
+  the locations of every minion for the paths it won (`valid_minion_paths`), each with the minion's own
+  upstreams (`<minion-ns>-<minion-name>-<host>-<svc>-<port>`), annotations (NIC's inheritance and deny lists),
+  basic auth and rate limit; `keepalive` comes from the master only. A minion with an invalid annotation is
+  left out with a warning; the others are served.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ingressctl.configs.annotations import IngressAnnotations, parse_annotations
+from ingressctl.configs import parsing
+from ingressctl.configs.annotations import (
+    IngressAnnotations,
+    master_annotations,
+    minion_annotations,
+    parse_annotations,
+)
 from ingressctl.configs.config import (
     EXACT,
     PREFIX,
+    REGEX,
+    REGEX_CASE_INSENSITIVE,
+    BasicAuth,
     IngressMeta,
     IngressNginxConfig,
+    LimitReq,
+    LimitReqZone,
     Location,
+    ProxySetHeader,
     Server,
     Upstream,
     UpstreamServer,
 )
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.ingress_ex import IngressEx, backend_key
+from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
 
 ERROR_SERVER_SOCKET = "nginx-502-server.sock"
 TLS_SECRET_TYPE = "kubernetes.io/tls"
+HTPASSWD_SECRET_TYPE = "nginx.org/htpasswd"
 _SECRET_MISSING = "secret doesn't exist or of an unsupported type"
 
 _HOST = re.compile(r"(\*\.)?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*")
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _PORT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?")
-# A path in a location: no whitespace, quotes, backslash, ';', '{', '}', '$', '#' or control characters.
+# A path in a prefix or exact location: no whitespace, quotes, backslash, ';', '{', '}', '$', '#' or control
+# characters.
 _PATH = re.compile(r"/[^\s\"'\\;{}$#\x00-\x1f\x7f]{0,2047}")
+# A path used as a regular expression (written double-quoted): no whitespace, ';' or control characters.
+_REGEX_PATH = re.compile(r"/[^\s;\x00-\x1f\x7f]{0,2047}")
 _ENDPOINT = re.compile(
     r"(\d{1,3}(\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):\d{1,5}")
 
 PATH_TYPE_EXACT = "Exact"
 PATH_TYPE_PREFIX = "Prefix"
 PATH_TYPE_IMPLEMENTATION_SPECIFIC = "ImplementationSpecific"
+
+
+class AnnotationError(ValueError):
+    """Invalid annotation values: the Ingress is rejected. `errors` holds one message per annotation."""
+
+    def __init__(self, errors: list[str] | tuple[str, ...]) -> None:
+        self.errors = tuple(errors)
+        super().__init__("; ".join(self.errors))
 
 
 def upstream_name(namespace: str, ingress_name: str, host: str, service: str, port: int | str) -> str:
@@ -64,9 +101,12 @@ def error_server_address(run_dir: str) -> str:
     return "unix:" + os.path.join(run_dir, ERROR_SERVER_SOCKET)
 
 
-def location_keys(path: str, path_type: str) -> list[tuple[str, str]]:
-    """The NGINX locations `(modifier, path)` that implement one Ingress path."""
-    if path_type == PATH_TYPE_EXACT:
+def location_keys(path: str, path_type: str, path_regex: str = "") -> list[tuple[str, str]]:
+    """The NGINX locations `(modifier, path or regex)` that implement one Ingress path."""
+    if path_regex in ("case_sensitive", "case_insensitive"):
+        modifier = REGEX if path_regex == "case_sensitive" else REGEX_CASE_INSENSITIVE
+        return [(modifier, "^" + path + ("$" if path_type == PATH_TYPE_EXACT else ""))]
+    if path_regex == "exact" or path_type == PATH_TYPE_EXACT:
         return [(EXACT, path)]
     if path_type == PATH_TYPE_PREFIX:
         trimmed = path.rstrip("/")
@@ -105,17 +145,107 @@ def _backend(backend: Any) -> tuple[_Backend | None, str]:
     return None, f"invalid port for service {name!r}"
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _annotations(ing: dict[str, Any]) -> dict[str, str]:
+    return {k: v for k, v in _dict(_dict(ing.get("metadata")).get("annotations")).items()
+            if isinstance(k, str) and isinstance(v, str)}
+
+
+def _tls_hosts(spec: dict[str, Any]) -> dict[str, str]:
+    """host -> secretName from spec.tls (exact host match; with several entries the last wins)."""
+    result: dict[str, str] = {}
+    for tls in _list(spec.get("tls")):
+        if not isinstance(tls, dict):
+            continue
+        secret = tls.get("secretName") or ""
+        for host in _list(tls.get("hosts")):
+            if isinstance(host, str):
+                result[host] = secret if isinstance(secret, str) else ""
+    return result
+
+
+# (modifier, path) -> (location, is an Exact path)
+_Locations = dict[tuple[str, str], tuple[Location, bool]]
+
+
+@dataclass
+class _ServerParts:
+    host: str
+    locations: _Locations = field(default_factory=dict)
+
+
 class _Builder:
+    """Generates the parts of one Ingress's config (regular, master or minion)."""
+
     def __init__(self, ing_ex: IngressEx, static: StaticConfigParams, anns: IngressAnnotations,
-                 warnings: list[str]) -> None:
+                 warnings: list[str], *, replicas: int = 1, minion_host: str | None = None) -> None:
         self.ing_ex = ing_ex
         self.static = static
         self.anns = anns
         self.params: ConfigParams = anns.params
         self.warnings = warnings
+        self.replicas = replicas
+        self.minion_host = minion_host  # set when building a minion: the master's host
         self.namespace = ing_ex.namespace
         self.name = ing_ex.name
         self.upstreams: dict[str, Upstream] = {}
+        self.limit_req_zones: dict[str, LimitReqZone] = {}
+        self.grpc_services = anns.grpc_services
+        if self.grpc_services and not self.params.http2:
+            warnings.append("annotation nginx.org/grpc-services requires HTTP2 (http2 in the ConfigMap); "
+                            "ignored")
+            self.grpc_services = frozenset()
+        self._buffers_ok = self._check_buffers()
+        self.basic_auth = self._basic_auth()
+        self.limit_req = self._limit_req()
+        self.proxy_set_headers = tuple(ProxySetHeader(n, v) for n, v in self.params.proxy_set_headers)
+        self.minion_meta = IngressMeta(name=self.name, namespace=self.namespace) if minion_host else None
+
+    def _check_buffers(self) -> bool:
+        p = self.params
+        problem = parsing.buffers_problem(p.proxy_buffers, p.proxy_buffer_size, p.proxy_max_temp_file_size,
+                                          os.sysconf("SC_PAGESIZE") if hasattr(os, "sysconf") else 4096)
+        if problem:
+            self.warnings.append(f"proxy buffer settings are ignored (NGINX would refuse them): {problem}")
+        return not problem
+
+    def _basic_auth(self) -> BasicAuth | None:
+        secret = self.params.basic_auth_secret
+        if not secret:
+            return None
+        ref = self.ing_ex.secret_refs.get(secret)
+        secrets_dir = self.static.secrets_dir or os.path.join(self.static.conf_dir, "secrets")
+        forced = os.path.join(secrets_dir, f"{self.namespace}-{secret}")
+        path = forced
+        if ref is None:
+            self.warnings.append(f"Basic auth secret {secret} is invalid: {_SECRET_MISSING}")
+        elif ref.secret_type and ref.secret_type != HTPASSWD_SECRET_TYPE:
+            self.warnings.append(f"Basic auth secret {secret} is of a wrong type '{ref.secret_type}', "
+                                 f"must be '{HTPASSWD_SECRET_TYPE}'")
+        elif ref.error or not ref.path:
+            self.warnings.append(f"Basic auth secret {secret} is invalid: {ref.error or _SECRET_MISSING}")
+        else:
+            path = ref.path
+        return BasicAuth(realm=self.params.basic_auth_realm, user_file=path)
+
+    def _limit_req(self) -> LimitReq | None:
+        p = self.params
+        if not p.limit_req_rate:
+            return None
+        zone = f"{self.namespace}/{self.name}"
+        rate = parsing.scale_rate(p.limit_req_rate, self.replicas) if p.limit_req_scale else p.limit_req_rate
+        self.limit_req_zones[zone] = LimitReqZone(name=zone, key=p.limit_req_key, size=p.limit_req_zone_size,
+                                                  rate=rate)
+        return LimitReq(zone=zone, burst=p.limit_req_burst, delay=p.limit_req_delay,
+                        no_delay=p.limit_req_no_delay, dry_run=p.limit_req_dry_run,
+                        log_level=p.limit_req_log_level, reject_code=p.limit_req_reject_code)
 
     def upstream(self, host: str, backend: _Backend) -> str:
         name = upstream_name(self.namespace, self.name, host, backend.service, backend.port)
@@ -142,15 +272,20 @@ class _Builder:
         rewrite = self.anns.rewrites.get(service, "")
         if rewrite and trailing_slash:
             rewrite = rewrite.rstrip("/") + "/"
+        ok = self._buffers_ok
         return Location(
             path=path, modifier=modifier, upstream=upstream, service_name=service,
             proxy_connect_timeout=p.proxy_connect_timeout, proxy_read_timeout=p.proxy_read_timeout,
             proxy_send_timeout=p.proxy_send_timeout, client_max_body_size=p.client_max_body_size,
-            proxy_buffering=p.proxy_buffering, proxy_buffers=p.proxy_buffers,
-            proxy_buffer_size=p.proxy_buffer_size, proxy_max_temp_file_size=p.proxy_max_temp_file_size,
+            proxy_buffering=p.proxy_buffering, proxy_buffers=p.proxy_buffers if ok else "",
+            proxy_buffer_size=p.proxy_buffer_size if ok else "",
+            proxy_max_temp_file_size=p.proxy_max_temp_file_size if ok else "",
             websocket=service in self.anns.websocket_services, ssl=service in self.anns.ssl_services,
             rewrite=rewrite, keepalive=p.keepalive > 0, redirect_to_https=p.redirect_to_https,
-            snippets=p.location_snippets,
+            snippets=p.location_snippets, grpc=service in self.grpc_services,
+            proxy_set_headers=self.proxy_set_headers,
+            basic_auth=self.basic_auth if self.minion_host is not None else None,
+            limit_req=self.limit_req, minion=self.minion_meta,
         )
 
     def tls(self, host: str, tls_hosts: dict[str, str]) -> tuple[bool, str, bool]:
@@ -164,7 +299,7 @@ class _Builder:
             self.warnings.append(f"TLS termination for host '{host}' requires specifying a TLS secret or "
                                  "configuring a global wildcard TLS secret")
             return True, "", True
-        ref = self.ing_ex.secret_refs.get(secret_name)
+        ref: SecretReference | None = self.ing_ex.secret_refs.get(secret_name)
         if ref is None:
             self.warnings.append(f"TLS secret {secret_name} is invalid: {_SECRET_MISSING}")
             return True, "", True
@@ -178,44 +313,87 @@ class _Builder:
             return True, "", True
         return True, ref.path, False
 
+    def add_path(self, locations: _Locations, host: str, path_entry: Any) -> None:
+        """The locations of one rule path (or a warning saying why there are none)."""
+        if not isinstance(path_entry, dict):
+            return
+        raw_path = path_entry.get("path")
+        if self.minion_host is not None and not self.ing_ex.valid_minion_paths.get(
+                raw_path if isinstance(raw_path, str) else "", False):
+            return  # another minion won this path
+        path = raw_path or "/"
+        path_type = path_entry.get("pathType") or PATH_TYPE_IMPLEMENTATION_SPECIFIC
+        regex = self.anns.path_regex in ("case_sensitive", "case_insensitive")
+        pattern = _REGEX_PATH if regex else _PATH
+        if not isinstance(path, str) or not pattern.fullmatch(path):
+            self.warnings.append(f"path {path!r} of host {host} is invalid; ignored")
+            return
+        if regex:
+            try:
+                re.compile(path)
+            except re.error as e:
+                self.warnings.append(f"path {path!r} of host {host} is not a valid regular expression ({e}); "
+                                     "ignored")
+                return
+        if path_type not in (PATH_TYPE_EXACT, PATH_TYPE_PREFIX, PATH_TYPE_IMPLEMENTATION_SPECIFIC):
+            self.warnings.append(f"path {path} of host {host} has an unsupported pathType {path_type!r}; "
+                                 "ignored")
+            return
+        backend, problem = _backend(path_entry.get("backend"))
+        if backend is None:
+            self.warnings.append(f"path {path} of host {host} is ignored: {problem}")
+            return
+        upstream = self.upstream(host, backend)
+        is_exact = path_type == PATH_TYPE_EXACT
+        duplicate = False
+        for modifier, location_path in location_keys(path, path_type, self.anns.path_regex):
+            loc = self.location(modifier, location_path, upstream, backend.service,
+                                trailing_slash=path_type == PATH_TYPE_PREFIX and modifier == PREFIX)
+            if not _put_location(locations, loc, is_exact):
+                duplicate = True
+        if duplicate:
+            self.warnings.append(f"path {path} ({path_type}) of host {host} duplicates an earlier path; "
+                                 "ignored")
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+
+def _put_location(locations: _Locations, loc: Location, is_exact: bool) -> bool:
+    """Add a location unless one with the same (modifier, path) is there; an Exact path beats a Prefix one
+    (Kubernetes). False if it was a duplicate."""
+    key = (loc.modifier, loc.path)
+    existing = locations.get(key)
+    if existing is None or (is_exact and not existing[1]):
+        locations[key] = (loc, is_exact)
+    elif existing[1] and not is_exact and loc.modifier == EXACT:
+        pass  # a Prefix path's exact location is served by an Exact path, as Kubernetes says
+    else:
+        return False
+    return True
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
+@dataclass
+class _Parts:
+    """What one Ingress contributes: servers with their locations, upstreams, zones, settings."""
+
+    builder: _Builder
+    servers: list[_ServerParts]
+    default_upstream: str
+    default_service: str
 
 
-def _tls_hosts(spec: dict[str, Any]) -> dict[str, str]:
-    """host -> secretName from spec.tls (exact host match; with several entries the last wins)."""
-    result: dict[str, str] = {}
-    for tls in _list(spec.get("tls")):
-        if not isinstance(tls, dict):
-            continue
-        secret = tls.get("secretName") or ""
-        for host in _list(tls.get("hosts")):
-            if isinstance(host, str):
-                result[host] = secret if isinstance(secret, str) else ""
-    return result
-
-
-def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams,
-                          config_params: ConfigParams) -> tuple[IngressNginxConfig, list[str]]:
-    """The template model for one regular Ingress, and warnings for what was left out or degraded."""
-    metadata = _dict(ing_ex.ingress.get("metadata"))
-    spec = _dict(ing_ex.ingress.get("spec"))
-    annotations = {k: v for k, v in _dict(metadata.get("annotations")).items()
-                   if isinstance(k, str) and isinstance(v, str)}
-    anns, warnings = parse_annotations(annotations, config_params, snippets_enabled=static.enable_snippets)
-    b = _Builder(ing_ex, static, anns, warnings)
+def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, annotations: dict[str, str],
+           warnings: list[str], *, replicas: int, minion_host: str | None = None) -> _Parts:
+    """Parse the annotations (raising AnnotationError on invalid values) and build the locations."""
+    anns, ann_warnings = parse_annotations(annotations, config, snippets_enabled=static.enable_snippets)
+    warnings.extend(ann_warnings)
+    if anns.errors:
+        raise AnnotationError(anns.errors)
+    b = _Builder(ing_ex, static, anns, warnings, replicas=replicas, minion_host=minion_host)
     if not _LABEL.fullmatch(b.namespace) or not _NAME.fullmatch(b.name):
         raise ValueError(f"invalid Ingress namespace/name {b.namespace!r}/{b.name!r}")
-    params = anns.params
+    spec = _dict(ing_ex.ingress.get("spec"))
 
-    default_upstream = ""
-    default_service = ""
-    if spec.get("defaultBackend") is not None:
+    default_upstream = default_service = ""
+    if minion_host is None and spec.get("defaultBackend") is not None:
         backend, problem = _backend(spec.get("defaultBackend"))
         if backend is None:
             warnings.append(f"spec.defaultBackend is ignored: {problem}")
@@ -223,82 +401,151 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams,
             default_upstream = b.upstream("", backend)
             default_service = backend.service
 
-    # host -> {(modifier, path): (location, is_exact_path_type)}, in rule order
-    hosts: dict[str, dict[tuple[str, str], tuple[Location, bool]]] = {}
+    servers: dict[str, _ServerParts] = {}
     for rule in _list(spec.get("rules")):
         if not isinstance(rule, dict):
             continue
         host = rule.get("host") or ""
-        if not isinstance(host, str) or not ing_ex.valid_hosts.get(host):
+        if minion_host is not None:
+            if host != minion_host:
+                warnings.append(f"host {host!r} is not the master's host {minion_host}; its rule is ignored")
+                continue
+        elif not isinstance(host, str) or not ing_ex.valid_hosts.get(host):
             continue
         if not _HOST.fullmatch(host):
             warnings.append(f"host {host!r} is invalid; its rule is ignored")
             continue
-        locations = hosts.setdefault(host, {})
-        paths = _list(_dict(rule.get("http")).get("paths"))
-        for path_entry in paths:
-            if not isinstance(path_entry, dict):
-                continue
-            path = path_entry.get("path") or "/"
-            path_type = path_entry.get("pathType") or PATH_TYPE_IMPLEMENTATION_SPECIFIC
-            if not isinstance(path, str) or not _PATH.fullmatch(path):
-                warnings.append(f"path {path!r} of host {host} is invalid; ignored")
-                continue
-            if path_type not in (PATH_TYPE_EXACT, PATH_TYPE_PREFIX, PATH_TYPE_IMPLEMENTATION_SPECIFIC):
-                warnings.append(f"path {path} of host {host} has an unsupported pathType {path_type!r}; "
-                                "ignored")
-                continue
-            backend, problem = _backend(path_entry.get("backend"))
-            if backend is None:
-                warnings.append(f"path {path} of host {host} is ignored: {problem}")
-                continue
-            upstream = b.upstream(host, backend)
-            is_exact = path_type == PATH_TYPE_EXACT
-            duplicate = False
-            for modifier, location_path in location_keys(path, path_type):
-                key = (modifier, location_path)
-                loc = b.location(modifier, location_path, upstream, backend.service,
-                                 trailing_slash=path_type == PATH_TYPE_PREFIX and modifier == PREFIX)
-                existing = locations.get(key)
-                if existing is None:
-                    locations[key] = (loc, is_exact)
-                elif is_exact and not existing[1]:
-                    locations[key] = (loc, is_exact)  # Kubernetes: an Exact path beats a Prefix one
-                elif existing[1] and not is_exact and modifier == EXACT:
-                    pass  # this Prefix path's exact location is served by an Exact path, as Kubernetes says
-                else:
-                    duplicate = True
-            if duplicate:
-                warnings.append(f"path {path} ({path_type}) of host {host} duplicates an earlier path; "
-                                "ignored")
+        parts = servers.setdefault(host, _ServerParts(host))
+        for path_entry in _list(_dict(rule.get("http")).get("paths")):
+            b.add_path(parts.locations, host, path_entry)
+    return _Parts(b, list(servers.values()), default_upstream, default_service)
 
-    tls_hosts = _tls_hosts(spec)
-    servers = []
-    for host, locations in hosts.items():
-        locs = [loc for loc, _ in locations.values()]
-        fallback = 0
-        if (PREFIX, "/") not in locations:
-            if default_upstream:
-                locs.append(b.location(PREFIX, "/", default_upstream, default_service, trailing_slash=False))
-            else:
-                fallback = 404
-        ssl, pem, reject = b.tls(host, tls_hosts)
-        servers.append(Server(
-            name=host, locations=tuple(locs), ports=(static.http_port,), ssl_ports=(static.https_port,),
-            ssl=ssl, ssl_certificate=pem, ssl_certificate_key=pem, ssl_reject_handshake=reject,
-            ssl_redirect=ssl and not reject and params.ssl_redirect,
-            redirect_to_https=params.redirect_to_https,
-            http2=params.http2, server_tokens=params.server_tokens, disable_ipv6=static.disable_ipv6,
-            snippets=params.server_snippets, fallback_status=fallback,
-        ))
 
+def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict[str, str]) -> Server:
+    """The Server model for a host, with server-level settings from the Ingress's params."""
+    b = parts.builder
+    p = b.params
+    static = b.static
+    if (PREFIX, "/") not in {(loc.modifier, loc.path) for loc in locations} and parts.default_upstream:
+        locations = [*locations, b.location(PREFIX, "/", parts.default_upstream, parts.default_service,
+                                            trailing_slash=False)]
+    fallback = 0 if (PREFIX, "/") in {(loc.modifier, loc.path) for loc in locations} else 404
+    ssl, pem, reject = b.tls(host, tls_hosts)
+    ports = p.ports or (static.http_port,)
+    ssl_ports = p.ssl_ports or (static.https_port,)
+    if ssl and set(ports) & set(ssl_ports):
+        shared = ", ".join(map(str, sorted(set(ports) & set(ssl_ports))))
+        raise AnnotationError([f"annotation nginx.org/listen-ports: port(s) {shared} are also TLS ports of "
+                               f"host {host} (nginx.org/listen-ports-ssl)"])
+    grpc_only = bool(locations) and all(loc.grpc for loc in locations)
+    return Server(
+        name=host, locations=tuple(locations), ports=ports, ssl_ports=ssl_ports,
+        ssl=ssl, ssl_certificate=pem, ssl_certificate_key=pem, ssl_reject_handshake=reject,
+        ssl_redirect=ssl and not reject and p.ssl_redirect,
+        redirect_to_https=p.redirect_to_https,
+        http2=p.http2, server_tokens=p.server_tokens, disable_ipv6=static.disable_ipv6,
+        snippets=p.server_snippets, fallback_status=fallback,
+        proxy_protocol=p.proxy_protocol, hsts=p.hsts, hsts_max_age=p.hsts_max_age,
+        hsts_include_subdomains=p.hsts_include_subdomains, hsts_behind_proxy=p.hsts_behind_proxy,
+        proxy_hide_headers=p.proxy_hide_headers, proxy_pass_headers=p.proxy_pass_headers,
+        basic_auth=b.basic_auth, real_ip_header=p.real_ip_header, set_real_ip_from=p.set_real_ip_from,
+        real_ip_recursive=p.real_ip_recursive, grpc_only=grpc_only and ssl,
+    )
+
+
+def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_params: ConfigParams, *,
+                          replicas: int = 1) -> tuple[IngressNginxConfig, list[str]]:
+    """The template model for one regular Ingress, and warnings for what was left out or degraded.
+
+    Raises AnnotationError for invalid annotation values and ValueError for an invalid namespace/name.
+    `replicas`: the number of controller replicas, for `nginx.org/limit-req-scale`."""
+    annotations = _annotations(ing_ex.ingress)
+    warnings: list[str] = []
+    parts = _build(ing_ex, static, config_params, annotations, warnings, replicas=replicas)
+    b = parts.builder
+    tls_hosts = _tls_hosts(_dict(ing_ex.ingress.get("spec")))
+    servers = [_server(parts, sp.host, [loc for loc, _ in sp.locations.values()], tls_hosts)
+               for sp in parts.servers]
     used = {loc.upstream for server in servers for loc in server.locations}
-    if default_upstream:
-        used.add(default_upstream)
+    if parts.default_upstream:
+        used.add(parts.default_upstream)
     cfg = IngressNginxConfig(
         upstreams=tuple(b.upstreams[n] for n in sorted(used)),
         servers=tuple(servers),
         ingress=IngressMeta(name=b.name, namespace=b.namespace, annotations=annotations),
-        keepalive=str(params.keepalive) if params.keepalive > 0 else "",
+        keepalive=str(b.params.keepalive) if b.params.keepalive > 0 else "",
+        limit_req_zones=tuple(b.limit_req_zones[z] for z in sorted(b.limit_req_zones) if used),
     )
     return cfg, warnings
+
+
+@dataclass
+class MergeableResult:
+    """The config of a master and its minions, with warnings for the master and for each minion."""
+
+    config: IngressNginxConfig
+    warnings: list[str]
+    minion_warnings: dict[str, list[str]]  # minion key -> warnings
+
+
+def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: StaticConfigParams,
+                                        config_params: ConfigParams, *, replicas: int = 1) -> MergeableResult:
+    """The template model for a master and its minions (NIC's generateNginxCfgForMergeableIngresses).
+
+    Raises AnnotationError for invalid annotation values of the master; a minion with invalid values is left
+    out, with the errors in its warnings."""
+    master = mergeable.master
+    all_master_annotations = _annotations(master.ingress)
+    m_annotations, removed = master_annotations(all_master_annotations)
+    warnings: list[str] = []
+    if removed:
+        warnings.append(f"a master Ingress cannot have the annotation(s) {', '.join(removed)}; ignored")
+    parts = _build(master, static, config_params, m_annotations, warnings, replicas=replicas)
+    b = parts.builder
+    spec = _dict(master.ingress.get("spec"))
+    hosts = [sp.host for sp in parts.servers]
+    upstreams = dict(b.upstreams) if parts.default_upstream else {}
+    zones: dict[str, LimitReqZone] = {}
+    minion_warnings: dict[str, list[str]] = {}
+    master_keepalive = b.params.keepalive
+    servers: list[Server] = []
+    if hosts:
+        host = hosts[0]
+        locations: _Locations = {}
+        for minion in mergeable.minions:
+            mw = minion_warnings.setdefault(minion.key, [])
+            annotations, removed = minion_annotations(_annotations(minion.ingress), m_annotations)
+            if removed:
+                mw.append(f"a minion Ingress cannot have the annotation(s) {', '.join(removed)}; ignored")
+            try:
+                mparts = _build(minion, static, config_params, annotations, mw, replicas=replicas,
+                                minion_host=host)
+            except ValueError as e:  # AnnotationError included
+                mw.append(f"the minion is not applied: {e}")
+                continue
+            used: set[str] = set()
+            for sp in mparts.servers:
+                for loc, is_exact in sp.locations.values():
+                    # keepalive comes from the master only (one value per file in NIC).
+                    loc = dataclasses.replace(loc, keepalive=master_keepalive > 0)
+                    if _put_location(locations, loc, is_exact):
+                        used.add(loc.upstream)
+                    else:
+                        where = f"{loc.modifier} {loc.path}".strip()
+                        mw.append(f"location {where} duplicates a location of another minion; ignored")
+            for name in sorted(used):
+                upstreams[name] = dataclasses.replace(mparts.builder.upstreams[name],
+                                                      keepalive=master_keepalive)
+            if used and mparts.builder.limit_req is not None:  # the zone of the minion's served locations
+                zones.update(mparts.builder.limit_req_zones)
+        master_parts = _Parts(b, parts.servers, "", "")
+        servers.append(_server(master_parts, host, [loc for loc, _ in locations.values()],
+                               _tls_hosts(spec)))
+    cfg = IngressNginxConfig(
+        upstreams=tuple(upstreams[n] for n in sorted(upstreams)),
+        servers=tuple(servers),
+        ingress=IngressMeta(name=b.name, namespace=b.namespace, annotations=all_master_annotations),
+        keepalive=str(master_keepalive) if master_keepalive > 0 else "",
+        limit_req_zones=tuple(zones[z] for z in sorted(zones)),
+    )
+    return MergeableResult(cfg, warnings, {k: v for k, v in minion_warnings.items() if v})

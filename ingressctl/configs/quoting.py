@@ -7,6 +7,8 @@ directive.
 
 - `quote(v)`: always a double-quoted string; `\\` and `"` escaped; control characters and `$` rejected.
 - `quote_vars(v)`: the same, but `$` is allowed, for values meant to use NGINX variables (log formats).
+- `quote_regex(v)`: the same as `quote_vars`, for regular expressions of `location ~` (NGINX reads no
+  variables there, so `$` is the end-of-line anchor).
 - `arg(v)`: a bare word when `v` is made of harmless characters only, else `quote(v)`.
 - `token(v)`: a bare word or an error; for names, sizes, times and ports that must never need quoting.
 """
@@ -54,6 +56,12 @@ def quote_vars(value: object) -> str:
 
 
 @lru_cache(maxsize=65536, typed=True)
+def quote_regex(value: object) -> str:
+    """A regular expression as one double-quoted NGINX argument (`$` allowed, no control characters)."""
+    return _double_quote(_check(value, allow_variables=True))
+
+
+@lru_cache(maxsize=65536, typed=True)
 def arg(value: object) -> str:
     """`value` as one NGINX argument: bare when harmless (readable output), quoted otherwise."""
     text = _check(value, allow_variables=False)
@@ -74,4 +82,4 @@ def token(value: object) -> str:
 
 # The filters are pure, and a config repeats the same values (timeouts, sizes, upstream names) many times:
 # results are cached; rejected values are not (they raise every time).
-FILTERS = {"quote": quote, "quote_vars": quote_vars, "arg": arg, "token": token}
+FILTERS = {"quote": quote, "quote_vars": quote_vars, "quote_regex": quote_regex, "arg": arg, "token": token}

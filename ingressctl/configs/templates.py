@@ -3,7 +3,7 @@
 Guarantees:
 - One Environment: StrictUndefined (a template that uses a field the model lacks fails at render time),
   autoescape off (NGINX config is not HTML), trim_blocks, lstrip_blocks, keep_trailing_newline, and the
-  quoting filters of `quoting` plus `num`, `words` and `lb_method`.
+  quoting filters of `quoting` plus `num`, `words`, `lb_method`, `status` and `token_var`.
 - Templates are compiled once. A custom template (a `--*-template-path` file at start-up, or a ConfigMap
   override later) that fails to compile raises `TemplateError`, and the executor keeps the template it had.
 - Rendering raises `TemplateRenderError` (never a bare Jinja2 or filter error), naming the template.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from typing import Any
 
 import jinja2
@@ -57,6 +58,25 @@ def lb_method(value: object) -> str:
         raise NginxValueError(str(e)) from None
 
 
+_STATUS = re.compile(r"[1-5][0-9]{2}")
+_VARIABLE = re.compile(r"\$[a-z_][a-z0-9_]{0,255}")
+
+
+def status(value: object) -> str:
+    """An HTTP status code (100-599), as text."""
+    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    if not isinstance(text, str) or not _STATUS.fullmatch(text):
+        raise NginxValueError(f"expected an HTTP status code, got {value!r}")
+    return text
+
+
+def token_var(value: object) -> str:
+    """One NGINX variable such as `$http_x_custom` (bare)."""
+    if not isinstance(value, str) or not _VARIABLE.fullmatch(value):
+        raise NginxValueError(f"expected an NGINX variable, got {value!r}")
+    return value
+
+
 def new_environment(templates_dir: str = TEMPLATES_DIR) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates_dir),
@@ -68,7 +88,8 @@ def new_environment(templates_dir: str = TEMPLATES_DIR) -> jinja2.Environment:
         auto_reload=False,
     )
     env.filters.update(FILTERS)
-    env.filters.update({"num": num, "words": words, "lb_method": lb_method})
+    env.filters.update({"num": num, "words": words, "lb_method": lb_method, "status": status,
+                        "token_var": token_var})
     return env
 
 

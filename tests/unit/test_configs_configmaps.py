@@ -49,7 +49,8 @@ def test_parse_config_map_values() -> None:
     ("client-max-body-size", "1 m"),
     ("client-max-body-size", "1m}"), ("keepalive", "-1"), ("keepalive", "lots"), ("worker-processes", "0"),
     ("worker-connections", "1e3"), ("http2", "yes"), ("lb-method", "hash $x;"), ("lb-method", "fastest"),
-    ("error-log-level", "verbose"), ("default-server-return", "200 ok"), ("ssl-protocols", "TLSv1.2; x"),
+    ("error-log-level", "verbose"), ("default-server-return", "301 nowhere"),
+    ("default-server-return", "200 $x"), ("ssl-protocols", "TLSv1.2; x"),
     ("proxy-buffers", "8"),
 ])
 def test_bad_values_keep_the_default_and_are_reported(key: str, value: str) -> None:
@@ -101,10 +102,12 @@ def test_annotation_table_and_overrides() -> None:
                                         "other/annotation": "x"}, base)
     assert anns.params.proxy_connect_timeout == "3s" and anns.params.client_max_body_size == "2m"
     assert anns.params.redirect_to_https is True and anns.params.proxy_read_timeout == "30s"
-    assert warnings == ["annotation nginx.org/proxy-read-timeout is ignored: invalid time 'bad value': use a "
-                        "number with an optional unit (ms, s, m, h, d, w, M, y)"]
+    assert warnings == []
+    assert anns.errors == ('annotation nginx.org/proxy-read-timeout: invalid value "bad value": must be a '
+                           'time: a number with optional units in the order y, M, w, d, h, m, s, ms (e.g. '
+                           '60s, 1m30s, 500ms)',)
     same, none = parse_annotations({}, base)
-    assert same.params is base and none == []
+    assert same.params is base and none == [] and same.errors == ()
 
 
 def test_rewrites_and_service_lists() -> None:
@@ -116,7 +119,8 @@ def test_rewrites_and_service_lists() -> None:
     anns, warnings = parse_annotations({"nginx.org/websocket-services": "ws, chat",
                                         "nginx.org/ssl-services": "bad name"}, ConfigParams())
     assert anns.websocket_services == {"ws", "chat"} and anns.ssl_services == frozenset()
-    assert len(warnings) == 1 and "nginx.org/ssl-services" in warnings[0]
+    assert warnings == [] and len(anns.errors) == 1
+    assert anns.errors[0].startswith('annotation nginx.org/ssl-services: invalid value "bad name": ')
 
 
 def test_static_params_from_settings_and_main_config() -> None:

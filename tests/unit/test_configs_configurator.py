@@ -323,9 +323,9 @@ def test_wildcard_path_comes_from_the_manager() -> None:
 def test_isolate_finds_exactly_the_offenders(n: int, data: Any) -> None:
     items = [f"r{i:02d}" for i in range(n)]
     bad = set(data.draw(st.sets(st.sampled_from(items), min_size=1)))
-    calls = []
+    calls: list[Sequence[str]] = []
 
-    def test(subset: list[str]) -> tuple[bool, str]:
+    def test(subset: Sequence[str]) -> tuple[bool, str]:
         calls.append(subset)
         hit = sorted(bad & set(subset))
         return not hit, f"error in {hit[0]}" if hit else ""
@@ -340,7 +340,7 @@ def test_isolate_finds_exactly_the_offenders(n: int, data: Any) -> None:
 
 def test_isolate_handles_offenders_that_only_fail_together() -> None:
     # x and y are fine alone but conflict (e.g. a duplicate upstream name): the later one is rejected.
-    def test(subset: list[str]) -> tuple[bool, str]:
+    def test(subset: Sequence[str]) -> tuple[bool, str]:
         return not {"x", "y"} <= set(subset), "conflict"
 
     assert _isolate(["a", "x", "b", "y"], [], "conflict", test) == {"y": "conflict"}

@@ -21,7 +21,7 @@ from ingressctl.configs.config import (
     UpstreamServer,
 )
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.ingress import generate_nginx_config, location_keys, upstream_name
+from ingressctl.configs.ingress import AnnotationError, generate_nginx_config, location_keys, upstream_name
 from ingressctl.configs.ingress_ex import IngressEx, SecretReference, backend_key
 from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
 from tests.unit.test_configs_quoting import TokenizeError, nginx_tokens
@@ -267,18 +267,21 @@ def test_tls_host_match_is_exact() -> None:
     assert "ssl" not in text
 
 
-def test_annotations_override_the_config_map_and_bad_values_are_ignored() -> None:
+def test_annotations_override_the_config_map_and_bad_values_reject_the_ingress() -> None:
     anns = {"nginx.org/proxy-connect-timeout": "5s", "nginx.org/proxy-read-timeout": "2m",
-            "nginx.org/client-max-body-size": "10m", "nginx.org/proxy-send-timeout": "60s; evil on",
-            "nginx.org/keepalive": "32"}
+            "nginx.org/client-max-body-size": "10m", "nginx.org/keepalive": "32"}
     text, warnings = render(reports_ex(annotations=anns), ConfigParams(proxy_send_timeout="30s"))
     loc = block(text, "location = /reports-cron")
     assert "proxy_connect_timeout 5s;" in loc and "proxy_read_timeout 2m;" in loc
     assert "client_max_body_size 10m;" in loc and "proxy_send_timeout 30s;" in loc
-    assert warnings == ["annotation nginx.org/proxy-send-timeout is ignored: invalid time '60s; evil on': "
-                        "use a number with an optional unit (ms, s, m, h, d, w, M, y)"]
+    assert warnings == []
     assert 'proxy_set_header Connection "";' in loc and "keepalive 32;" in text
-    assert "evil" not in text
+    anns["nginx.org/proxy-send-timeout"] = "60s; evil on"
+    with pytest.raises(AnnotationError) as e:
+        render(reports_ex(annotations=anns))
+    assert str(e.value) == ('annotation nginx.org/proxy-send-timeout: invalid value "60s; evil on": must be '
+                            'a time: a number with optional units in the order y, M, w, d, h, m, s, ms (e.g. '
+                            '60s, 1m30s, 500ms)')
 
 
 def test_rewrites_and_snippets() -> None:
@@ -429,7 +432,11 @@ def test_arbitrary_ingress_content_never_breaks_generation(
             "defaultBackend": default_backend}
     ing = {"metadata": {"name": "x", "namespace": "default", "annotations": annotations}, "spec": spec}
     ex = IngressEx(ing, {host: True} if isinstance(host, str) else {}, {backend_key("svc", 80): endpoints})
-    cfg, warnings = generate_nginx_config(ex, STATIC, ConfigParams())
+    try:
+        cfg, warnings = generate_nginx_config(ex, STATIC, ConfigParams())
+    except AnnotationError as e:
+        assert e.errors and all(err.startswith("annotation nginx.org/") for err in e.errors)
+        return
     text = TEMPLATES.execute_ingress_template(cfg)
     names, _ = directives(text)
     assert set(names) <= ALLOWED

@@ -14,7 +14,8 @@ from tests.unit.test_configs_ingress import directives
 
 
 def main_config(**static: object) -> MainConfig:
-    return generate_main_config(StaticConfigParams(run_dir="/run/ic", **static), ConfigParams())  # type: ignore[arg-type]
+    static_params = StaticConfigParams(run_dir="/run/ic", **static)  # type: ignore[arg-type]
+    return generate_main_config(static_params, ConfigParams())
 
 
 def test_environment_settings() -> None:

@@ -1,0 +1,471 @@
+"""A fuzzer for config injection: arbitrary strings in every annotation (of a regular Ingress and of a
+minion), host, path and ConfigMap value either are rejected (by the controller's `validate_ingress`, or by
+the config generator with an error) or render into EXACTLY the expected set of directives.
+
+"Expected" is a structural schema learned from reference renders that switch every feature on: for each block
+context (e.g. `server > location`) the set of (directive, number of arguments) pairs that the templates can
+produce. A rendered config passes if NGINX's tokenizer (modelled in test_configs_quoting) reads balanced
+blocks and every statement is in the schema of its context, with per-directive multiplicities respected
+(one `proxy_pass` per location, one `server_name` per server, ...). An injected `;`, `{`, `}`, `#`, newline
+or quote would add a statement, a block or an argument and fail the check.
+
+Snippet annotations are fuzzed too: with snippets disabled validation must reject them. ConfigMap snippet and
+template keys are NGINX configuration (or Jinja2) by definition and are not fuzzed.
+
+tests/integration/test_annotations_fuzz_nginx.py runs the same cases through `nginx -t`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ingressctl.configs.annotations import ANNOTATIONS
+from ingressctl.configs.configmaps import (
+    CONFIG_MAP_KEYS,
+    ConfigParams,
+    StaticConfigParams,
+    generate_main_config,
+)
+from ingressctl.configs.ingress import (
+    AnnotationError,
+    generate_nginx_config,
+    generate_nginx_config_for_mergeable,
+)
+from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
+from ingressctl.configs.parsing import LB_METHODS
+from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
+from ingressctl.controller.validation import validate_ingress
+from tests.unit.test_configs_quoting import nginx_tokens
+
+TEMPLATES = TemplateExecutor()
+HOST = "fuzz.example.com"
+NOT_FUZZED_CONFIG_MAP_KEYS = {"main-template", "ingress-template", "main-snippets", "http-snippets",
+                              "server-snippets", "location-snippets"}
+ANNOTATION_NAMES = sorted({a.name for a in ANNOTATIONS} | {
+    "nginx.org/hsts", "nginx.org/hsts-max-age", "nginx.org/hsts-include-subdomains",
+    "nginx.org/hsts-behind-proxy",
+    "nginx.org/rewrites", "nginx.org/websocket-services", "nginx.org/ssl-services", "nginx.org/grpc-services",
+    "nginx.org/path-regex", "nginx.org/mergeable-ingress-type"})
+CONFIG_MAP_NAMES = sorted(set(CONFIG_MAP_KEYS) - NOT_FUZZED_CONFIG_MAP_KEYS)
+
+# Values that pass validation, so that fuzzed variations reach the generator and the templates.
+VALID: dict[str, list[str]] = {
+    "nginx.org/proxy-connect-timeout": ["5s", "1h 30m"], "nginx.org/proxy-read-timeout": ["10", "1m30s"],
+    "nginx.org/proxy-send-timeout": ["500ms"], "nginx.org/client-max-body-size": ["2g", "0"],
+    "nginx.org/proxy-buffering": ["false"], "nginx.org/proxy-buffers": ["16 8k"],
+    "nginx.org/proxy-buffer-size": ["8k"], "nginx.org/proxy-max-temp-file-size": ["0"],
+    "nginx.org/proxy-hide-headers": ["X-A, X-B"], "nginx.org/proxy-pass-headers": ["X-C"],
+    "nginx.org/proxy-set-headers": ["X-A, X-B: b", 'X-C: a "b" {c}; d'], "nginx.org/server-tokens": ["false"],
+    "nginx.org/redirect-to-https": ["true"], "ingress.kubernetes.io/ssl-redirect": ["false"],
+    "nginx.org/hsts": ["true"], "nginx.org/hsts-max-age": ["100"],
+    "nginx.org/hsts-include-subdomains": ["true"],
+    "nginx.org/hsts-behind-proxy": ["true"], "nginx.org/listen-ports": ["8081,8082"],
+    "nginx.org/listen-ports-ssl": ["8443"],
+    "nginx.org/lb-method": ["hash $request_uri consistent", "least_conn"],
+    "nginx.org/keepalive": ["16"], "nginx.org/max-fails": ["3"], "nginx.org/max-conns": ["7"],
+    "nginx.org/fail-timeout": ["30s"], "nginx.org/upstream-zone-size": ["512k", "0"],
+    "nginx.org/use-cluster-ip": ["true"], "nginx.org/basic-auth-secret": ["users"],
+    "nginx.org/basic-auth-realm": ["Cafe \\\"staff\\\""], "nginx.org/limit-req-rate": ["10r/s"],
+    "nginx.org/limit-req-key": ["${binary_remote_addr}$uri"], "nginx.org/limit-req-zone-size": ["1m"],
+    "nginx.org/limit-req-delay": ["2"], "nginx.org/limit-req-no-delay": ["true"],
+    "nginx.org/limit-req-burst": ["5"], "nginx.org/limit-req-dry-run": ["true"],
+    "nginx.org/limit-req-log-level": ["warn"], "nginx.org/limit-req-reject-code": ["503"],
+    "nginx.org/limit-req-scale": ["true"], "nginx.org/rewrites": ["serviceName=svc-a rewrite=/v2"],
+    "nginx.org/websocket-services": ["svc-a"], "nginx.org/ssl-services": ["svc-b"],
+    "nginx.org/grpc-services": ["svc-b"], "nginx.org/path-regex": ["case_sensitive", "exact"],
+    "nginx.org/server-snippets": ["add_header X 1;"], "nginx.org/location-snippets": ["add_header X 1;"],
+    "nginx.org/mergeable-ingress-type": ["master"],
+    # ConfigMap keys
+    "proxy-read-timeout": ["5s"], "client-max-body-size": ["3m"], "proxy-buffers": ["4 16k"],
+    "proxy-hide-headers": ["X-A"], "server-tokens": ["false"], "http2": ["true"], "hsts": ["true"],
+    "hsts-max-age": ["5"], "real-ip-header": ["X-Real-IP", "proxy_protocol"],
+    "set-real-ip-from": ["10.0.0.0/8,unix:"], "lb-method": ["hash $remote_addr"],
+    "default-server-return": ["302 https://example.com/x?y=1", "200 ok"], "worker-processes": ["3"],
+    "worker-cpu-affinity": ["auto 0101"], "error-log-level": ["warn"],
+    "access-log": ["syslog:server=127.0.0.1:514,tag=nginx main"], "log-format": ['$remote_addr "$request"'],
+    "log-format-escaping": ["json"], "ssl-protocols": ["TLSv1.3"], "ssl-ciphers": ["HIGH:!aNULL"],
+    "ssl-dhparam-file": [
+        "-----BEGIN DH PARAMETERS-----\nMIIBCAKCAQEA0123456789abcdef\n-----END DH PARAMETERS-----"],
+    "keepalive-timeout": ["30s"], "upstream-zone-size": ["64k"], "access-log-off": ["true"],
+    "default-server-access-log-off": ["true"], "fail-timeout": ["5s"], "hsts-behind-proxy": ["true"],
+    "hsts-include-subdomains": ["true"], "keepalive": ["8"], "keepalive-requests": ["100"],
+    "map-hash-bucket-size": ["128"], "map-hash-max-size": ["4096"], "max-fails": ["2"],
+    "proxy-buffer-size": ["16k"], "proxy-buffering": ["false"], "proxy-connect-timeout": ["3s"],
+    "proxy-max-temp-file-size": ["0"], "proxy-pass-headers": ["X-P"], "proxy-protocol": ["true"],
+    "proxy-send-timeout": ["7s"], "real-ip-recursive": ["true"], "redirect-to-https": ["true"],
+    "server-names-hash-bucket-size": ["128"], "server-names-hash-max-size": ["2048"],
+    "ssl-prefer-server-ciphers": ["true"], "ssl-redirect": ["false"], "variables-hash-bucket-size": ["128"],
+    "variables-hash-max-size": ["2048"], "worker-connections": ["512"], "worker-rlimit-nofile": ["4096"],
+    "worker-shutdown-timeout": ["10s"],
+}
+INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nreturn 200;", " ", ";", "\r",
+              "} server { listen 1;", '" ; root /etc ; "', "\x00", "${x}"]
+HOSTILE = st.text(alphabet=st.sampled_from(list(' \t\n\r;{}"\'\\#$/a=~*^()[],:0123456789sk')), max_size=40)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One fuzzed input: `kind` is annotation, minion-annotation, host, path, header-name, or configmap."""
+
+    kind: str
+    name: str
+    value: str
+    path_regex: str = ""
+
+
+def _value(name: str) -> st.SearchStrategy[str]:
+    samples = VALID.get(name, ["x"])
+    mutated = st.builds(lambda v, inj, at: v[:at] + inj + v[at:], st.sampled_from(samples),
+                        st.sampled_from(INJECTIONS), st.integers(min_value=0, max_value=40))
+    return st.one_of(st.sampled_from(samples), mutated, HOSTILE, st.text(max_size=30))
+
+
+CASES: st.SearchStrategy[Case] = st.one_of(
+    st.sampled_from(ANNOTATION_NAMES).flatmap(lambda n: st.builds(Case, st.just("annotation"), st.just(n),
+                                                                  _value(n))),
+    st.sampled_from(ANNOTATION_NAMES).flatmap(lambda n: st.builds(Case, st.just("minion-annotation"),
+                                                                  st.just(n), _value(n))),
+    st.sampled_from(CONFIG_MAP_NAMES).flatmap(lambda n: st.builds(Case, st.just("configmap"), st.just(n),
+                                                                  _value(n))),
+    st.builds(Case, st.just("host"), st.just(""), st.one_of(
+        HOSTILE, st.sampled_from(["a.example.com", "*.example.com"]),
+        st.builds(lambda inj: "a" + inj + ".example.com", st.sampled_from(INJECTIONS)))),
+    st.builds(Case, st.just("path"), st.just(""), st.one_of(
+        HOSTILE, st.sampled_from(["/", "/a{2}[0-9]+$", "/b/(x|y)", "/c\\.d", "/e\\\"f"]),
+        st.builds(lambda inj: "/api" + inj, st.sampled_from(INJECTIONS))),
+        st.sampled_from(["", "case_sensitive", "case_insensitive", "exact"])),
+)
+
+
+# ------------------------------------------------------------------------------------------------- render
+
+def _ingress(name: str, namespace: str, host: str, paths: list[tuple[str, str, str]],
+             annotations: dict[str, str], *, tls: bool = False) -> dict[str, Any]:
+    rule: dict[str, Any] = {"host": host}
+    if paths:
+        rule["http"] = {"paths": [{"path": p, "pathType": t, "backend": {"service": {"name": s, "port": {
+            "number": 80}}}} for p, t, s in paths]}
+    spec: dict[str, Any] = {"rules": [rule]}
+    if tls:
+        spec["tls"] = [{"hosts": [host], "secretName": "tls"}]
+    return {"metadata": {"name": name, "namespace": namespace, "annotations": annotations, "uid": name,
+                         "creationTimestamp": "2024-01-01T00:00:00Z"}, "spec": spec}
+
+
+def secret_refs(conf_dir: str = "/etc/ic") -> dict[str, SecretReference]:
+    return {"tls": SecretReference("default/tls", f"{conf_dir}/secrets/default-tls",
+                                   secret_type="kubernetes.io/tls"),
+            "users": SecretReference("default/users", f"{conf_dir}/secrets/default-users",
+                                     secret_type="nginx.org/htpasswd")}
+
+
+REFS = secret_refs()
+ENDPOINTS = {backend_key("svc-a", 80): ["10.0.0.1:80", "10.0.0.2:80"],
+             backend_key("svc-b", 80): ["10.0.1.1:80"]}
+PATHS = [("/a", "Prefix", "svc-a"), ("/b", "Exact", "svc-b"), ("/c", "ImplementationSpecific", "svc-a")]
+
+
+@dataclass
+class Rendered:
+    ingress: str  # conf.d file
+    main: str  # nginx.conf
+
+
+def static_params(run_dir: str = "/run/ic", conf_dir: str = "/etc/ic", **kw: Any) -> StaticConfigParams:
+    return StaticConfigParams(http_port=80, https_port=443, run_dir=run_dir, conf_dir=conf_dir,
+                              secrets_dir=conf_dir + "/secrets", **kw)
+
+
+def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendered | str:
+    """The rendered files, or why the case was rejected."""
+    static = static or static_params()
+    refs = secret_refs(static.conf_dir)
+    config = ConfigParams()
+    annotations: dict[str, str] = {}
+    minion_annotations: dict[str, str] = {}
+    host, paths = HOST, list(PATHS)
+    if case.kind == "annotation":
+        annotations[case.name] = case.value
+    elif case.kind == "minion-annotation":
+        minion_annotations[case.name] = case.value
+    elif case.kind == "host":
+        host = case.value
+    elif case.kind == "path":
+        paths = [(case.value, "Prefix", "svc-a"), ("/other", "Exact", "svc-b")]
+        if case.path_regex:
+            annotations["nginx.org/path-regex"] = case.path_regex
+    elif case.kind == "configmap":
+        config, cm_errors = parse_config_map_checked({case.name: case.value})
+        if cm_errors:
+            return f"configmap: {cm_errors}"
+    # Annotations that need another one to be set.
+    for anns in (annotations, minion_annotations):
+        if "nginx.org/basic-auth-realm" in anns:
+            anns.setdefault("nginx.org/basic-auth-secret", "users")
+        if any(k.startswith("nginx.org/hsts-") for k in anns):
+            anns.setdefault("nginx.org/hsts", "true")
+    if case.kind == "minion-annotation":
+        master = _ingress("shop", "default", host, [], {"nginx.org/mergeable-ingress-type": "master"},
+                          tls=True)
+        minion_annotations["nginx.org/mergeable-ingress-type"] = "minion"
+        minion = _ingress("cart", "team-a", host, paths, minion_annotations)
+        for obj in (master, minion):
+            errors = validate_ingress(obj, snippets_enabled=static.enable_snippets)
+            if errors:
+                return f"validation: {errors[0]}"
+        if minion_annotations["nginx.org/mergeable-ingress-type"] != "minion":
+            return "not a minion"
+        mergeable = MergeableIngresses(
+            IngressEx(master, {host: True}, {}, secret_refs=refs),
+            [IngressEx(minion, {host: True}, dict(ENDPOINTS), secret_refs=refs,
+                       valid_minion_paths={p: True for p, _, _ in paths})])
+        try:
+            result = generate_nginx_config_for_mergeable(mergeable, static, config)
+        except AnnotationError as e:
+            return f"generator: {e}"
+        if result.minion_warnings.get("team-a/cart", [""])[-1].startswith("the minion is not applied"):
+            return "minion rejected by the generator"
+        cfg = result.config
+    else:
+        obj = _ingress("cafe", "default", host, paths, annotations, tls=True)
+        errors = validate_ingress(obj, snippets_enabled=static.enable_snippets)
+        if errors:
+            return f"validation: {errors[0]}"
+        if annotations.get("nginx.org/mergeable-ingress-type", "") == "master":
+            return "a master with paths is rejected by validation"
+        try:
+            cfg, _ = generate_nginx_config(IngressEx(obj, {host: True}, dict(ENDPOINTS), secret_refs=refs),
+                                           static, config)
+        except AnnotationError as e:
+            return f"generator: {e}"
+    try:
+        ingress_text = TEMPLATES.execute_ingress_template(cfg)
+        dhparam = f"{static.conf_dir}/secrets/dhparam.pem" if config.ssl_dhparam_file else ""
+        main_cfg = generate_main_config(static, config, dhparam_path=dhparam)
+        main_text = TEMPLATES.execute_main_template(main_cfg)
+    except TemplateRenderError as e:
+        return f"template: {e}"
+    return Rendered(ingress_text, main_text)
+
+
+def parse_config_map_checked(data: dict[str, str]) -> tuple[ConfigParams, list[tuple[str, str]]]:
+    from ingressctl.configs.configmaps import parse_config_map
+
+    return parse_config_map(data)
+
+
+# ----------------------------------------------------------------------------------------------- structure
+
+@dataclass
+class Stmt:
+    name: str
+    args: tuple[str, ...]
+    children: list[Stmt] | None  # None: a simple directive
+
+
+def parse_tree(text: str) -> list[Stmt]:
+    """NGINX's statement tree, from the tokenizer model; raises AssertionError on unbalanced structure."""
+    root: list[Stmt] = []
+    stack: list[list[Stmt]] = [root]
+    words: list[str] = []
+    for kind, value in nginx_tokens(text):
+        if kind == "word":
+            words.append(value)
+        elif value == ";":
+            assert words, "an empty statement"
+            stack[-1].append(Stmt(words[0], tuple(words[1:]), None))
+            words = []
+        elif value == "{":
+            assert words, "a block without a name"
+            block = Stmt(words[0], tuple(words[1:]), [])
+            stack[-1].append(block)
+            assert block.children is not None
+            stack.append(block.children)
+            words = []
+        else:
+            assert not words and len(stack) > 1, "an unexpected '}'"
+            stack.pop()
+    assert not words and len(stack) == 1, "unbalanced blocks or a statement without ';'"
+    return root
+
+
+Context = tuple[str, ...]
+Schema = dict[Context, set[tuple[str, int]]]
+# Directives that may appear any number of times in one block; all others at most as often as in the
+# reference renders (per block instance).
+REPEATABLE = {"listen", "upstream", "location", "proxy_set_header", "grpc_set_header", "set",
+              "proxy_hide_header", "proxy_pass_header", "set_real_ip_from", "limit_req_zone", "if", "allow",
+              "types", "text/html", "text/plain", "application/json"}
+# Directives with one argument per item of a list value (log_format: one quoted argument per line, one CPU
+# mask per worker, one word per protocol).
+VARIADIC = {"log_format", "worker_cpu_affinity", "ssl_protocols"}
+# Directives every block of a context has exactly once.
+REQUIRED = {("server",): {"server_name", "server_tokens"}, ("http", "server"): {"listen"},
+            ("upstream",): {"server"}}
+
+
+def _walk(stmts: list[Stmt], ctx: Context) -> Iterator[tuple[Context, list[Stmt]]]:
+    yield ctx, stmts
+    for s in stmts:
+        if s.children is not None:
+            yield from _walk(s.children, (*ctx, s.name))
+
+
+def learn(texts: list[str]) -> tuple[Schema, dict[Context, Counter[str]]]:
+    schema: Schema = {}
+    counts: dict[Context, Counter[str]] = {}
+    for text in texts:
+        for ctx, stmts in _walk(parse_tree(text), ()):
+            schema.setdefault(ctx, set()).update((s.name, len(s.args)) for s in stmts)
+            c = Counter(s.name for s in stmts)
+            counts.setdefault(ctx, Counter())
+            for k, n in c.items():
+                counts[ctx][k] = max(counts[ctx][k], n)
+    return schema, counts
+
+
+def check_structure(text: str, schema: Schema, counts: dict[Context, Counter[str]]) -> None:
+    for ctx, stmts in _walk(parse_tree(text), ()):
+        assert ctx in schema, f"unexpected block context {ctx}"
+        names = {n for n, _ in schema[ctx]}
+        for s in stmts:
+            assert (s.name, len(s.args)) in schema[ctx] or (s.name in VARIADIC and s.name in names), \
+                f"unexpected {s.name} with {len(s.args)} args in {ctx}"
+        seen = Counter(s.name for s in stmts)
+        for name, n in seen.items():
+            if name not in REPEATABLE and not (name == "server" and ctx[-1:] == ("upstream",)):
+                assert n <= counts[ctx][name], f"{name} {n} times in {ctx}"
+        for name in REQUIRED.get(ctx, ()):
+            assert seen[name] >= 1, f"no {name} in a block of {ctx}"
+        returns = any(s.name in ("return", "stub_status") for s in stmts)
+        if ctx and ctx[-1] == "location" and stmts and not returns:
+            passes = [s.name for s in stmts if s.name in ("proxy_pass", "grpc_pass")]
+            assert len(passes) == 1, f"a location with {passes}"
+
+
+def _reference_texts() -> tuple[list[str], list[str]]:
+    """Renders that switch every feature on (and off), to learn the schemas from."""
+    skip = ("nginx.org/mergeable-ingress-type", "nginx.org/path-regex", "nginx.org/listen-ports")
+    everything = {n: VALID[n][0] for n in ANNOTATION_NAMES if n in VALID and "snippets" not in n
+                  and n not in skip}
+    variants = [
+        {}, everything, {**everything, "nginx.org/limit-req-no-delay": "false",
+                         "nginx.org/lb-method": "hash $host", "nginx.org/hsts-behind-proxy": "false",
+                         "nginx.org/path-regex": "case_insensitive"},
+        {**everything, "nginx.org/lb-method": "random two least_conn", "nginx.org/path-regex": "exact"},
+        {"nginx.org/lb-method": "random two", "nginx.org/grpc-services": "svc-a,svc-b"},
+        *({"nginx.org/lb-method": m} for m in sorted(LB_METHODS)),
+        {"nginx.org/limit-req-rate": "1r/s"},
+        {"nginx.org/limit-req-rate": "1r/s", "nginx.org/limit-req-burst": "3"},
+        {"nginx.org/limit-req-rate": "1r/s", "nginx.org/limit-req-delay": "3"},
+    ]
+    maximal_cm, errors = parse_config_map_checked({k: VALID[k][0] for k in CONFIG_MAP_NAMES if k in VALID})
+    assert errors == [], errors
+    minimal_cm = ConfigParams()
+    ingress_texts, main_texts = [], []
+    static = static_params()
+    for cm in (minimal_cm, maximal_cm, dataclasses.replace(maximal_cm, access_log="syslog:server=x",
+                                                           access_log_off=False, log_format=(),
+                                                           default_server_return="404",
+                                                           worker_cpu_affinity="0101 1010"),
+               ConfigParams(http2=True), ConfigParams(proxy_protocol=True)):
+        for anns in variants:
+            for tls in (True, False):
+                obj = _ingress("cafe", "default", HOST, PATHS, anns, tls=tls)
+                cfg, _ = generate_nginx_config(IngressEx(obj, {HOST: True}, dict(ENDPOINTS),
+                                                         secret_refs=dict(REFS)), static, cm)
+                ingress_texts.append(TEMPLATES.execute_ingress_template(cfg))
+        master = _ingress("shop", "default", HOST, [], {"nginx.org/mergeable-ingress-type": "master",
+                                                       **{k: v for k, v in everything.items()
+                                                          if k.startswith("nginx.org/basic-auth")}}, tls=True)
+        minion = _ingress("cart", "team-a", HOST, PATHS,
+                          {**everything, "nginx.org/mergeable-ingress-type": "minion"})
+        result = generate_nginx_config_for_mergeable(MergeableIngresses(
+            IngressEx(master, {HOST: True}, {}, secret_refs=dict(REFS)),
+            [IngressEx(minion, {HOST: True}, dict(ENDPOINTS), secret_refs=dict(REFS),
+                       valid_minion_paths={p: True for p, _, _ in PATHS})]), static, cm)
+        ingress_texts.append(TEMPLATES.execute_ingress_template(result.config))
+        main_texts.append(TEMPLATES.execute_main_template(generate_main_config(
+            static, cm, dhparam_path="/etc/ic/secrets/dhparam.pem")))
+    return ingress_texts, main_texts
+
+
+_INGRESS_TEXTS, _MAIN_TEXTS = _reference_texts()
+INGRESS_SCHEMA = learn(_INGRESS_TEXTS)
+MAIN_SCHEMA = learn(_MAIN_TEXTS)
+
+
+def check_rendered(r: Rendered) -> None:
+    check_structure(r.ingress, *INGRESS_SCHEMA)
+    check_structure(r.main, *MAIN_SCHEMA)
+
+
+# ------------------------------------------------------------------------------------------------- tests
+
+def test_reference_renders_cover_the_features() -> None:
+    schema, _ = INGRESS_SCHEMA
+    loc = schema[("server", "location")]
+    for name in ("proxy_pass", "grpc_pass", "limit_req", "limit_req_dry_run", "auth_basic", "proxy_buffers",
+                 "proxy_set_header", "grpc_set_header"):
+        assert any(n == name for n, _ in loc), name
+    assert ("if" in {n for n, _ in schema[("server",)]}) and ("server", "if") in schema
+    assert ("limit_req_zone", 3) in schema[()]
+    assert ("ssl_dhparam", 1) in MAIN_SCHEMA[0][("http",)]
+
+
+def test_the_checker_catches_injections() -> None:
+    good = next(t for t in _INGRESS_TEXTS if "proxy_read_timeout 10;" in t and "server_tokens off;" in t
+                and "client_max_body_size 2g;" in t)
+    check_structure(good, *INGRESS_SCHEMA)
+    for bad in (good.replace("proxy_read_timeout 10;", "proxy_read_timeout 10; root /etc;"),
+                good.replace("server_tokens off;", "server_tokens off; } server { listen 1;"),
+                good.replace("client_max_body_size 2g;", "client_max_body_size 2g 3g;"),
+                good.replace('set $service "svc-a";', 'set $service "svc-a"; proxy_pass http://evil;'),
+                good.replace("server_name fuzz.example.com;", "server_name fuzz.example.com #;"),
+                good.replace("listen 80;", "listen 80; } } server { listen 2;"),
+                good + "}"):
+        assert bad != good
+        try:
+            check_structure(bad, *INGRESS_SCHEMA)
+        except AssertionError:
+            continue
+        raise AssertionError(f"not caught: {bad}")
+
+
+def test_every_fuzzed_name_has_valid_samples() -> None:
+    """The schema is learned from renders of these samples: a name without one would be unchecked."""
+    assert [n for n in [*ANNOTATION_NAMES, *CONFIG_MAP_NAMES] if not VALID.get(n)] == []
+
+
+def test_valid_samples_render() -> None:
+    """Every valid sample is accepted and renders (so the fuzzer's mutations start from reachable code)."""
+    for name in ANNOTATION_NAMES:
+        for v in VALID.get(name, []):
+            if "snippets" in name or name == "nginx.org/mergeable-ingress-type":
+                continue
+            r = render_case(Case("annotation", name, v))
+            assert isinstance(r, Rendered), (name, v, r)
+            check_rendered(r)
+    for name in CONFIG_MAP_NAMES:
+        for v in VALID.get(name, []):
+            r = render_case(Case("configmap", name, v))
+            assert isinstance(r, Rendered), (name, v, r)
+            check_rendered(r)
+
+
+@settings(max_examples=2500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=CASES)
+def test_fuzzed_inputs_are_rejected_or_render_exactly_the_expected_directives(case: Case) -> None:
+    r = render_case(case)
+    if isinstance(r, str):
+        return
+    check_rendered(r)
+    if "snippets" in case.name:
+        raise AssertionError("a snippet annotation passed with snippets disabled")
