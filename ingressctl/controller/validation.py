@@ -12,6 +12,10 @@ Guarantees:
 - `aggregate_message` joins errors as `field.ErrorList.ToAggregate().Error()` does: duplicates dropped, one
   error as is, several as `[e1, e2]`.
 - Annotation checks are table-driven (`ANNOTATION_VALIDATIONS`): add a row to validate a new annotation.
+- Deliberate difference from NIC: every annotation value the config generator would refuse is a validation
+  error too (`validate_annotation_values`: `limit-req-*`, unknown NGINX variables, zone sizes, ...), so a bad
+  value rejects the Ingress up front with an event naming the annotation and value, instead of being logged
+  and ignored. Each annotation is reported once: by its NIC validator if that fails, else by the parser.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
+
+from ingressctl.configs.annotations import annotation_error, check_annotations
 
 # ---------------------------------------------------------------------------------------------------------
 # Annotation names shared with the Configuration.
@@ -806,10 +812,38 @@ def validate_minion_spec(ing: Mapping[str, Any]) -> list[FieldError]:
     return []
 
 
+def validate_annotation_values(ing: Mapping[str, Any], *, snippets_enabled: bool = False,
+                               skip: Iterable[str] = ()) -> list[FieldError]:
+    """The values the config generator would refuse (`configs.annotations.check_annotations`), as field
+    errors `annotations.<name>: Invalid value: "<value>": <detail>`. Covers what NIC's validation lets through
+    and only logs later: every `nginx.org/limit-req-*` value, unknown NGINX variables, zone sizes NGINX
+    refuses, ... Annotations named in `skip` (already reported by `validate_annotations`) are left out."""
+    skipped = set(skip)
+    annotations = {k: v for k, v in get_annotations(ing).items() if k not in skipped}
+    errs: list[FieldError] = []
+    for msg in check_annotations(annotations, snippets_enabled=snippets_enabled):
+        errs.append(_annotation_value_error(msg, annotations))
+    return errs
+
+
+def _annotation_value_error(msg: str, annotations: Mapping[str, str]) -> FieldError:
+    """A `check_annotations` message (`annotation <name>: invalid value "<v>": <detail>`) as a FieldError."""
+    for name, value in annotations.items():
+        if not msg.startswith(f"annotation {name}: "):
+            continue
+        prefix = annotation_error(name, value, "")
+        detail = msg[len(prefix):] if msg.startswith(prefix) else msg
+        return invalid(f"annotations.{name}", value, detail or "invalid value")
+    return FieldError(ErrorType.INVALID, "metadata.annotations", OMIT, msg)
+
+
 def validate_ingress(ing: Mapping[str, Any], *, is_plus: bool = False,
                      snippets_enabled: bool = False) -> list[FieldError]:
     """Every error of the Ingress, in NIC's order; an empty list means valid."""
     errs = validate_annotations(ing, is_plus=is_plus, snippets_enabled=snippets_enabled)
+    failed = {e.field.removeprefix("annotations.") for e in errs}
+    errs.extend(validate_annotation_values(ing, snippets_enabled=snippets_enabled, skip=failed))
+    errs.sort(key=lambda e: e.field)  # stable: one annotation's errors keep their order
     errs.extend(validate_ingress_spec(ing))
     kind = mergeable_type(ing)
     if kind == "master":

@@ -16,9 +16,11 @@ Guarantees:
   without `quit()`, its leftover workers are killed (so a restart can bind the ports again) and
   `on_exit(returncode)` is called from the waiter thread; `restart()` starts it again with the current files.
 - Works as root and unprivileged: all paths are absolute, nginx gets `-p <run_dir>/`, and the socket, pid
-  and temp paths all live under run_dir. Certificates are read by the master process, so 0600 secrets owned
-  by the controller's user work even when workers run as `nobody`. (Certificates loaded per request through
-  variables are read by workers and would have to be readable by the worker user.)
+  and temp paths all live under run_dir (created 0755). Certificates are read by the master process, so
+  0600 secrets owned by the controller's user work even when workers run as `nobody`. Files workers read at
+  request time (htpasswd, written 0644) work too: the secrets dir is 0711, traversable but not listable.
+  The conf dir's own parents must be traversable by the worker user. (Certificates loaded per request
+  through variables are read by workers and would have to be readable by the worker user.)
 
 What the main config (the configs package's nginx.conf.j2) must contain; `RuntimePaths` gives every path
 and `main_directives()` / `http_directives()` render the required directives:
@@ -65,6 +67,7 @@ log = get_logger(__name__)
 MAIN_CONFIG_FILE = "nginx.conf"
 CONF_D_DIR = "conf.d"
 SECRETS_DIR = "secrets"
+SECRETS_DIR_MODE = 0o711  # workers may open a known file name; nobody may list the dir
 CONFIG_VERSION_FILE = "config-version.conf"
 CONFIG_VERSION_SOCKET_NAME = "nginx-config-version.sock"
 # Bound by the controller (latency metrics), not by NGINX: the Manager never removes it.
@@ -336,9 +339,14 @@ class Manager:
         self._resolved_binary: str | None = None
 
         os.makedirs(self.paths.conf_d, exist_ok=True)
-        os.makedirs(self.run_dir, exist_ok=True)
-        os.makedirs(self.secrets_dir, mode=0o700, exist_ok=True)
-        os.chmod(self.secrets_dir, 0o700)
+        if not os.path.isdir(self.run_dir):
+            # Workers (possibly `nobody`) use the temp paths under it: traversable by everyone.
+            os.makedirs(self.run_dir, mode=0o755, exist_ok=True)
+            os.chmod(self.run_dir, 0o755)
+        # Traversable but not listable: workers open htpasswd files (0644) by their exact name at request
+        # time; certificates and keys (0600) are read by the master only.
+        os.makedirs(self.secrets_dir, mode=SECRETS_DIR_MODE, exist_ok=True)
+        os.chmod(self.secrets_dir, SECRETS_DIR_MODE)
 
     # ------------------------------------------------------------------ files
 

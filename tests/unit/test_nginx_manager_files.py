@@ -34,7 +34,7 @@ def test_creates_directories_with_secrets_private(mgr: Manager) -> None:
     assert os.path.isdir(os.path.join(mgr.conf_dir, "conf.d"))
     assert os.path.isdir(mgr.run_dir)
     assert mgr.secrets_dir == os.path.join(mgr.conf_dir, "secrets")
-    assert mode_of(mgr.secrets_dir) == 0o700
+    assert mode_of(mgr.secrets_dir) == 0o711
 
 
 def test_create_config_reports_changes_and_keeps_mtime(mgr: Manager) -> None:
