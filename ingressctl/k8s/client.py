@@ -5,12 +5,17 @@ Guarantees:
   in-cluster service account, auth and token refresh, TLS, proxy) and for its urllib3 pool; requests and
   responses are plain JSON (`json.loads` of the body; orjson's when it is installed, which decodes 2-4x
   faster), never `kubernetes.client` models. Large bodies are decoded with the cyclic GC paused (see
-  `gc_paused`): decoding thousands of objects otherwise triggers repeated collections that double its cost.
+  `pause_gc`): decoding thousands of objects otherwise triggers repeated collections that double its cost.
 - Every failure surfaces as `ApiError`: HTTP errors carry the server's Status (code, reason, message); network
   failures carry status 0 and reason `ConnectionRefused`, `Timeout` or `ConnectionError`.
 - 429 is retried after its Retry-After; transient 5xx (500, 502, 503, 504) are retried with jittered
   exponential backoff; both a bounded number of times. Watch requests retry only responses that carry
   Retry-After (as client-go does); everything else is left to the reflector.
+- `list_pages` yields a list's pages in order and, with prefetch (the default), requests page k+1 in a
+  helper thread while the caller decodes and ingests page k; the continue token is read from the head of
+  the body when the server uses its usual layout, and a page is decoded only once. The helper runs at most
+  two pages ahead and ends with the list, with the first error (raised to the caller where that page
+  would have been) or when the iterator is closed.
 - Every request has a connect and a read timeout. Watches ask the server for `timeoutSeconds` and read with a
   client timeout a little longer, so a dead connection cannot block a reader forever.
 - One `KubeClient` is safe to share between threads: urllib3's pool is thread-safe and sized for the
@@ -29,10 +34,12 @@ import errno
 import gc
 import json
 import os
+import queue
 import random
+import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import urlencode
@@ -59,12 +66,13 @@ _gc_pausers = 0
 _gc_was_enabled = False
 
 
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while bulk-building objects that are all going to stay alive.
+def pause_gc() -> Callable[[], None]:
+    """Pause the cyclic garbage collector; return the (idempotent) function that ends this pause.
 
     Process-wide but reference-counted across threads: the collector is re-enabled (if it was enabled) when
-    the last concurrent user leaves. Pauses are short (one list page or one relist's dispatch).
+    the last pause ends. Used while bulk-building objects that all stay alive (a list and its delivery to
+    the cache): a collection in the middle would only walk them, and walking a growing heap again and again
+    costs as much as decoding it. Nothing is lost: cyclic garbage made meanwhile is collected afterwards.
     """
     global _gc_pausers, _gc_was_enabled
     with _gc_lock:
@@ -72,13 +80,30 @@ def gc_paused() -> Iterator[None]:
             _gc_was_enabled = gc.isenabled()
             gc.disable()
         _gc_pausers += 1
-    try:
-        yield
-    finally:
+    released = False
+
+    def release() -> None:
+        global _gc_pausers
+        nonlocal released
         with _gc_lock:
+            if released:
+                return
+            released = True
             _gc_pausers -= 1
             if _gc_pausers == 0 and _gc_was_enabled:
                 gc.enable()
+
+    return release
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """`pause_gc()` for the duration of a `with` block."""
+    release = pause_gc()
+    try:
+        yield
+    finally:
+        release()
 
 
 def loads(data: bytes | str) -> Any:
@@ -87,6 +112,7 @@ def loads(data: bytes | str) -> Any:
         return _loads(data)
     with gc_paused():
         return _loads(data)
+
 
 USER_AGENT = "ingressctl/0.1.0"
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
@@ -422,6 +448,77 @@ class KubeClient:
              continue_token: str | None = None, label_selector: str | None = None,
              field_selector: str | None = None) -> dict[str, Any]:
         """One page of a list: the raw List dict (items, metadata.resourceVersion, metadata.continue)."""
+        return self._decode_page(self._list_body(
+            rt, namespace, resource_version=resource_version, resource_version_match=resource_version_match,
+            limit=limit, continue_token=continue_token, label_selector=label_selector,
+            field_selector=field_selector), rt)
+
+    def list_pages(self, rt: ResourceType, namespace: str | None = None, *,
+                   resource_version: str | None = None, resource_version_match: str | None = None,
+                   limit: int | None = None, label_selector: str | None = None,
+                   field_selector: str | None = None,
+                   prefetch: bool = True) -> Generator[dict[str, Any], None, None]:
+        """Every page of one list, in order, as `list()` returns them; close the iterator to stop early.
+
+        The first page is requested with `resource_version` (and `limit`), the following ones with the
+        previous page's continue token. An error is raised where the failing page would have been yielded,
+        so a caller can tell a first-page failure from an expired continue token. With `prefetch`, a helper
+        thread requests page k+1 while the caller decodes and processes page k: it reads the continue
+        token from the head of the body, where the API server writes the list's metadata, without decoding
+        the page (and decodes it first when the body is laid out otherwise).
+        """
+        def first() -> bytes:
+            return self._list_body(rt, namespace, resource_version=resource_version,
+                                   resource_version_match=resource_version_match, limit=limit,
+                                   label_selector=label_selector, field_selector=field_selector)
+
+        def fetch(token: str) -> bytes:
+            return self._list_body(rt, namespace, limit=limit, continue_token=token,
+                                   label_selector=label_selector, field_selector=field_selector)
+
+        def decode(body: bytes) -> dict[str, Any]:
+            return self._decode_page(body, rt)
+
+        return paged_list(first, fetch, decode, prefetch=prefetch, name=rt.plural)
+
+    def list_all(self, rt: ResourceType, namespace: str | None = None, *, label_selector: str | None = None,
+                 field_selector: str | None = None,
+                 page_size: int = 500) -> tuple[builtins.list[dict[str, Any]], str]:
+        """Every item (most recent state, pages of `page_size`) and the list's resourceVersion.
+
+        A continue token that expires mid-way restarts the list once as a single unpaginated request, so the
+        result is always one consistent snapshot.
+        """
+        pages = self.list_pages(rt, namespace, limit=page_size, label_selector=label_selector,
+                                field_selector=field_selector)
+        try:
+            page = next(pages)
+            items: builtins.list[dict[str, Any]] = builtins.list(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            rv = str(meta.get("resourceVersion") or "")
+            while True:
+                try:
+                    page = next(pages)
+                except StopIteration:
+                    break
+                except ApiError as e:
+                    if not e.is_gone:
+                        raise
+                    log.info("list continue token expired; listing again without pagination",
+                             resource=rt.plural)
+                    page = self.list(rt, namespace, label_selector=label_selector,
+                                     field_selector=field_selector)
+                    meta = page.get("metadata") or {}
+                    return builtins.list(page.get("items") or []), str(meta.get("resourceVersion") or "")
+                items.extend(page.get("items") or [])
+        finally:
+            pages.close()
+        return items, rv
+
+    def _list_body(self, rt: ResourceType, namespace: str | None, *, resource_version: str | None = None,
+                   resource_version_match: str | None = None, limit: int | None = None,
+                   continue_token: str | None = None, label_selector: str | None = None,
+                   field_selector: str | None = None) -> bytes:
         query: builtins.list[tuple[str, str]] = []
         if resource_version is not None:
             query.append(("resourceVersion", resource_version))
@@ -432,35 +529,17 @@ class KubeClient:
         if continue_token:
             query.append(("continue", continue_token))
         _selectors(query, label_selector, field_selector)
-        return self._obj("GET", rt.path(namespace), query=query, verb="list")
+        return self._body("GET", rt.path(namespace), query=query, verb="list")
 
-    def list_all(self, rt: ResourceType, namespace: str | None = None, *, label_selector: str | None = None,
-                 field_selector: str | None = None,
-                 page_size: int = 500) -> tuple[builtins.list[dict[str, Any]], str]:
-        """Every item (most recent state, pages of `page_size`) and the list's resourceVersion.
-
-        A continue token that expires mid-way restarts the list once as a single unpaginated request, so the
-        result is always one consistent snapshot.
-        """
-        page = self.list(rt, namespace, limit=page_size, label_selector=label_selector,
-                         field_selector=field_selector)
-        items: builtins.list[dict[str, Any]] = builtins.list(page.get("items") or [])
-        meta = page.get("metadata") or {}
-        rv, token = str(meta.get("resourceVersion") or ""), meta.get("continue")
-        while token:
-            try:
-                page = self.list(rt, namespace, limit=page_size, continue_token=token,
-                                 label_selector=label_selector, field_selector=field_selector)
-            except ApiError as e:
-                if not e.is_gone:
-                    raise
-                log.info("list continue token expired; listing again without pagination", resource=rt.plural)
-                page = self.list(rt, namespace, label_selector=label_selector, field_selector=field_selector)
-                meta = page.get("metadata") or {}
-                return builtins.list(page.get("items") or []), str(meta.get("resourceVersion") or "")
-            items.extend(page.get("items") or [])
-            token = (page.get("metadata") or {}).get("continue")
-        return items, rv
+    @staticmethod
+    def _decode_page(body: bytes, rt: ResourceType) -> dict[str, Any]:
+        try:
+            page = loads(body) if body else None
+        except ValueError as e:
+            raise ApiError(500, "InternalError", f"list {rt.plural}: response is not JSON: {e}") from e
+        if not isinstance(page, dict):
+            raise ApiError(500, "InternalError", f"list {rt.plural}: response is not an object")
+        return page
 
     def watch(self, rt: ResourceType, namespace: str | None = None, *, resource_version: str,
               timeout_seconds: int, allow_bookmarks: bool = True, label_selector: str | None = None,
@@ -517,19 +596,24 @@ class KubeClient:
 
     def _json(self, method: str, path: str, *, query: builtins.list[tuple[str, str]] | None = None,
               body: Any = None, content_type: str = "application/json", verb: str) -> Any:
-        resp = self._request(method, path, query=query, body=body, content_type=content_type, verb=verb)
-        try:
-            data = resp.data
-        except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise _network_error(e, f"{verb} {path}: reading the response") from e
-        finally:
-            resp.release_conn()
+        data = self._body(method, path, query=query, body=body, content_type=content_type, verb=verb)
         if not data:
             return None
         try:
             return loads(data)
         except ValueError as e:
             raise ApiError(500, "InternalError", f"{verb} {path}: response is not JSON: {e}") from e
+
+    def _body(self, method: str, path: str, *, query: builtins.list[tuple[str, str]] | None = None,
+              body: Any = None, content_type: str = "application/json", verb: str) -> bytes:
+        """The whole body of a 2xx response (the connection goes back to the pool)."""
+        resp = self._request(method, path, query=query, body=body, content_type=content_type, verb=verb)
+        try:
+            return bytes(resp.data)
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise _network_error(e, f"{verb} {path}: reading the response") from e
+        finally:
+            resp.release_conn()
 
     def _auth_headers(self, headers: dict[str, str]) -> None:
         with self._auth_lock:  # refresh hooks (token files, exec plugins) mutate the configuration
@@ -605,6 +689,147 @@ class KubeClient:
             return min(err.retry_after, self._max_retry_after)
         base = min(self._retry_backoff * (2 ** attempt), self._retry_backoff_max)
         return float(base * (0.5 + random.random() / 2))
+
+
+# The API server encodes a list as TypeMeta, ListMeta, then items: {"kind":"XList","apiVersion":"v",
+# "metadata":{"resourceVersion":"1","continue":"..."},"items":[...]}. ListMeta holds scalars only.
+_LIST_HEAD = re.compile(rb'\{\s*"kind"\s*:\s*"[^"\\]*"\s*,\s*"apiVersion"\s*:\s*"[^"\\]*"\s*,'
+                        rb'\s*"metadata"\s*:\s*(\{[^{}]*\})')
+_LIST_HEAD_MAX = 64 * 1024
+
+
+def peek_list_continue(body: bytes) -> str | None:
+    """The continue token of an encoded List ("" on the last page) read from its head; None if unsure.
+
+    Only a body that starts with kind, apiVersion and a brace-free metadata object (the API server's
+    layout) is read; anything else gives None and the caller decodes the page to find the token.
+    """
+    m = _LIST_HEAD.match(body, 0, _LIST_HEAD_MAX)
+    if m is None:
+        return None
+    try:
+        meta = _loads(m.group(1))
+    except ValueError:
+        return None
+    token = meta.get("continue") if isinstance(meta, dict) else None
+    if token is None:
+        return ""
+    return token if isinstance(token, str) else None
+
+
+def paged_list(first: Callable[[], bytes], fetch: Callable[[str], bytes],
+               decode: Callable[[bytes], dict[str, Any]], *, prefetch: bool = True,
+               name: str = "list") -> Generator[dict[str, Any], None, None]:
+    """The pages of one list (see `KubeClient.list_pages`), from raw-body functions.
+
+    `first()` requests the first page's body, `fetch(token)` a continue page's, `decode(body)` turns a
+    body into a page dict (raising ApiError if it is not one).
+    """
+    if not prefetch:
+        page = decode(first())
+        while True:
+            token = _continue_of(page)
+            yield page
+            if not token:
+                return
+            page = decode(fetch(token))
+    body = first()
+    peeked = peek_list_continue(body)
+    prefetcher: _PagePrefetcher | None = None
+    try:
+        if peeked:
+            prefetcher = _PagePrefetcher(fetch, peeked, decode, name)
+        page = decode(body)
+        del body
+        token = _continue_of(page)
+        _check_peeked(peeked, token, name)
+        if token and prefetcher is None:
+            prefetcher = _PagePrefetcher(fetch, token, decode, name)
+        yield page
+        while token and prefetcher is not None:
+            item, peeked = prefetcher.next()
+            page = item if isinstance(item, dict) else decode(item)
+            del item
+            token = _continue_of(page)
+            _check_peeked(peeked, token, name)
+            yield page
+    finally:
+        if prefetcher is not None:
+            prefetcher.close()
+
+
+def _continue_of(page: dict[str, Any]) -> str:
+    meta = page.get("metadata")
+    token = meta.get("continue") if isinstance(meta, dict) else None
+    return token if isinstance(token, str) else ""
+
+
+def _check_peeked(peeked: str | None, token: str, name: str) -> None:
+    """A page requested ahead with a peeked token must be the one the decoded page asks for."""
+    if peeked is not None and peeked != token:
+        raise ApiError(500, "InternalError", f"list {name}: the continue token in the list's head "
+                                             f"differs from the decoded one")
+
+
+class _PagePrefetcher:
+    """Requests continue pages in a helper thread, one page ahead of the consumer.
+
+    Hands over, in order through a one-slot queue, (body, peeked token) pairs: the raw body when its
+    continue token could be read from its head, else the page decoded here (to learn the token), with
+    None. An exception raised by a request is handed over in its place and ends the helper, as do the last
+    page and `close()` (after which the request in flight, if any, finishes and its result is dropped).
+    """
+
+    _PUT_POLL = 0.1
+
+    def __init__(self, fetch: Callable[[str], bytes], token: str,
+                 decode: Callable[[bytes], dict[str, Any]], name: str) -> None:
+        self._fetch = fetch
+        self._decode = decode
+        self._slot: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(token,), name=f"list-{name}", daemon=True)
+        self._thread.start()
+
+    def _run(self, token: str) -> None:
+        while token and not self._closed.is_set():
+            try:
+                body = self._fetch(token)
+                peeked = peek_list_continue(body)
+                if peeked is None:
+                    page = self._decode(body)
+                    item: tuple[dict[str, Any] | bytes, str | None] = (page, None)
+                    token = _continue_of(page)
+                else:
+                    item = (body, peeked)
+                    token = peeked
+            except BaseException as e:  # handed to the consumer, which raises it in its own thread
+                self._put((False, e))
+                return
+            if not self._put((True, item)):
+                return
+
+    def _put(self, item: tuple[bool, Any]) -> bool:
+        while not self._closed.is_set():
+            try:
+                self._slot.put(item, timeout=self._PUT_POLL)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def next(self) -> tuple[dict[str, Any] | bytes, str | None]:
+        """The next (body or page, peeked token); raises what requesting it raised."""
+        ok, value = self._slot.get()
+        if not ok:
+            self._closed.set()
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self._closed.set()
+        with contextlib.suppress(queue.Empty):
+            self._slot.get_nowait()  # a helper blocked in put() sees the close at its next poll
 
 
 def _selectors(query: builtins.list[tuple[str, str]], label_selector: str | None,

@@ -15,9 +15,13 @@ Guarantees (client-go semantics; see the project's reference notes):
   re-watch without relisting.
 - Every relist is preceded by a jittered exponential backoff (0.8 s doubling up to 30 s, reset after 2 min
   without backoff); in-watch retries share the same backoff state.
+- Pages are requested one ahead of ingestion (`KubeClient.list_pages` with prefetch): the server's latency
+  for page k+1 is spent decoding page k. The cyclic GC is paused from the first list request until the
+  store has the list (see `pause_gc`; the informer extends the pause until the list is dispatched).
 - The transform (by default: strip `metadata.managedFields` and the last-applied-configuration annotation)
   runs on every object before the store sees it; list items get their `kind` and `apiVersion` filled in so
-  listed and watched objects look alike.
+  listed and watched objects look alike. Equal `kind`, `apiVersion` and `metadata.namespace` strings are
+  replaced by one shared string each (memory only: the objects compare and serialise the same).
 - The loop catches everything, logs it, backs off and continues until `stop()`; the thread never dies
   silently.
   `healthy` is False from a failure until the next successful list or watch; `last_sync_resource_version` is
@@ -33,7 +37,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ingressctl.k8s.client import ApiError, KubeClient
+from ingressctl.k8s.client import ApiError, KubeClient, pause_gc
 from ingressctl.k8s.clock import Clock, RealClock
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.logging import get_logger
@@ -42,6 +46,7 @@ log = get_logger(__name__)
 
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 DEFAULT_PAGE_SIZE = 500
+_MAX_SHARED_NAMESPACES = 100_000  # bounds the namespace strings remembered between lists
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -55,6 +60,55 @@ def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
         if isinstance(annotations, dict):
             annotations.pop(LAST_APPLIED_ANNOTATION, None)
     return obj
+
+
+def drop_fields(*paths: str) -> Transform:
+    """A transform for an informer whose users never read some fields: `strip_managed_fields`, then drop
+    `paths` in place. A path is dotted field names; "[]" after a name walks every item of that list, e.g.
+    `drop_fields("metadata.ownerReferences", "endpoints[].targetRef")`. Absent fields are ignored. (Field
+    names containing dots, like annotation keys, cannot be addressed.)
+    """
+    # The paths are merged into one tree, walked once per object: {name: (walk list items?, subtree)};
+    # a subtree of None drops the field.
+    tree: dict[str, tuple[bool, Any]] = {}
+    for path in paths:
+        parts = path.split(".")
+        names = [part.removesuffix("[]") for part in parts]
+        if any(not n or "[" in n or "]" in n for n in names) or parts[-1].endswith("[]"):
+            raise ValueError(f"bad field path {path!r}: want names joined by dots; each but the last may "
+                             f"end in []")
+        node = tree
+        for part, name in zip(parts[:-1], names[:-1], strict=True):
+            walk = part.endswith("[]")
+            walk_before, sub = node.setdefault(name, (walk, {}))
+            if sub is None:
+                break  # an enclosing field is dropped already
+            if walk_before != walk:
+                raise ValueError(f"field path {path!r} walks {name!r} differently from another path")
+            node = sub
+        else:
+            node[names[-1]] = (False, None)
+
+    def drop(node: dict[str, Any], spec: dict[str, tuple[bool, Any]]) -> None:
+        for name, (walk, sub) in spec.items():
+            if sub is None:
+                node.pop(name, None)
+                continue
+            child = node.get(name)
+            if walk:
+                if child.__class__ is list:
+                    for item in child:
+                        if item.__class__ is dict:
+                            drop(item, sub)
+            elif child.__class__ is dict:
+                drop(child, sub)
+
+    def transform(obj: dict[str, Any]) -> dict[str, Any]:
+        strip_managed_fields(obj)
+        drop(obj, tree)
+        return obj
+
+    return transform
 
 
 class ReflectorStore(Protocol):
@@ -123,8 +177,9 @@ class Reflector:
                  field_selector: str | None = None, transform: Transform | None = strip_managed_fields,
                  page_size: int = DEFAULT_PAGE_SIZE, min_watch_timeout: float = 300.0,
                  backoff: Backoff | None = None, clock: Clock | None = None, name: str | None = None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, prefetch: bool = True) -> None:
         self._client = client
+        self._prefetch = prefetch
         self._rt = rt
         self._store = store
         self._namespace = namespace
@@ -138,6 +193,7 @@ class Reflector:
         self._rng = rng or random.Random()
         self.name = name or (f"{rt.plural}@{namespace}" if namespace else rt.plural)
         self._last_rv = ""
+        self._namespaces: dict[str, str] = {}  # one shared string per namespace name seen
         self._rv_unavailable = False
         self._paginated_result = False
         self._healthy = False
@@ -226,19 +282,27 @@ class Reflector:
 
     def _list(self) -> None:
         rv = self._relist_resource_version()
+        self._namespaces = {}  # rebuilt by every list, so namespaces deleted since are forgotten
+        # No collections while the list is decoded and handed over: they would only walk the new objects
+        # (again and again as the heap grows). The store's replace() may extend the pause (the informer
+        # holds it until the list has been applied and dispatched).
+        release_gc = pause_gc()
         try:
-            items, list_rv = self._paged_list(rv)
-        except ApiError as e:
-            if not (e.is_gone or e.is_too_large_resource_version) or rv == "":
-                raise
-            log.info("list resourceVersion unavailable; listing the most recent state", reflector=self.name,
-                     resource_version=rv, error=e.message)
-            self._rv_unavailable = True
-            items, list_rv = self._paged_list("")
-        self._rv_unavailable = False
-        self.lists += 1
-        self._check_stopped()
-        self._store.replace(items, list_rv)
+            try:
+                items, list_rv = self._paged_list(rv)
+            except ApiError as e:
+                if not (e.is_gone or e.is_too_large_resource_version) or rv == "":
+                    raise
+                log.info("list resourceVersion unavailable; listing the most recent state",
+                         reflector=self.name, resource_version=rv, error=e.message)
+                self._rv_unavailable = True
+                items, list_rv = self._paged_list("")
+            self._rv_unavailable = False
+            self.lists += 1
+            self._check_stopped()
+            self._store.replace(items, list_rv)
+        finally:
+            release_gc()
         self._last_rv = list_rv
         self._healthy = True
         log.debug("listed", reflector=self.name, items=len(items), resource_version=list_rv)
@@ -247,33 +311,41 @@ class Reflector:
         limit: int | None = self._page_size
         if rv not in ("", "0") and not self._paginated_result:
             limit = None  # a list at RV=X must not paginate (Exact semantics, spurious 410s)
-        page = self._client.list(self._rt, self._namespace, resource_version=rv or None, limit=limit,
-                                 label_selector=self._label_selector, field_selector=self._field_selector)
-        items = self._ingest_items(page)
-        list_rv, token = _list_meta(page)
-        if rv == "0" and token:
-            self._paginated_result = True
-        while token:
-            self._check_stopped()
-            try:
-                page = self._client.list(self._rt, self._namespace, limit=limit, continue_token=token,
-                                         label_selector=self._label_selector,
-                                         field_selector=self._field_selector)
-            except ApiError as e:
-                if not e.is_gone:
-                    raise
-                log.warning("list continue token expired; restarting with a full list", reflector=self.name,
-                            items_so_far=len(items), error=e.message)
-                page = self._client.list(self._rt, self._namespace, label_selector=self._label_selector,
-                                         field_selector=self._field_selector)
-                items = self._ingest_items(page)
-                list_rv, token = _list_meta(page)
-                if token:
-                    raise ApiError(500, "InternalError",
-                                   "an unpaginated list returned a continue token") from e
-                break
-            items.extend(self._ingest_items(page))
-            _, token = _list_meta(page)
+        # With prefetch, the client requests page k+1 while this thread ingests page k (client-go fetches
+        # pages strictly one after the other; here the server's latency is hidden behind the decoding).
+        pages = self._client.list_pages(self._rt, self._namespace, resource_version=rv or None, limit=limit,
+                                        label_selector=self._label_selector,
+                                        field_selector=self._field_selector, prefetch=self._prefetch)
+        try:
+            page = next(pages)
+            items = self._ingest_items(page)
+            list_rv, token = _list_meta(page)
+            if rv == "0" and token:
+                self._paginated_result = True
+            while token:
+                self._check_stopped()
+                try:
+                    page = next(pages)
+                except StopIteration:
+                    raise ApiError(500, "InternalError", "a list ended before its last page") from None
+                except ApiError as e:
+                    if not e.is_gone:
+                        raise
+                    log.warning("list continue token expired; restarting with a full list",
+                                reflector=self.name, items_so_far=len(items), error=e.message)
+                    pages.close()
+                    page = self._client.list(self._rt, self._namespace, label_selector=self._label_selector,
+                                             field_selector=self._field_selector)
+                    items = self._ingest_items(page)
+                    list_rv, token = _list_meta(page)
+                    if token:
+                        raise ApiError(500, "InternalError",
+                                       "an unpaginated list returned a continue token") from e
+                    break
+                items.extend(self._ingest_items(page))
+                _, token = _list_meta(page)
+        finally:
+            pages.close()
         if not list_rv:
             raise ApiError(500, "InternalError", f"list of {self._rt.plural} has no metadata.resourceVersion")
         return items, list_rv
@@ -287,20 +359,44 @@ class Reflector:
         kind = self._rt.kind
         api_version = self._rt.api_version
         transform = self._transform
+        strip = transform is strip_managed_fields  # the default, inlined: it runs on every listed object
+        namespaces = self._namespaces
         out: list[dict[str, Any]] = []
         append = out.append
         skipped = 0
         for obj in raw:
             try:
-                if not obj["metadata"]["name"]:
+                meta = obj["metadata"]
+                if not meta["name"]:
                     raise KeyError("name")
             except (KeyError, TypeError):
                 skipped += 1
                 continue
-            if "kind" not in obj:
+            # Listed items normally carry no kind/apiVersion; when they do, the shared strings replace the
+            # decoded copies, as one string per namespace replaces each object's copy (memory, not meaning).
+            obj_kind = obj.get("kind")
+            if obj_kind is None:
                 obj["kind"] = kind
                 obj["apiVersion"] = api_version
-            append(transform(obj) if transform is not None else obj)
+            elif obj_kind == kind:
+                obj["kind"] = kind
+                if obj.get("apiVersion") == api_version:
+                    obj["apiVersion"] = api_version
+            ns = meta.get("namespace")
+            if ns.__class__ is str:
+                shared = namespaces.get(ns)
+                if shared is None:
+                    namespaces[ns] = ns
+                else:
+                    meta["namespace"] = shared
+            if strip:
+                meta.pop("managedFields", None)
+                annotations = meta.get("annotations")
+                if annotations.__class__ is dict:
+                    annotations.pop(LAST_APPLIED_ANNOTATION, None)
+                append(obj)
+            else:
+                append(transform(obj) if transform is not None else obj)
         if skipped:
             log.warning("skipped list items without metadata.name", reflector=self.name, skipped=skipped)
         return out
@@ -350,8 +446,10 @@ class Reflector:
     def _handle_watch(self, stream: Any, started: float) -> _WatchEnd:
         count = 0
         expected_kind = self._rt.kind
+        api_version = self._rt.api_version
         transform = self._transform
         store = self._store
+        namespaces = self._namespaces
         for event in stream:
             if self._stopped:
                 return _WatchEnd.STOP
@@ -385,10 +483,21 @@ class Reflector:
                             type=etype)
                 continue
             kind = obj.get("kind")
-            if kind is not None and kind != expected_kind:
-                log.warning("skipping watch event of an unexpected kind", reflector=self.name,
-                            kind=str(kind)[:60], expected=expected_kind)
-                continue
+            if kind is not None:
+                if kind != expected_kind:
+                    log.warning("skipping watch event of an unexpected kind", reflector=self.name,
+                                kind=str(kind)[:60], expected=expected_kind)
+                    continue
+                obj["kind"] = expected_kind
+                if obj.get("apiVersion") == api_version:
+                    obj["apiVersion"] = api_version
+            ns = meta.get("namespace")
+            if ns.__class__ is str:
+                shared = namespaces.get(ns)
+                if shared is not None:
+                    meta["namespace"] = shared
+                elif len(namespaces) < _MAX_SHARED_NAMESPACES:
+                    namespaces[ns] = ns
             if transform is not None:
                 obj = transform(obj)
             try:

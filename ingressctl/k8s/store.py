@@ -153,33 +153,88 @@ class ThreadSafeStore:
 
     def replace(self, objs: Iterable[dict[str, Any]], resource_version: str = "") -> ReplaceResult:
         """Swap in `objs` wholesale, rebuild indices, and report the difference (see module docstring)."""
-        new_items: dict[str, dict[str, Any]] = {}
-        key_func = self._key_func
-        for obj in objs:
-            new_items[key_func(obj)] = obj
+        new_items, ns_index = self._keyed(objs)
         new_indices: dict[str, _Index] = {}
         for name, fn in self._indexers.items():  # one pass per index: cheaper than per object per index
+            if name == NAMESPACE_INDEX and ns_index is not None:
+                new_indices[name] = ns_index
+                continue
             index: _Index = {}
+            get = index.get
             for key, obj in new_items.items():
                 for value in fn(obj):
-                    _bucket_add(index, value, key)
+                    bucket = get(value)  # _bucket_add, inlined
+                    if bucket is None:
+                        index[value] = key
+                    elif bucket.__class__ is str:
+                        if bucket != key:
+                            index[value] = {bucket, key}
+                    else:
+                        bucket.add(key)  # type: ignore[union-attr]
             new_indices[name] = index
         result = ReplaceResult()
         with self._lock:
             old_items = self._items
-            for key, last in old_items.items():
-                if key not in new_items:
-                    result.deleted.append(DeletedFinalStateUnknown(key, last))
-            for key, obj in new_items.items():
-                prev = old_items.get(key)
-                if prev is None or (prev is not obj
-                                    and resource_version_of(prev) != resource_version_of(obj)):
-                    result.changes.append((prev, obj))
+            if old_items:
+                for key, last in old_items.items():
+                    if key not in new_items:
+                        result.deleted.append(DeletedFinalStateUnknown(key, last))
+                changes = result.changes
+                for key, obj in new_items.items():
+                    prev = old_items.get(key)
+                    if prev is None or (prev is not obj
+                                        and resource_version_of(prev) != resource_version_of(obj)):
+                        changes.append((prev, obj))
+            else:
+                result.changes = [(None, obj) for obj in new_items.values()]
             self._items = new_items
             self._indices = new_indices
             if resource_version:
                 self._resource_version = resource_version
         return result
+
+    def _keyed(self, objs: Iterable[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], _Index | None]:
+        """Objects by key, and the built-in namespace index when it can be built in the same pass.
+
+        With the default key function and namespace index, both are computed inline (this runs for every
+        object of every list); anything unexpected falls back to the generic path and its errors.
+        """
+        objs = objs if isinstance(objs, builtins.list) else builtins.list(objs)
+        if self._key_func is meta_namespace_key and self._indexers.get(NAMESPACE_INDEX) is \
+                meta_namespace_index_func:
+            items: dict[str, dict[str, Any]] = {}
+            ns_keys: dict[str, builtins.list[str]] = {}
+            try:
+                for obj in objs:
+                    meta = obj["metadata"]
+                    name = meta["name"]
+                    ns = meta.get("namespace")
+                    if not name or name.__class__ is not str:
+                        raise TypeError("bad name")
+                    if ns:
+                        key = f"{ns}/{name}"
+                        bucket = ns_keys.get(ns)
+                        if bucket is None:
+                            ns_keys[ns] = [key]
+                        else:
+                            bucket.append(key)
+                    else:
+                        key = name
+                    items[key] = obj
+            except (KeyError, TypeError, AttributeError):
+                pass
+            else:
+                index: _Index = {}
+                for ns, keys in ns_keys.items():
+                    if len(keys) == 1:
+                        index[ns] = keys[0]
+                    else:
+                        index[ns] = set(keys)
+                        if len(index[ns]) == 1:  # the same key listed twice
+                            index[ns] = keys[0]
+                return items, index
+        key_func = self._key_func
+        return {key_func(obj): obj for obj in objs}, None
 
     def set_resource_version(self, resource_version: str) -> None:
         with self._lock:

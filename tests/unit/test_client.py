@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 import structlog
 
-from ingressctl.k8s.client import ApiError, KubeClient, KubeConfigError, WatchStream
+from ingressctl.k8s.client import ApiError, KubeClient, KubeConfigError, WatchStream, peek_list_continue
 from ingressctl.k8s.resource import CONFIGMAPS, INGRESSCLASSES, INGRESSES, NAMESPACES
 
 # -- the fake server ----------------------------------------------------------------------------------------
@@ -345,6 +345,161 @@ def test_client_is_thread_safe_under_concurrent_writers() -> None:
             t.join(30)
     assert not errors
     assert sorted(results) == sorted(f"{i}-{j}" for i in range(10) for j in range(10))
+
+
+# -- paged lists --------------------------------------------------------------------------------------------
+
+
+def paged_handler(pages: int, per_page: int = 3, *, items_first: bool = False,
+                  fail_page: int | None = None) -> Callable[[Request], Reply]:
+    """Serves `pages` pages of ConfigMaps; the continue token is "p<k>" for page k (1-based)."""
+
+    def handler(req: Request) -> Reply:
+        token = req.query.get("continue", "")
+        k = int(token[1:]) if token else 1
+        if fail_page is not None and k == fail_page:
+            return status_reply(410, "Expired", "continue token too old")
+        meta: dict[str, Any] = {"resourceVersion": "100"}
+        if k < pages:
+            meta["continue"] = f"p{k + 1}"
+        items = [cm(f"cm-{k}-{i}", str(k * 10 + i)) for i in range(per_page)]
+        body = {"items": items, "metadata": meta} if items_first else \
+            {"kind": "ConfigMapList", "apiVersion": "v1", "metadata": meta, "items": items}
+        return Reply(200, as_json(body))
+
+    return handler
+
+
+def names(page: dict[str, Any]) -> list[str]:
+    return [o["metadata"]["name"] for o in page["items"]]
+
+
+def wait_for(cond: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+_BEFORE: set[threading.Thread] = set()
+
+
+@pytest.fixture
+def no_old_helpers() -> None:
+    """Remember the threads alive before the test, so `helper_threads()` sees only this test's helpers."""
+    _BEFORE.clear()
+    _BEFORE.update(threading.enumerate())
+
+
+def helper_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("list-") and t not in _BEFORE]
+
+
+def test_peek_list_continue_reads_only_the_api_server_layout() -> None:
+    head = b'{"kind":"ConfigMapList","apiVersion":"v1","metadata":'
+    assert peek_list_continue(head + b'{"resourceVersion":"5","continue":"abc"},"items":[]}') == "abc"
+    assert peek_list_continue(head + b'{"resourceVersion":"5"},"items":[]}') == ""  # the last page
+    assert peek_list_continue(b'{ "kind" : "L", "apiVersion" : "v1", "metadata" : {"continue": "x",'
+                              b' "remainingItemCount": 3}, "items": []}') == "x"
+    for unsure in (b'{"items":[],"kind":"L","apiVersion":"v1","metadata":{"continue":"x"}}',  # other order
+                   head + b'{"continue":"x}"},"items":[]}',        # a brace inside a string
+                   head + b'{"continue":7},"items":[]}',           # not a string
+                   head + b'{"continue":"x"',                      # cut short
+                   b"", b"[]", b"not json"):
+        assert peek_list_continue(unsure) is None, unsure
+
+
+def test_list_pages_requests_the_next_page_while_the_caller_holds_the_current_one(
+        no_old_helpers: None) -> None:
+    with FakeApiServer(paged_handler(4)) as srv:
+        c = fast_client(srv.url)
+        pages = c.list_pages(CONFIGMAPS, "ns", resource_version="0", limit=3, label_selector="a=b")
+        first = next(pages)
+        assert names(first) == ["cm-1-0", "cm-1-1", "cm-1-2"]
+        # Page 2 is requested before the caller asks for it; the helper runs at most two pages ahead.
+        wait_for(lambda: len(srv.requests) >= 2, "the prefetch of page 2")
+        rest = list(pages)
+        assert [names(p)[0] for p in rest] == ["cm-2-0", "cm-3-0", "cm-4-0"]
+        queries = [r.query for r in srv.requests]
+        assert queries[0] == {"resourceVersion": "0", "limit": "3", "labelSelector": "a=b"}
+        assert queries[1:] == [{"limit": "3", "continue": f"p{k}", "labelSelector": "a=b"} for k in (2, 3, 4)]
+    wait_for(lambda: not helper_threads(), "the helper thread to end")
+
+
+def test_list_pages_helper_stays_at_most_two_pages_ahead_and_stops_on_close(no_old_helpers: None) -> None:
+    with FakeApiServer(paged_handler(10)) as srv:
+        c = fast_client(srv.url)
+        pages = c.list_pages(CONFIGMAPS, limit=3)
+        next(pages)
+        wait_for(lambda: len(srv.requests) >= 3, "the helper to run ahead")
+        time.sleep(0.2)  # a negative check: give a runaway helper the time to show itself
+        assert len(srv.requests) == 3  # page 1 consumed; page 2 waiting; page 3 fetched, waiting to be put
+        pages.close()
+        wait_for(lambda: not helper_threads(), "the helper thread to end after close()")
+        assert len(srv.requests) == 3
+
+
+def test_list_pages_raises_a_later_page_error_where_that_page_would_be(no_old_helpers: None) -> None:
+    with FakeApiServer(paged_handler(5, fail_page=3)) as srv:
+        c = fast_client(srv.url)
+        pages = c.list_pages(CONFIGMAPS, limit=3)
+        assert names(next(pages))[0] == "cm-1-0"
+        assert names(next(pages))[0] == "cm-2-0"
+        with pytest.raises(ApiError) as ei:
+            next(pages)
+        assert ei.value.is_gone
+        pages.close()
+        wait_for(lambda: not helper_threads(), "the helper thread to end")
+        assert len(srv.requests) == 3  # nothing after the failed page
+
+
+def test_list_pages_first_page_error_is_raised_at_once() -> None:
+    with FakeApiServer(lambda req: status_reply(403, "Forbidden", "no")) as srv:
+        c = fast_client(srv.url)
+        with pytest.raises(ApiError) as ei:
+            next(c.list_pages(CONFIGMAPS, limit=3))
+        assert ei.value.status == 403
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_list_pages_handles_other_layouts_and_no_prefetch(prefetch: bool) -> None:
+    with FakeApiServer(paged_handler(3, items_first=True)) as srv:
+        c = fast_client(srv.url)
+        got = [names(p)[0] for p in c.list_pages(CONFIGMAPS, limit=3, prefetch=prefetch)]
+        assert got == ["cm-1-0", "cm-2-0", "cm-3-0"]
+        assert [r.query.get("continue") for r in srv.requests] == [None, "p2", "p3"]
+
+
+def test_list_pages_head_that_disagrees_with_the_body_is_an_error(no_old_helpers: None) -> None:
+    bad = (b'{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"1","continue":"A"},'
+           b'"items":[],"metadata":{"resourceVersion":"1","continue":"B"}}')
+    with FakeApiServer(lambda req: Reply(200, bad)) as srv:
+        c = fast_client(srv.url)
+        with pytest.raises(ApiError) as ei:
+            list(c.list_pages(CONFIGMAPS, limit=3))
+        assert "continue token" in ei.value.message
+    wait_for(lambda: not helper_threads(), "the helper thread to end")
+
+
+def test_list_pages_non_object_page_is_an_api_error() -> None:
+    with FakeApiServer(lambda req: Reply(200, b"[1, 2]")) as srv:
+        c = fast_client(srv.url)
+        with pytest.raises(ApiError) as ei:
+            next(c.list_pages(CONFIGMAPS, limit=3))
+        assert ei.value.status == 500 and "not an object" in ei.value.message
+
+
+def test_list_all_restarts_unpaginated_when_a_continue_token_expires() -> None:
+    def handler(req: Request) -> Reply:
+        if "limit" not in req.query:
+            return list_reply([cm("whole", "9")], "200")
+        return paged_handler(3, fail_page=2)(req)
+
+    with FakeApiServer(handler) as srv:
+        c = fast_client(srv.url)
+        items, rv = c.list_all(CONFIGMAPS, page_size=3)
+        assert [o["metadata"]["name"] for o in items] == ["whole"] and rv == "200"
+        assert [r.query.get("continue") for r in srv.requests] == [None, "p2", None]
 
 
 # -- kubeconfig ---------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 import threading
 import time
@@ -309,6 +310,86 @@ def test_stop_ends_all_threads() -> None:
     inf.stop()
     assert not inf.reflector.is_alive()
     assert not any(t.is_alive() for t in inf._threads)
+
+
+def test_gc_is_paused_until_the_list_is_dispatched_and_frozen_once_after_the_first_sync(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    freezes: list[bool] = []
+    monkeypatch.setattr(gc, "freeze", lambda: freezes.append(gc.isenabled()))
+    kube = FakeKube()
+    for i in range(12):
+        kube.create(f"cm{i}")
+    gc_during_initial_adds: list[bool] = []
+
+    class Probe(RecordingHandler):
+        def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+            if is_initial_list:
+                gc_during_initial_adds.append(gc.isenabled())
+            super().on_add(obj, is_initial_list)
+
+    inf = informer_for(kube, page_size=5)
+    h = Probe(inf)
+    inf.add_event_handler(h)
+    inf.start()
+    try:
+        assert wait_for_cache_sync([inf], timeout=20)
+        assert gc_during_initial_adds == [False] * 12
+        assert freezes == [False]  # frozen while still paused: the new objects were never walked
+        wait_until(gc.isenabled, what="the collector to be enabled again")
+        wait_until(lambda: len(kube.watchers) == 1, what="watch")
+        with kube._lock:  # a gap, then a relist: a tombstone for cm0; a relist does not freeze again
+            kube.drop_watches()
+            kube.delete("cm0")
+            kube.compact()
+        wait_until(lambda: len(h.tombstones) == 1, what="relist tombstone")
+        assert freezes == [False]
+        wait_until(gc.isenabled, what="the collector to be enabled after the relist")
+    finally:
+        inf.stop()
+    assert gc.isenabled()
+
+
+def test_no_gc_freeze_when_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    freezes: list[bool] = []
+    monkeypatch.setattr(gc, "freeze", lambda: freezes.append(True))
+    kube = FakeKube()
+    kube.create("a")
+    inf = informer_for(kube, freeze_gc_on_sync=False, prefetch=False)
+    inf.start()
+    try:
+        assert wait_for_cache_sync([inf], timeout=20)
+        assert len(inf.store) == 1 and freezes == []
+    finally:
+        inf.stop()
+
+
+def test_stopping_with_an_undispatched_list_resumes_the_gc() -> None:
+    kube = FakeKube()
+    kube.create("a")
+    gate = threading.Event()
+    entered = threading.Event()
+
+    class Blocking(RecordingHandler):
+        def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+            entered.set()
+            gate.wait(20)
+
+    inf = informer_for(kube, freeze_gc_on_sync=False)
+    inf.add_event_handler(Blocking())
+    inf.start()
+    try:
+        assert entered.wait(20)  # the dispatcher is inside the first list's handlers: the GC is paused
+        assert not gc.isenabled()
+        wait_until(lambda: len(kube.watchers) == 1, what="watch")
+        with kube._lock:  # a gap and a relist: a second list is queued behind the blocked one
+            kube.drop_watches()
+            kube.create("b")
+            kube.compact()
+        wait_until(lambda: inf.pending() >= 1, what="a second list queued")
+    finally:
+        inf.stop(timeout=0.1)  # drops the queued list
+        gate.set()
+    wait_until(gc.isenabled, what="the collector to be enabled after stop")
 
 
 @pytest.mark.parametrize("seed", range(3))

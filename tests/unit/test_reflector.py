@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import queue
 import random
@@ -17,9 +18,15 @@ from typing import Any
 import pytest
 import structlog
 
-from ingressctl.k8s.client import ApiError
+from ingressctl.k8s.client import ApiError, paged_list
 from ingressctl.k8s.clock import FakeClock
-from ingressctl.k8s.reflector import LAST_APPLIED_ANNOTATION, Backoff, Reflector, strip_managed_fields
+from ingressctl.k8s.reflector import (
+    LAST_APPLIED_ANNOTATION,
+    Backoff,
+    Reflector,
+    drop_fields,
+    strip_managed_fields,
+)
 from ingressctl.k8s.resource import CONFIGMAPS, ResourceType
 from ingressctl.k8s.store import ThreadSafeStore, meta_namespace_key
 
@@ -195,6 +202,27 @@ class FakeKube:
                 items = items[:limit]
             return {"kind": f"{self.rt.kind}List", "apiVersion": self.rt.api_version,
                     "metadata": {"resourceVersion": list_rv, "continue": cont}, "items": items}
+
+    def list_pages(self, rt: ResourceType, namespace: str | None = None, *,
+                   resource_version: str | None = None, resource_version_match: str | None = None,
+                   limit: int | None = None, label_selector: str | None = None,
+                   field_selector: str | None = None, prefetch: bool = True) -> Iterator[dict[str, Any]]:
+        """KubeClient.list_pages over `list()`: the real pager (prefetching in a helper thread) on JSON."""
+
+        def first() -> bytes:
+            page = self.list(rt, namespace, resource_version=resource_version, limit=limit,
+                             label_selector=label_selector, field_selector=field_selector)
+            return json.dumps(page).encode()
+
+        def fetch(token: str) -> bytes:
+            page = self.list(rt, namespace, limit=limit, continue_token=token, label_selector=label_selector,
+                             field_selector=field_selector)
+            return json.dumps(page).encode()
+
+        def decode(body: bytes) -> dict[str, Any]:
+            return json.loads(body)  # type: ignore[no-any-return]
+
+        return paged_list(first, fetch, decode, prefetch=prefetch, name=rt.plural)
 
     def watch(self, rt: ResourceType, namespace: str | None = None, *, resource_version: str,
               timeout_seconds: int, allow_bookmarks: bool = True, label_selector: str | None = None,
@@ -582,6 +610,78 @@ def test_transform_strips_managed_fields_on_list_and_watch(kube: FakeKube) -> No
     o = {"metadata": {"managedFields": [], "annotations": {LAST_APPLIED_ANNOTATION: "x"}}}
     assert strip_managed_fields(o) == {"metadata": {"annotations": {}}}
     assert strip_managed_fields({"no": "meta"}) == {"no": "meta"}
+
+
+def test_drop_fields_transform() -> None:
+    transform = drop_fields("metadata.ownerReferences", "endpoints[].targetRef", "spec.a.b")
+    obj = {"metadata": {"name": "s", "ownerReferences": [{"name": "svc"}], "managedFields": [{}],
+                        "annotations": {LAST_APPLIED_ANNOTATION: "{}", "keep": "1"}},
+           "endpoints": [{"addresses": ["10.0.0.1"], "targetRef": {"name": "p"}}, {"addresses": []}, "odd"],
+           "spec": {"a": "not a dict"}}
+    assert transform(obj) is obj
+    assert obj == {"metadata": {"name": "s", "annotations": {"keep": "1"}},
+                   "endpoints": [{"addresses": ["10.0.0.1"]}, {"addresses": []}, "odd"],
+                   "spec": {"a": "not a dict"}}
+    assert drop_fields("endpoints[].x")({"endpoints": {"x": 1}}) == {"endpoints": {"x": 1}}  # not a list
+    for bad in [("",), ("a..b",), ("a[]",), ("a[0].b",), ("[].b",), ("a[].b", "a.c")]:
+        with pytest.raises(ValueError):
+            drop_fields(*bad)
+    merged = drop_fields("spec", "spec.x", "status.a", "status.b")  # "spec" covers "spec.x"
+    assert merged({"spec": {"x": 1}, "status": {"a": 1, "b": 2, "c": 3}}) == {"status": {"c": 3}}
+
+
+def test_listed_objects_share_kind_and_namespace_strings(kube: FakeKube) -> None:
+    for i in range(30):
+        kube.create(f"cm{i}", ns="team-a" if i % 2 else "team-b")
+    r, st = make(kube, page_size=7)
+    r.start()
+    try:
+        wait_until(lambda: len(kube.watchers) == 1, what="watch")
+        kube.create("late", ns="team-a")
+        wait_until(lambda: "team-a/late" in st.items, what="watched object")
+        objs = list(st.items.values())
+        assert len({id(o["metadata"]["namespace"]) for o in objs}) == 2  # one string per namespace
+        assert all(o["kind"] is kube.rt.kind for o in objs)
+        assert {o["metadata"]["namespace"] for o in objs} == {"team-a", "team-b"}
+    finally:
+        r.stop()
+
+
+class GcProbeStore(RecordingStore):
+    """Records whether the cyclic GC was enabled when the list was handed over."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gc_enabled_at_replace: list[bool] = []
+
+    def replace(self, objs: list[dict[str, Any]], resource_version: str) -> None:
+        self.gc_enabled_at_replace.append(gc.isenabled())
+        super().replace(objs, resource_version)
+
+
+def test_gc_is_paused_for_the_list_and_restored_after(kube: FakeKube) -> None:
+    for i in range(25):
+        kube.create(f"cm{i}")
+    assert gc.isenabled()
+    st = GcProbeStore()
+    r, _ = make(kube, st, page_size=10)
+    r.start()
+    try:
+        wait_until(lambda: len(kube.watchers) == 1, what="watch")
+        assert st.gc_enabled_at_replace == [False]
+        assert gc.isenabled()
+        assert kube.count("list") == 3
+        kube.fail["list"] = [lambda kw: None, ApiError(500, "InternalError", "broken page")]
+        kube.compact()
+        kube.drop_watches()  # the re-watch gets 410: relist; its second page fails, the next relist succeeds
+        wait_until(lambda: len(st.gc_enabled_at_replace) == 2, what="relist after the failed one")
+        assert kube.count("list") == 3 + 2 + 3
+        assert st.gc_enabled_at_replace == [False, False]
+        wait_until(lambda: len(kube.watchers) == 1, what="watch after the relist")
+        assert gc.isenabled()
+    finally:
+        r.stop()
+    assert gc.isenabled()
 
 
 def test_stop_interrupts_a_blocked_watch_and_a_backoff(kube: FakeKube) -> None:

@@ -120,6 +120,35 @@ def test_replace_reports_tombstones_adds_and_changed_updates() -> None:
     assert s.resource_version == "10"
 
 
+def test_replace_with_duplicates_cluster_scoped_objects_and_bad_objects() -> None:
+    s = ThreadSafeStore()
+    first, again = obj("a", "ns1", rv="1"), obj("a", "ns1", rv="2")
+    result = s.replace([first, obj("node1", None), again, obj("b", "ns1")], "5")
+    assert sorted(s.list_keys()) == ["node1", "ns1/a", "ns1/b"]
+    assert s.get_by_key("ns1/a") is again  # the last of duplicates wins
+    assert sorted(new["metadata"]["name"] for _, new in result.changes) == ["a", "b", "node1"]
+    assert sorted(s.index_keys(NAMESPACE_INDEX, "ns1")) == ["ns1/a", "ns1/b"]
+    assert s.list_index_func_values(NAMESPACE_INDEX) == ["ns1"]
+    s.replace([obj("a", "ns1", rv="2"), obj("a", "ns1", rv="2")], "6")  # one key listed twice
+    assert s.index_keys(NAMESPACE_INDEX, "ns1") == ["ns1/a"]
+    check_indices(s)
+    for bad in ({"metadata": {"namespace": "x"}}, {"metadata": {"name": ""}}, {"nometa": 1},
+                {"metadata": {"name": 7}}):
+        with pytest.raises(ValueError):
+            s.replace([obj("z"), bad], "7")
+        assert s.list_keys() == ["ns1/a"] and s.resource_version == "6"  # unchanged
+
+
+def test_replace_with_a_custom_key_function() -> None:
+    s = ThreadSafeStore(key_func=lambda o: o["metadata"]["uid"])
+    a, b = obj("a", "ns1"), obj("b", "ns2")
+    a["metadata"]["uid"], b["metadata"]["uid"] = "u1", "u2"
+    s.replace([a, b], "1")
+    assert sorted(s.list_keys()) == ["u1", "u2"]
+    assert s.index_keys(NAMESPACE_INDEX, "ns2") == ["u2"]
+    check_indices(s)
+
+
 def test_concurrent_writers_keep_indices_consistent() -> None:
     s = ThreadSafeStore({BY_SERVICE_INDEX: endpoint_slices_by_service})
 
