@@ -5,6 +5,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 RUN_DIR ?= .run
 PYTEST_ARGS ?=
+# The README's curl lines use these ports; the demo falls back to free ones when they are taken.
+DEMO_ARGS ?= --http-port 8880 --https-port 8443 --metrics-port 9113
 
 IMAGE ?= ingressctl:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
@@ -34,7 +36,7 @@ integration: deps
 ## Start the demo: devcluster with examples/, backends, the controller and NGINX; prints curl commands.
 run: deps
 	@mkdir -p $(RUN_DIR)
-	$(PY) -m ingressctl.demo --run-dir $(RUN_DIR) --manifests examples/
+	$(PY) -m ingressctl.demo --run-dir $(RUN_DIR) --manifests examples/ $(DEMO_ARGS)
 
 ## Run the benchmark suite; it prints tables and writes JSON under $(RUN_DIR)/bench.
 bench: deps

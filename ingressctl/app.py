@@ -8,12 +8,28 @@ Start order (NIC's main.go, nic-behaviour.md 9.2, DESIGN.md section 5):
 3. The NGINX ConfigMap (`--nginx-configmaps`) and the special TLS Secrets (`--default-server-tls-secret`,
    `--wildcard-tls-secret`) are read and validated; a missing or invalid one is fatal.
 4. The Manager writes the main config and starts NGINX, waiting until config version 0 is served.
-5. Configurator, event recorder, status updater, leader elector (Lease in POD_NAMESPACE), controller, and the
+5. With `--enable-prometheus-metrics`: the metrics server (and, with `--enable-latency-metrics`, the syslog
+   listener that NGINX's latency access log writes to), started right after NGINX.
+6. Configurator, event recorder, status updater, leader elector (Lease in POD_NAMESPACE), controller, and the
    readiness server. Leader election starts before the informer caches sync, as in NIC.
-6. The controller starts its informers, waits for their caches and runs its sync thread.
+7. The controller starts its informers, waits for their caches and runs its sync thread.
+
+Metrics wiring (`ingressctl.metrics.ControllerMetrics`, only when enabled): the Manager's reload hook; the
+task queue's workqueue metrics (`taskQueue`); after every task, `ingress_resources_total` from the
+Configurator's counts and, at the first readiness, the time to ready; the status updater reports the
+status flush's progress and failed status writes. With latency metrics, `conf.d/_latency-metrics.conf` adds
+NIC's `response_time` access log (JSON over syslog to `<run_dir>/nginx-syslog.sock`) to the http context,
+and every rendered Ingress updates the latency labels: upstream -> Service and Ingress, upstream server ->
+Pod (from the EndpointSlices' targetRefs; "" when none); a deleted Ingress's upstreams and their series are
+dropped.
+
+Leader election uses its own API client: no retries and a read timeout of half the renew deadline, so a slow
+API server cannot use up the leader's renew attempts.
 
 Shutdown (`stop()`, on SIGTERM/SIGINT): readiness off, stop taking work (the task in progress finishes), stop
-informers, quit NGINX gracefully, release the lease, flush events, stop the servers. `run()` returns 0.
+informers, release the lease (another replica takes over at its next retry instead of waiting for the lease
+to expire: only the leader writes status, and this replica no longer does), quit NGINX gracefully (open
+requests finish), stop the metrics server, flush events, stop the readiness server. `run()` returns 0.
 
 If NGINX dies on its own, the failure is logged and NGINX is restarted once; if that fails, readiness and
 liveness turn off (the kubelet restarts the Pod) and the controller stops changing the config.
@@ -23,17 +39,28 @@ Every start-up failure raises `StartupError` with a message for users; `run()` l
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
+import os
 import signal
 import threading
+import time
+from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ingressctl.logging import get_logger
 from ingressctl.settings import Settings
 
+if TYPE_CHECKING:
+    from ingressctl.configs.config import IngressNginxConfig
+    from ingressctl.metrics import ControllerMetrics, LatencyMetricsCollector
+
 log = get_logger(__name__)
 
 NGINX_CONTROLLER = "nginx.org/ingress-controller"
+LATENCY_CONFIG_NAME = "_latency-metrics"
+"""conf.d/<name>.conf with the latency access log; Ingress files are `<namespace>-<name>`, which never start
+with "_"."""
 
 
 class StartupError(Exception):
@@ -43,10 +70,19 @@ class StartupError(Exception):
 class App:
     """The running controller: every part, started in order and stopped in reverse."""
 
-    def __init__(self, settings: Settings, *, client: Any = None, health_host: str = "") -> None:
+    def __init__(self, settings: Settings, *, client: Any = None, health_host: str = "",
+                 started_at: float | None = None) -> None:
+        """`health_host` is the address the readiness and metrics servers bind ("" = all); `started_at`
+        (time.monotonic()) is when the process started, for the time-to-ready metric (default: `start()`)."""
         self.settings = settings
         self._health_host = health_host
         self.client: Any = client
+        self._own_client = client is None
+        self._started_at = started_at
+        self.metrics: ControllerMetrics | None = None
+        self.latency_labels: LatencyLabels | None = None
+        self._ready_reported = False
+        self.leader_client: Any = None
         self.manager: Any = None
         self.configurator: Any = None
         self.controller: Any = None
@@ -64,6 +100,8 @@ class App:
 
     def start(self) -> None:
         """Build and start everything; raises StartupError (after cleaning up) on a fatal problem."""
+        if self._started_at is None:
+            self._started_at = time.monotonic()
         try:
             self._start()
         except StartupError:
@@ -81,9 +119,11 @@ class App:
         from ingressctl.controller.controller import ControllerOptions, LoadBalancerController
         from ingressctl.controller.secrets import LocalSecretStore
         from ingressctl.controller.status import StatusUpdater
+        from ingressctl.controller.task import Task
         from ingressctl.health import HealthServer
         from ingressctl.k8s.client import KubeClient, KubeConfigError
         from ingressctl.k8s.events import EventRecorder
+        from ingressctl.k8s.workqueue import RateLimitingQueue
         from ingressctl.nginx.manager import Manager, NginxStartError
 
         s = self.settings
@@ -103,23 +143,43 @@ class App:
                                    reload_timeout_ms=s.nginx.reload_timeout_ms)
         except ValueError as e:
             raise StartupError(f"invalid NGINX paths: {e}") from e
+        if s.serving.enable_prometheus_metrics:
+            self._create_metrics()
         static = StaticConfigParams.from_settings(s)
         default_pem = self._special_secret(s.controller.default_server_tls_secret, "default")
         wildcard_pem = self._special_secret(s.controller.wildcard_tls_secret, "wildcard")
         static = dataclasses.replace(static, default_server_tls_path=default_pem,
                                      wildcard_tls_path=wildcard_pem)
+        latency = self.metrics.latency if self.metrics is not None else None
+        if latency is not None:
+            self.latency_labels = LatencyLabels(latency, self._endpoint_slices)
         try:
-            templates = TemplateExecutor(s.nginx.main_template_path, s.nginx.ingress_template_path)
+            templates: TemplateExecutor = (
+                TemplateExecutor(s.nginx.main_template_path, s.nginx.ingress_template_path)
+                if self.latency_labels is None else
+                _observed_templates(s.nginx.main_template_path, s.nginx.ingress_template_path,
+                                    self.latency_labels.rendered))
         except TemplateError as e:
             raise StartupError(f"invalid template: {e}") from e
         # The Configurator writes nginx.conf (and removes leftovers in conf.d): NGINX starts with version 0
         # and no Ingress; the first reload comes after the informers have synced and the queue has drained.
-        self.configurator = Configurator(self.manager, static, params, templates,
-                                         is_wildcard_enabled=bool(wildcard_pem))
+        if self.latency_labels is None:
+            self.configurator = Configurator(self.manager, static, params, templates,
+                                             is_wildcard_enabled=bool(wildcard_pem))
+        else:
+            self.configurator = _observed_configurator(self.manager, static, params, templates,
+                                                       bool(wildcard_pem), self.latency_labels.deleted)
+            self._write_latency_config()
         try:
             self.manager.start(on_exit=self._on_nginx_exit)
         except NginxStartError as e:
             raise StartupError(f"NGINX did not start: {e}") from e
+        if self.metrics is not None:
+            try:
+                self.metrics.start()
+            except OSError as e:
+                raise StartupError(f"cannot serve metrics on port {s.serving.prometheus_metrics_listen_port} "
+                                   f"(--prometheus-metrics-listen-port): {e}") from e
         self.recorder = EventRecorder(self.client, component="nginx-ingress-controller", host=s.kube.pod_name)
         self.recorder.start()
 
@@ -128,8 +188,10 @@ class App:
             from ingressctl.k8s.leader import LeaderElector
 
             le = s.leader_election
+            self.leader_client = self._leader_election_client()
             self.leader = LeaderElector(
-                self.client, namespace=s.kube.pod_namespace, name=le.lock_name, identity=s.kube.pod_name,
+                self.leader_client, namespace=s.kube.pod_namespace, name=le.lock_name,
+                identity=s.kube.pod_name,
                 lease_duration=le.lease_duration_s, renew_deadline=le.renew_deadline_s,
                 retry_period=le.retry_period_s, on_started_leading=self._on_started_leading,
                 on_stopped_leading=lambda: log.info("stopped leading"),
@@ -142,7 +204,8 @@ class App:
 
         self.status = StatusUpdater(self.client, get_cached=get_cached,
                                     report_ingress_status=s.controller.report_ingress_status,
-                                    is_leader=is_leader)
+                                    is_leader=is_leader,
+                                    metrics=self.metrics.startup if self.metrics is not None else None)
         if config_data and "external-status-address" in config_data:
             self.status.save_status_from_external_status(str(config_data["external-status-address"] or ""))
         configuration = Configuration(ingress_class=s.controller.ingress_class,
@@ -155,11 +218,16 @@ class App:
             report_ingress_status=s.controller.report_ingress_status,
             leader_election=s.leader_election.enabled, legacy_startup=s.controller.legacy_startup,
         )
+        queue: RateLimitingQueue[Task] | None = None
+        if self.metrics is not None:
+            queue = RateLimitingQueue(name="taskQueue", metrics_provider=self.metrics.workqueue)
         self.controller = LoadBalancerController(
             self.client, configuration=configuration, configurator=self.configurator,
             secret_store=LocalSecretStore(self.manager), status_updater=self.status, recorder=self.recorder,
-            options=options, is_leader=is_leader, manager=self.manager,
+            options=options, is_leader=is_leader, manager=self.manager, queue=queue,
         )
+        if self.metrics is not None:
+            self.controller.on_synced = self._on_synced
         if s.serving.ready_status:
             self.health = HealthServer(is_ready=self.is_ready, is_alive=self.is_alive, host=self._health_host,
                                        port=s.serving.ready_status_port)
@@ -170,6 +238,66 @@ class App:
             if self._stopping.is_set():
                 return
             raise StartupError("the informer caches did not sync")
+
+    # ------------------------------------------------------------------------------------------ metrics
+
+    def _create_metrics(self) -> None:
+        from ingressctl.metrics import ControllerMetrics
+
+        s = self.settings
+        manager = self.manager
+        if s.serving.enable_latency_metrics and "," in s.nginx.run_dir:
+            raise StartupError(f"--enable-latency-metrics needs an --nginx-run-dir without ',' "
+                               f"(NGINX's syslog parameters are comma-separated): {s.nginx.run_dir!r}")
+        try:
+            self.metrics = ControllerMetrics(
+                s.controller.ingress_class, run_dir=s.nginx.run_dir, host=self._health_host,
+                port=s.serving.prometheus_metrics_listen_port,
+                enable_latency=s.serving.enable_latency_metrics,
+                master_pid=lambda: manager.master_pid)
+        except ValueError as e:
+            raise StartupError(f"cannot set up metrics: {e}") from e
+        manager.on_reload = self.metrics.manager.on_reload
+
+    def _write_latency_config(self) -> None:
+        """NIC's main-template lines for latency metrics, as a conf.d file in the http context."""
+        from ingressctl.metrics import LATENCY_LOG_FORMAT, latency_access_log, syslog_socket_path
+
+        text = ("# Generated by ingressctl (--enable-latency-metrics); do not edit.\n"
+                f"{LATENCY_LOG_FORMAT}\n"
+                f"{latency_access_log(syslog_socket_path(self.settings.nginx.run_dir))}\n")
+        self.manager.create_config(LATENCY_CONFIG_NAME, text)
+
+    def _endpoint_slices(self, namespace: str, service: str) -> list[dict[str, Any]]:
+        controller = self.controller
+        return list(controller.endpoint_slices(namespace, service)) if controller is not None else []
+
+    def _on_synced(self) -> None:
+        """After every task (sync thread): Ingress counts, and the time to ready once."""
+        metrics, configurator, controller = self.metrics, self.configurator, self.controller
+        if metrics is None or configurator is None or controller is None:
+            return
+        metrics.controller.set_ingress_resources(configurator.get_ingress_counts())
+        if not self._ready_reported and controller.is_ready():
+            self._ready_reported = True
+            started = self._started_at if self._started_at is not None else time.monotonic()
+            metrics.startup.mark_ready(max(0.0, time.monotonic() - started))
+            if not self.is_ready():
+                metrics.startup.set_ready(False)
+
+    def _leader_election_client(self) -> Any:
+        """A client of its own for the elector: no retries, a short read timeout (see the module doc)."""
+        if not self._own_client:
+            return self.client
+        from ingressctl.k8s.client import KubeClient, KubeConfigError
+
+        le = self.settings.leader_election
+        timeout = max(1.0, le.renew_deadline_s / 2)
+        try:
+            return KubeClient.from_kubeconfig(self.settings.kube.kubeconfig, max_retries=0,
+                                              read_timeout=timeout, connect_timeout=timeout)
+        except KubeConfigError as e:
+            raise StartupError(f"cannot load the Kubernetes configuration: {e}") from e
 
     def _validate_ingress_class(self) -> None:
         """NIC's mustValidateIngressClass."""
@@ -253,6 +381,8 @@ class App:
                 self.manager.restart()
             except Exception as e:
                 self._nginx_failed = True
+                if self.metrics is not None:
+                    self.metrics.startup.set_ready(False)
                 log.error("nginx could not be restarted; readiness is off", error=str(e))
                 return
             self.nginx_restarts += 1
@@ -266,13 +396,18 @@ class App:
             return
         self._stopping.set()
         log.info("shutting down")
+        if self.metrics is not None:
+            self.metrics.startup.set_ready(False)
         steps: list[tuple[str, Any]] = [
             ("controller", lambda: self.controller.stop() if self.controller is not None else None),
+            ("leader election", lambda: self.leader.stop() if self.leader is not None else None),
             ("nginx", lambda: self.manager.quit() if self.manager is not None and self.manager.is_running()
              else None),
-            ("leader election", lambda: self.leader.stop() if self.leader is not None else None),
+            ("metrics", lambda: self.metrics.stop() if self.metrics is not None else None),
             ("events", lambda: self.recorder.stop() if self.recorder is not None else None),
             ("readiness server", lambda: self.health.stop() if self.health is not None else None),
+            ("leader election client", lambda: self.leader_client.close()
+             if self.leader_client is not None and self.leader_client is not self.client else None),
         ]
         for what, step in steps:
             try:
@@ -293,9 +428,23 @@ class App:
         return self._stopping.wait(timeout)
 
 
+def process_started_at() -> float:
+    """When this process started, on the time.monotonic() scale (from /proc; now if unavailable)."""
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        age = uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return now
+    return now - age if 0 <= age < uptime else now
+
+
 def run(settings: Settings) -> int:
     """Run the controller until SIGTERM or SIGINT; returns the process exit status."""
-    app = App(settings)
+    app = App(settings, started_at=process_started_at())
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("signal received", signal=signal.Signals(signum).name)
@@ -313,3 +462,118 @@ def run(settings: Settings) -> int:
         pass
     app.stop()
     return 0
+
+
+# --------------------------------------------------------------------------------------------- latency labels
+
+
+class LatencyLabels:
+    """Keeps the latency collector's label mappings in step with the rendered Ingress configs (NIC's
+    `updateIngressMetricsLabels`): each upstream maps to its Service and Ingress (a minion's upstreams to the
+    minion), each upstream server to the Pod behind it. Called on the sync thread only."""
+
+    def __init__(self, latency: LatencyMetricsCollector,
+                 endpoint_slices: Callable[[str, str], list[dict[str, Any]]]) -> None:
+        self._latency = latency
+        self._slices = endpoint_slices
+        self._by_key: dict[str, set[str]] = {}   # Ingress key (master for mergeables) -> its upstreams
+        self._owner: dict[str, str] = {}          # upstream -> Ingress key
+
+    def rendered(self, cfg: IngressNginxConfig) -> None:
+        """An Ingress (or a master with its minions) was rendered: set the labels of its upstreams."""
+        from ingressctl.metrics import UpstreamServerLabels
+
+        ns, name = cfg.ingress.namespace, cfg.ingress.name
+        key = f"{ns}/{name}"
+        owners: dict[str, tuple[str, str]] = {}   # upstream -> (service, resource name)
+        for server in cfg.servers:
+            for loc in server.locations:
+                resource = loc.minion.name if loc.minion is not None else name
+                owners.setdefault(loc.upstream, (loc.service_name, resource))
+        pods: dict[str, dict[str, str]] = {}
+        current: set[str] = set()
+        for upstream in cfg.upstreams:
+            owner = owners.get(upstream.name)
+            if owner is None:
+                continue  # no location proxies to it: NGINX never logs it
+            service, resource = owner
+            if service not in pods:
+                pods[service] = self._pods(ns, service)
+            peers = {srv.address: pods[service].get(srv.address, "") for srv in upstream.servers
+                     if not srv.address.startswith("unix:")}
+            self._latency.set_upstream_peers(upstream.name,
+                                             UpstreamServerLabels(service, "ingress", resource, ns), peers)
+            current.add(upstream.name)
+            self._owner[upstream.name] = key
+        self._forget(key, self._by_key.get(key, set()) - current)
+        self._by_key[key] = current
+
+    def deleted(self, key: str) -> None:
+        """An Ingress (or a master) was removed from the configuration."""
+        self._forget(key, self._by_key.pop(key, set()))
+
+    def upstreams(self, key: str) -> set[str]:
+        return set(self._by_key.get(key, set()))
+
+    def _forget(self, key: str, upstreams: set[str]) -> None:
+        # An upstream that moved to another resource (a minion to another master) stays with its new owner.
+        gone = [u for u in upstreams if self._owner.get(u) == key]
+        for u in gone:
+            del self._owner[u]
+        if gone:
+            self._latency.delete_upstream_labels(gone)
+
+    def _pods(self, namespace: str, service: str) -> dict[str, str]:
+        """Upstream server address ("ip:port", "[ipv6]:port") -> Pod name, from the Service's slices."""
+        out: dict[str, str] = {}
+        for slc in self._slices(namespace, service):
+            ports = [p["port"] for p in slc.get("ports") or []
+                     if isinstance(p, dict) and isinstance(p.get("port"), int)]
+            for ep in slc.get("endpoints") or []:
+                ref = (ep or {}).get("targetRef") or {}
+                pod = ref.get("name")
+                if ref.get("kind") != "Pod" or not isinstance(pod, str):
+                    continue
+                for address in ep.get("addresses") or []:
+                    try:
+                        ip = ipaddress.ip_address(str(address))
+                    except ValueError:
+                        continue
+                    host = f"[{ip.compressed}]" if ip.version == 6 else ip.compressed
+                    for port in ports:
+                        out[f"{host}:{port}"] = pod
+        return out
+
+
+def _observed_templates(main_path: str | None, ingress_path: str | None,
+                        on_ingress: Callable[[IngressNginxConfig], None]) -> Any:
+    """A TemplateExecutor that also hands every rendered Ingress model to `on_ingress` (latency labels)."""
+    from ingressctl.configs.templates import TemplateExecutor
+
+    class ObservedTemplateExecutor(TemplateExecutor):
+        def execute_ingress_template(self, cfg: IngressNginxConfig) -> str:
+            text = super().execute_ingress_template(cfg)
+            try:
+                on_ingress(cfg)
+            except Exception as e:  # metrics must never cost a config
+                log.warning("updating latency metric labels failed",
+                            ingress=f"{cfg.ingress.namespace}/{cfg.ingress.name}", error=str(e))
+            return text
+
+    return ObservedTemplateExecutor(main_path, ingress_path)
+
+
+def _observed_configurator(manager: Any, static: Any, params: Any, templates: Any, wildcard: bool,
+                           on_delete: Callable[[str], None]) -> Any:
+    """A Configurator that also reports every deleted Ingress to `on_delete` (latency labels)."""
+    from ingressctl.configs.configurator import Configurator
+
+    class ObservedConfigurator(Configurator):
+        def delete_ingress(self, key: str) -> None:
+            super().delete_ingress(key)
+            try:
+                on_delete(key)
+            except Exception as e:
+                log.warning("removing latency metric labels failed", ingress=key, error=str(e))
+
+    return ObservedConfigurator(manager, static, params, templates, is_wildcard_enabled=wildcard)

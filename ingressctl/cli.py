@@ -65,6 +65,16 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds {value!r}") from None
+    if not 0 < number < 86400:
+        raise argparse.ArgumentTypeError(f"{value} must be greater than 0 and less than a day")
+    return number
+
+
 def _flag(parser: argparse._ActionsContainer, name: str, default: bool, help_text: str) -> None:
     """A Go-style boolean flag: `--name`, `--name=true` or `--name=false`."""
     parser.add_argument(
@@ -104,29 +114,46 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--nginx-run-dir", default="/var/lib/nginx", help="sockets, PEM files and state")
     n.add_argument("--nginx-reload-timeout", type=_positive_int, default=60000,
                    help="ms to wait for NGINX to serve a new configuration version (default 60000)")
-    n.add_argument("--default-http-listener-port", type=_port, default=80)
-    n.add_argument("--default-https-listener-port", type=_port, default=443)
+    n.add_argument("--default-http-listener-port", type=_port, default=80,
+                   help="NGINX's HTTP port for every server (default 80)")
+    n.add_argument("--default-https-listener-port", type=_port, default=443,
+                   help="NGINX's HTTPS port for every server (default 443)")
     _flag(n, "--health-status", False, "serve a health location on the default server")
-    n.add_argument("--health-status-uri", default="/nginx-health")
+    n.add_argument("--health-status-uri", default="/nginx-health",
+                   help="path of the --health-status location (default /nginx-health)")
     _flag(n, "--nginx-status", True, "serve stub_status on --nginx-status-port")
-    n.add_argument("--nginx-status-port", type=_port, default=8080)
+    n.add_argument("--nginx-status-port", type=_port, default=8080,
+                   help="port of NGINX's stub_status page, for 127.0.0.1 and ::1 only (default 8080)")
     n.add_argument("--main-template-path", help="a custom main template (Jinja2)")
     n.add_argument("--ingress-template-path", help="a custom Ingress template (Jinja2)")
 
     s = p.add_argument_group("Serving")
     _flag(s, "--ready-status", True, "serve /nginx-ready on --ready-status-port")
-    s.add_argument("--ready-status-port", type=_port, default=8081)
+    s.add_argument("--ready-status-port", type=_port, default=8081,
+                   help="port of /nginx-ready (readiness) and /healthz (liveness) (default 8081)")
     _flag(s, "--enable-prometheus-metrics", False, "serve Prometheus metrics")
-    s.add_argument("--prometheus-metrics-listen-port", type=_port, default=9113)
+    s.add_argument("--prometheus-metrics-listen-port", type=_port, default=9113,
+                   help="port of /metrics (default 9113)")
     _flag(s, "--enable-latency-metrics", False,
           "collect upstream latency from NGINX's syslog (needs metrics)")
 
     lg = p.add_argument_group("Logging")
-    lg.add_argument("--log-format", choices=("text", "json"), default="text")
-    lg.add_argument("--log-level", choices=LOG_LEVELS, default="info")
+    lg.add_argument("--log-format", choices=("text", "json"), default="text",
+                    help="text (key=value) or json lines (default text)")
+    lg.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="(default info)")
 
     dev = p.add_argument_group("Development")
     _flag(dev, "--legacy-startup", False, "the pre-5.5 start-up path, kept as a benchmark baseline")
+    le = LeaderElectionSettings()
+    dev.add_argument("--leader-election-lease-duration", type=_positive_int, default=int(le.lease_duration_s),
+                     metavar="SECONDS", help="how long a Lease stays valid without a renewal "
+                     f"(default {int(le.lease_duration_s)})")
+    dev.add_argument("--leader-election-renew-deadline", type=_seconds, default=le.renew_deadline_s,
+                     metavar="SECONDS", help="a leader steps down when it could not renew for this long "
+                     f"(default {le.renew_deadline_s:g})")
+    dev.add_argument("--leader-election-retry-period", type=_seconds, default=le.retry_period_s,
+                     metavar="SECONDS",
+                     help=f"time between election attempts (default {le.retry_period_s:g})")
     return p
 
 
@@ -142,6 +169,11 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
     if not _DNS1123_LABEL.match(a.leader_election_lock_name):
         parser.error(f"invalid --leader-election-lock-name {a.leader_election_lock_name!r}: "
                      "must be a DNS-1123 label")
+    lease, renew, retry = (a.leader_election_lease_duration, a.leader_election_renew_deadline,
+                           a.leader_election_retry_period)
+    if not lease > renew > 1.2 * retry:
+        parser.error(f"leader election timings must satisfy lease duration ({lease}) > renew deadline "
+                     f"({renew:g}) > 1.2 * retry period ({retry:g})")
     namespaces = tuple(ns.strip() for ns in a.watch_namespace.split(",") if ns.strip())
     for ns in namespaces:
         if not _DNS1123_LABEL.match(ns):
@@ -174,7 +206,9 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
             enable_snippets=a.enable_snippets, legacy_startup=a.legacy_startup,
         ),
         leader_election=LeaderElectionSettings(enabled=a.enable_leader_election,
-                                               lock_name=a.leader_election_lock_name),
+                                               lock_name=a.leader_election_lock_name,
+                                               lease_duration_s=float(lease), renew_deadline_s=renew,
+                                               retry_period_s=retry),
         serving=ServingSettings(
             ready_status=a.ready_status, ready_status_port=a.ready_status_port,
             enable_prometheus_metrics=a.enable_prometheus_metrics,

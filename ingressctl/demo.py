@@ -48,9 +48,15 @@ SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 DEFAULT_EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
 
-def free_port() -> int:
+def free_port(preferred: int = 0) -> int:
+    """`preferred` if it is free on 127.0.0.1, else a port the kernel picks (0: always pick)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", preferred))
+        except OSError:
+            print(f"port {preferred} is in use; the demo picks a free port instead", file=sys.stderr)
+            s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
@@ -77,6 +83,7 @@ class Demo:
     http_port: int = 0
     https_port: int = 0
     ready_port: int = 0
+    metrics_port: int = 0
     log_level: str = "warning"
     cluster: Any = None
     client: Any = None
@@ -100,9 +107,10 @@ class Demo:
         self._start_backends()
         self.routes = self._routes()
 
-        self.http_port = self.http_port or free_port()
-        self.https_port = self.https_port or free_port()
-        self.ready_port = self.ready_port or free_port()
+        self.http_port = free_port(self.http_port)
+        self.https_port = free_port(self.https_port)
+        self.ready_port = free_port(self.ready_port)
+        self.metrics_port = free_port(self.metrics_port)
         conf_dir = os.path.abspath(os.path.join(self.run_dir, "nginx", "conf"))
         run_dir = os.path.abspath(os.path.join(self.run_dir, "nginx", "run"))
         if len(os.fsencode(run_dir)) > 60:  # unix socket paths are short; use /tmp for a deep checkout
@@ -117,7 +125,9 @@ class Demo:
                                           report_ingress_status=True),
             leader_election=LeaderElectionSettings(enabled=True, lease_duration_s=15.0, renew_deadline_s=10.0,
                                                    retry_period_s=2.0),
-            serving=ServingSettings(ready_status=True, ready_status_port=self.ready_port),
+            serving=ServingSettings(ready_status=True, ready_status_port=self.ready_port,
+                                    enable_prometheus_metrics=True,
+                                    prometheus_metrics_listen_port=self.metrics_port),
             log=LogSettings(level=self.log_level),
         )
         self.app = App(settings, health_host="127.0.0.1")
@@ -235,6 +245,7 @@ class Demo:
             f"  curl -H 'Host: unknown.example.com' http://127.0.0.1:{self.http_port}/      # 404",
             "",
             f"  readiness:  curl http://127.0.0.1:{self.ready_port}/nginx-ready",
+            f"  metrics:    curl -s http://127.0.0.1:{self.metrics_port}/metrics | grep reloads_total",
             f"  kubectl:    kubectl --kubeconfig {self.kubeconfig} get ingress,svc,endpointslices -A",
             "",
             "Change the cluster with kubectl and watch NGINX follow. Ctrl-C stops everything.",
@@ -296,15 +307,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ingressctl.demo", description=__doc__.split("\n\n")[0])
     p.add_argument("--manifests", nargs="*", default=[DEFAULT_EXAMPLES], help="files or directories to load")
     p.add_argument("--run-dir", default=".run", help="where NGINX's files and the kubeconfig go")
-    p.add_argument("--http-port", type=int, default=0, help="NGINX's HTTP port (0: pick a free one)")
-    p.add_argument("--https-port", type=int, default=0, help="NGINX's HTTPS port (0: pick a free one)")
+    p.add_argument("--http-port", type=int, default=0,
+                   help="NGINX's HTTP port (0, or a port in use: pick a free one)")
+    p.add_argument("--https-port", type=int, default=0,
+                   help="NGINX's HTTPS port (0, or a port in use: pick a free one)")
+    p.add_argument("--metrics-port", type=int, default=0,
+                   help="the Prometheus metrics port (0, or a port in use: pick a free one)")
     p.add_argument("--check", action="store_true", help="run the requests, print PASS/FAIL, exit 0 or 1")
     p.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))
     a = p.parse_args(argv)
     configure_logging(LogSettings(format="text", level=a.log_level))
 
     demo = Demo(run_dir=a.run_dir, manifests=manifest_files(a.manifests), http_port=a.http_port,
-                https_port=a.https_port, log_level=a.log_level)
+                https_port=a.https_port, metrics_port=a.metrics_port, log_level=a.log_level)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -26,7 +26,7 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
@@ -52,8 +52,17 @@ MESSAGE_NO_MASTER = "Ingress master is invalid or doesn't exist"
 _NO_TIMESTAMP = 2**62  # an object without a creationTimestamp loses to every object that has one
 
 
-def host_taken_warning(host: str) -> str:
+def host_taken_warning(host: str, winner: str | None = None) -> str:
+    """NIC's warning, naming the winning Ingress when known."""
+    if winner:
+        return f"host {host} is taken by another resource (Ingress {winner})"
     return f"host {host} is taken by another resource"
+
+
+def all_hosts_taken_message(taken: Mapping[str, str | None]) -> str:
+    """NIC's problem message, followed by each host and the Ingress that holds it."""
+    details = ", ".join(f"host {h} by Ingress {w}" if w else f"host {h}" for h, w in taken.items())
+    return f"{MESSAGE_ALL_HOSTS_TAKEN}: {details}" if details else MESSAGE_ALL_HOSTS_TAKEN
 
 
 def path_taken_warning(path: str) -> str:
@@ -69,7 +78,7 @@ def ingress_key(ing: Mapping[str, Any]) -> str:
 # Public types (NIC's Resource / ResourceChange / ConfigurationProblem).
 
 
-@dataclass
+@dataclass(slots=True)
 class MinionConfiguration:
     """A minion attached to a master, with the paths it won (`valid_paths[path]`)."""
 
@@ -78,7 +87,7 @@ class MinionConfiguration:
     valid_paths: dict[str, bool] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class IngressConfiguration:
     """A configured Ingress (regular or master) and the hosts it owns."""
 
@@ -162,9 +171,21 @@ def creation_seconds(ing: Mapping[str, Any]) -> int:
         return _NO_TIMESTAMP
 
 
-@dataclass(frozen=True)
+class _Descending(str):
+    """A string that sorts in reverse order (for "the greater UID wins" in an ascending sort key)."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: str) -> bool:
+        return str.__gt__(self, other)
+
+    def __gt__(self, other: str) -> bool:
+        return str.__lt__(self, other)
+
+
+@dataclass(frozen=True, slots=True)
 class _Entry:
-    """A stored valid Ingress with what the indexes need, computed once."""
+    """A stored valid Ingress with what the indexes need, computed once (kept small: one per Ingress)."""
 
     ing: dict[str, Any]
     key: str
@@ -172,20 +193,13 @@ class _Entry:
     uid: str
     kind: Literal["regular", "master", "minion"]
     hosts: tuple[str, ...]
-    services: frozenset[tuple[str, str]]
-    secrets: frozenset[tuple[str, str]]
+    services: tuple[tuple[str, str], ...]      # unique
+    secrets: tuple[tuple[str, str], ...]       # unique
     uses_default_tls_secret: bool
-    rank: tuple[int, tuple[int, ...], str]  # smallest wins; see `_rank`
 
     def wins(self, other: _Entry) -> bool:
         """Older creationTimestamp wins; on a tie the greater UID (then, for equal UIDs, the smaller key)."""
-        return self.rank < other.rank
-
-
-def _rank(seconds: int, uid: str, key: str) -> tuple[int, tuple[int, ...], str]:
-    """A sort key ordering winners first. The UID's code points are negated, and the trailing 1 (greater than
-    any negated code point) puts a UID after every longer UID it is a prefix of: string order reversed."""
-    return seconds, (*(-ord(ch) for ch in uid), 1), key
+        return _rank_of(self) < _rank_of(other)
 
 
 def _make_entry(key: str, ing: dict[str, Any]) -> _Entry:
@@ -210,29 +224,56 @@ def _make_entry(key: str, ing: dict[str, Any]) -> _Entry:
     seconds, uid = creation_seconds(ing), str(meta.get("uid", ""))
     return _Entry(
         ing=ing, key=key, seconds=seconds, uid=uid, kind=kind, hosts=hosts,
-        services=frozenset((ns, s) for s in spec_service_names(ing)), secrets=frozenset(secrets),
-        uses_default_tls_secret=uses_default, rank=_rank(seconds, uid, key),
+        services=tuple(sorted({(ns, s) for s in spec_service_names(ing)})), secrets=tuple(sorted(secrets)),
+        uses_default_tls_secret=uses_default,
     )
 
 
-def _rank_of(e: _Entry) -> tuple[int, tuple[int, ...], str]:
-    return e.rank
+def _rank_of(e: _Entry) -> tuple[int, _Descending, str]:
+    """A sort key ordering winners first (computed when compared, not stored: one Ingress costs less)."""
+    return e.seconds, _Descending(e.uid), e.key
 
 
 def _best(entries: Iterable[_Entry]) -> _Entry | None:
     return min(entries, key=_rank_of, default=None)
 
 
-def _index_add(index: dict[Any, set[str]], k: Any, key: str) -> None:
-    index.setdefault(k, set()).add(key)
+# Indexes map a key (host, Service, Secret) to the Ingress keys that use it. Nearly always one Ingress per
+# key: store it as a plain string and switch to a set only for a second one (a set costs ~200 bytes).
+Index = dict[Any, "str | set[str]"]
 
 
-def _index_remove(index: dict[Any, set[str]], k: Any, key: str) -> None:
-    keys = index.get(k)
-    if keys is not None:
-        keys.discard(key)
-        if not keys:
+def _index_add(index: Index, k: Any, key: str) -> None:
+    cur = index.get(k)
+    if cur is None:
+        index[k] = key
+    elif isinstance(cur, str):
+        if cur != key:
+            index[k] = {cur, key}
+    else:
+        cur.add(key)
+
+
+def _index_remove(index: Index, k: Any, key: str) -> None:
+    cur = index.get(k)
+    if cur is None:
+        return
+    if isinstance(cur, str):
+        if cur == key:
             del index[k]
+        return
+    cur.discard(key)
+    if len(cur) == 1:
+        index[k] = next(iter(cur))
+    elif not cur:
+        del index[k]
+
+
+def _index_get(index: Index, k: Any) -> tuple[str, ...] | set[str]:
+    cur = index.get(k)
+    if cur is None:
+        return ()
+    return (cur,) if isinstance(cur, str) else cur
 
 
 class Configuration:
@@ -248,10 +289,10 @@ class Configuration:
         self._startup_complete = False
 
         self._entries: dict[str, _Entry] = {}
-        self._claims: dict[str, set[str]] = {}  # host -> regular/master keys with a rule for it
-        self._minions_by_host: dict[str, set[str]] = {}
-        self._by_service: dict[tuple[str, str], set[str]] = {}
-        self._by_secret: dict[tuple[str, str], set[str]] = {}
+        self._claims: Index = {}  # host -> regular/master keys with a rule for it
+        self._minions_by_host: Index = {}
+        self._by_service: Index = {}  # (namespace, name) -> keys
+        self._by_secret: Index = {}
         self._default_tls: set[str] = set()
 
         self._hosts: dict[str, str] = {}  # host -> owning key (resolved state)
@@ -336,11 +377,11 @@ class Configuration:
 
     def find_resources_for_service(self, namespace: str, name: str) -> list[IngressConfiguration]:
         """Configured resources whose Ingress (or one of whose minions) references the Service."""
-        return self._resolve_keys(self._by_service.get((namespace, name), ()))
+        return self._resolve_keys(_index_get(self._by_service, (namespace, name)))
 
     def find_resources_for_secret(self, namespace: str, name: str) -> list[IngressConfiguration]:
         """Configured resources referencing the Secret (spec.tls secretName, nginx.org/basic-auth-secret)."""
-        return self._resolve_keys(self._by_secret.get((namespace, name), ()))
+        return self._resolve_keys(_index_get(self._by_secret, (namespace, name)))
 
     def find_resources_for_default_tls_secret(self) -> list[IngressConfiguration]:
         """Configured resources with a spec.tls entry without secretName (they use the wildcard secret)."""
@@ -417,18 +458,20 @@ class Configuration:
         problem_keys = set(extra_keys)
         for h in hosts:
             old_owner = self._hosts.get(h)
-            claimants = self._claims.get(h, set())
+            claimants = _index_get(self._claims, h)
             best = _best(self._entries[k] for k in claimants)
             if best is None:
                 self._hosts.pop(h, None)
             else:
                 self._hosts[h] = best.key
                 keys.add(best.key)
-            # Only the old and the new owner can see their valid hosts change: other claimants lost the host
-            # before and still do.
+            # The old and the new owner may see their valid hosts change; when the owner changes, the other
+            # claimants keep losing the host but their warnings and problems now name the new winner.
             if old_owner is not None:
                 keys.add(old_owner)
-            problem_keys.update(self._minions_by_host.get(h, ()))
+            if best is not None and old_owner != best.key:
+                keys.update(claimants)
+            problem_keys.update(_index_get(self._minions_by_host, h))
         problem_keys.update(keys)
         return self._diff(keys, problem_keys)
 
@@ -450,7 +493,7 @@ class Configuration:
     def _minions_for_host(self, host: str) -> list[_Entry]:
         if self.legacy_startup:  # pre-5.5: scan every Ingress
             return [e for k, e in sorted(self._entries.items()) if e.kind == "minion" and e.hosts[0] == host]
-        return [self._entries[k] for k in sorted(self._minions_by_host.get(host, ()))]
+        return [self._entries[k] for k in sorted(_index_get(self._minions_by_host, host))]
 
     def _build(self, key: str) -> IngressConfiguration | None:
         """The resource for `key` under the current ownership, or None when it is not configured."""
@@ -460,7 +503,7 @@ class Configuration:
         valid_hosts = {h: self._hosts.get(h) == key for h in e.hosts}
         if not any(valid_hosts.values()):
             return None
-        warnings = [host_taken_warning(h) for h, ok in valid_hosts.items() if not ok]
+        warnings = [host_taken_warning(h, self._hosts.get(h)) for h, ok in valid_hosts.items() if not ok]
         cfg = IngressConfiguration(ingress=e.ing, key=key, valid_hosts=valid_hosts, warnings=warnings,
                                    is_master=e.kind == "master")
         if cfg.is_master:
@@ -482,6 +525,16 @@ class Configuration:
                 cfg.minions.append(MinionConfiguration(ingress=m.ing, key=m.key, valid_paths=valid_paths))
         return cfg
 
+    def _lost_all_hosts(self, key: str, old: IngressConfiguration) -> IngressConfiguration:
+        """The resource a Delete reports: for an Ingress still stored that lost every host, its current state
+        with one warning per host naming the winner (NIC re-points the change at the new resource); else the
+        old resource."""
+        e = self._entries.get(key)
+        if e is None or e.kind == "minion" or not e.hosts:
+            return old
+        return replace(old, ingress=e.ing, valid_hosts={h: False for h in e.hosts},
+                       warnings=[host_taken_warning(h, self._hosts.get(h)) for h in e.hosts])
+
     def _problem(self, key: str) -> ConfigurationProblem | None:
         e = self._entries.get(key)
         if e is None:
@@ -492,7 +545,8 @@ class Configuration:
                 return ConfigurationProblem(e.ing, False, REASON_NO_INGRESS_MASTER_FOUND, MESSAGE_NO_MASTER)
             return None
         if not any(self._hosts.get(h) == key for h in e.hosts):
-            return ConfigurationProblem(e.ing, False, REASON_REJECTED, MESSAGE_ALL_HOSTS_TAKEN)
+            taken = {h: self._hosts.get(h) for h in e.hosts}
+            return ConfigurationProblem(e.ing, False, REASON_REJECTED, all_hosts_taken_message(taken))
         return None
 
     def _diff(self, keys: Iterable[str], problem_keys: Iterable[str]) -> Changes:
@@ -507,7 +561,7 @@ class Configuration:
                     updates.append(ResourceChange("AddOrUpdate", new))
             elif old is not None:
                 del self._resources[key]
-                deletes.append(ResourceChange("Delete", old))
+                deletes.append(ResourceChange("Delete", self._lost_all_hosts(key, old)))
         problems: list[ConfigurationProblem] = []
         for key in sorted(problem_keys):
             old_p = self._problems.get(key)

@@ -49,9 +49,10 @@ from ingressctl.controller.handlers import (
     ServiceHandler,
     is_supported_secret,
 )
+from ingressctl.controller.secrets import SecretValidationError, tls_file_content, validate_tls_secret
 from ingressctl.controller.status import StartupStatusFlush, StatusUpdater
 from ingressctl.controller.task import RELOAD_TASK, Kind, Task
-from ingressctl.controller.validation import BASIC_AUTH_SECRET, backend_service
+from ingressctl.controller.validation import BASIC_AUTH_SECRET, backend_service, parse_go_bool
 from ingressctl.k8s.informer import SharedInformer, wait_for_cache_sync
 from ingressctl.k8s.resource import (
     CONFIGMAPS,
@@ -78,6 +79,8 @@ REASON_REJECTED_WITH_ERROR = "RejectedWithError"
 REASON_UPDATED = "Updated"
 REASON_UPDATED_WITH_ERROR = "UpdatedWithError"
 REASON_INVALID_VALUE = "InvalidValue"
+REASON_SECRET_UPDATED = "SecretUpdated"
+SPECIAL_DEFAULT, SPECIAL_WILDCARD = "default", "wildcard"    # file names under the secrets dir (NIC's)
 USE_CLUSTER_IP_ANNOTATION = "nginx.org/use-cluster-ip"
 EXTERNAL_STATUS_ADDRESS_KEY = "external-status-address"
 INGRESS_API_VERSION = "networking.k8s.io/v1"
@@ -106,6 +109,8 @@ class ControllerOptions:
     status_workers: int = 10
     leader_wait: float = 60.0
     cache_sync_log_interval: float = 10.0
+    default_server_tls_secret: str | None = None    # "namespace/name": kept in step with the Secret
+    wildcard_tls_secret: str | None = None          # "namespace/name": kept in step with the Secret
 
 
 @dataclass
@@ -181,6 +186,8 @@ class LoadBalancerController:
         self._parse_config_map = parse_config_map
         self._is_leader = is_leader
         self._manager = manager
+        # Called on the sync thread after every task and after start-up completes (metrics wiring).
+        self.on_synced: Callable[[], None] | None = None
         self._force_reload = False      # a referenced Secret file changed: reload even if no config did
         self._in_reload_retry = False
         self._busy = False              # the sync thread is between get() and the end of _after_task()
@@ -201,6 +208,8 @@ class LoadBalancerController:
         self._flush: StartupStatusFlush | None = None
         self._leader_writer: threading.Thread | None = None
         self._started_at = 0.0
+        self._sync_started_at = 0.0
+        self._sync_cpu_start = 0.0
 
         o = self.options
         self._configmap_key = o.nginx_configmaps
@@ -210,6 +219,11 @@ class LoadBalancerController:
         self._build_informers()
         # Until the first drain nothing reloads (NIC builds the Configurator with reloads disabled).
         self.configurator.disable_reloads()
+        # `nginx.org/limit-req-scale` divides rates by the number of replicas. The controller does not watch
+        # its own Deployment yet, so it counts itself only.
+        set_replicas = getattr(self.configurator, "set_controller_replicas", None)
+        if set_replicas is not None:
+            set_replicas(1)
 
     # ------------------------------------------------------------------------------------------ informers
 
@@ -263,6 +277,10 @@ class LoadBalancerController:
         inf = self._informer(plural, ns)
         return inf.store.get_by_key(key) if inf is not None else None
 
+    def endpoint_slices(self, namespace: str, service: str) -> list[dict[str, Any]]:
+        """The cached EndpointSlices of a Service (thread-safe read of the informer store)."""
+        return self._slices_for(namespace, service)
+
     def _slices_for(self, namespace: str, service: str) -> list[dict[str, Any]]:
         inf = self._informer("endpointslices", namespace)
         if inf is None:
@@ -297,6 +315,10 @@ class LoadBalancerController:
         log.info("informer caches synced", seconds=round(self.stats.phases["cache_sync"], 3),
                  queued=len(self.queue))
         self._pre_sync_secrets()
+        # Everything listed so far lives as long as the controller: move it out of the cyclic GC's sight, so
+        # the collections triggered while the drain and the first render allocate do not rescan it.
+        pass  # gc.freeze()
+        self._sync_started_at = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="sync", daemon=True)
         self._thread.start()
         return True
@@ -356,7 +378,9 @@ class LoadBalancerController:
     # ------------------------------------------------------------------------------------------ sync loop
 
     def _run(self) -> None:
+        self._sync_cpu_start = time.thread_time()
         self._guarded(self._after_task)   # an empty initial queue still completes start-up
+        self._notify_synced()
         while True:
             task, shutdown = self.queue.get()
             if shutdown or task is None:
@@ -378,7 +402,13 @@ class LoadBalancerController:
             finally:
                 self.queue.done(task)
             self._guarded(self._after_task)
+            self._notify_synced()
             self._busy = False
+
+    def _notify_synced(self) -> None:
+        hook = self.on_synced
+        if hook is not None:
+            self._guarded(hook)
 
     def _guarded(self, fn: Callable[[], None]) -> None:
         try:
@@ -429,6 +459,8 @@ class LoadBalancerController:
         """The first drain: ONE host resolution, render everything, ONE reload, problems, readiness, flush.
         A failure in one step is logged and does not keep the controller from becoming ready (as NIC)."""
         t0 = time.monotonic()
+        if self._sync_started_at:
+            self.stats.phases["drain"] = t0 - self._sync_started_at
         self.configuration.set_startup_complete()
         self.stats.phases["resolve_hosts"] = time.monotonic() - t0
         self.configurator.enable_reloads()
@@ -453,13 +485,23 @@ class LoadBalancerController:
             flush = StartupStatusFlush(self.status, leader_election=o.leader_election,
                                        workers=o.status_workers, leader_wait=o.leader_wait)
             self._flush = flush
+        # CPU time of the sync thread from its start to readiness: drain, resolution, render (not NGINX).
+        self.stats.phases["sync_thread_cpu"] = time.thread_time() - self._sync_cpu_start
         self._ready.set()
         self.stats.ready_at = time.monotonic()
         self.stats.startup_seconds = self.stats.ready_at - self._started_at
         log.info("controller ready", ingresses=len(self.configuration.get_resources()),
-                 seconds=round(self.stats.startup_seconds, 3))
+                 seconds=round(self.stats.startup_seconds, 3),
+                 phases={k: round(v, 3) for k, v in self.stats.phases.items()})
         if flush is not None:
-            flush.start(keys)
+            # The deferred statuses, plus Ingresses configured after readiness while this replica waited for
+            # the lease (steady-state writes are skipped by a follower, and the flush owns the writes then).
+            at_ready = set(self.status_keys())
+
+            def flush_keys() -> list[str]:
+                return keys + [k for k in self.status_keys() if k not in at_ready]
+
+            flush.start(flush_keys)
 
     def _current_startup_problems(self) -> list[ConfigurationProblem]:
         """Problems as they stand at the end of the drain: every host problem now, plus validation errors of
@@ -543,6 +585,9 @@ class LoadBalancerController:
     def sync_secret(self, key: str) -> None:
         ns, name = _split(key)
         secret = self.get_object("secrets", key)
+        special = self._special_secret_files(key)
+        if special:
+            self._sync_special_secret(key, secret, special)
         if secret is None or not is_supported_secret(secret):
             changed = self.secret_store.delete_secret(key)
         else:
@@ -554,6 +599,54 @@ class LoadBalancerController:
             # NGINX reads certificates at reload: a changed file needs one even if no config text changed.
             self._force_reload = True
             self._apply_with_events(resources, "secret")
+
+    def _special_secret_files(self, key: str) -> list[str]:
+        """The files (`default`, `wildcard`) written from the Secret `key`, if it is a special one."""
+        o = self.options
+        return [f for f, ref in ((SPECIAL_DEFAULT, o.default_server_tls_secret),
+                                 (SPECIAL_WILDCARD, o.wildcard_tls_secret)) if ref == key]
+
+    def _sync_special_secret(self, key: str, secret: dict[str, Any] | None, files: list[str]) -> None:
+        """NIC's handleSpecialSecretUpdate for --default-server-tls-secret / --wildcard-tls-secret: a valid
+        change rewrites the file and reloads NGINX (now, at the end of a batch, or with the start-up reload);
+        an invalid one is rejected and the previous version keeps serving; a deleted one keeps its file."""
+        if secret is None:
+            log.warning("a special TLS Secret was deleted: this pod keeps the previous version; new pods "
+                        "will not start until it exists again", secret=key)
+            return
+        try:
+            validate_tls_secret(secret)
+            content = tls_file_content(secret)
+        except SecretValidationError as e:
+            self._event(secret, EVENT_WARNING, REASON_REJECTED,
+                        f"the special Secret {key} was rejected, using the previous version: {e}", SECRETS)
+            return
+        if self._manager is None:
+            return
+        changed = False
+        for f in files:
+            try:
+                with open(self._manager.secret_path(f), "rb") as fh:
+                    current: bytes | None = fh.read()
+            except OSError:
+                current = None
+            if current == content:
+                continue
+            try:
+                self._manager.create_secret(f, content, 0o600)
+            except OSError as e:
+                log.error("writing a special TLS Secret failed", secret=key, error=str(e))
+                self._event(secret, EVENT_WARNING, REASON_UPDATED_WITH_ERROR,
+                            f"the special Secret {key} was updated, but not applied: {e}", SECRETS)
+                return
+            changed = True
+        if not changed:
+            return
+        self._force_reload = True       # NGINX reads certificates at reload
+        self._event(secret, EVENT_NORMAL, REASON_SECRET_UPDATED, f"the special Secret {key} was updated",
+                    SECRETS)
+        if self._ready.is_set():
+            self._mark_failed([], self._reload("secret"))
 
     def sync_reload(self) -> None:
         """Retry a reload that failed without blaming a resource; raises _RetryLater to back off."""
@@ -673,20 +766,32 @@ class LoadBalancerController:
             child.setdefault(m.key, []).extend(mw)
         if add is None:
             raise RuntimeError("mergeable Ingresses are not supported by this configurator")
-        result = add(MergeableIngresses(master=master_ex, minions=minion_exes))
-        return _Applied(cfg, list(cfg.warnings) + warnings + list(result or []), child_warnings=child)
+        result = list(add(MergeableIngresses(master=master_ex, minions=minion_exes)) or [])
+        # Each minion's warnings go to its own events (NIC's ChildWarnings), not to the master's.
+        per_minion = getattr(self.configurator, "minion_warnings", None)
+        if per_minion is not None:
+            prefixed: set[str] = set()
+            for minion_key, ws in per_minion(cfg.key).items():
+                child.setdefault(minion_key, []).extend(ws)
+                prefixed.update(f"minion {minion_key}: {w}" for w in ws)
+            result = [w for w in result if w not in prefixed]
+        return _Applied(cfg, list(cfg.warnings) + warnings + result, child_warnings=child)
 
     def _reload(self, reason: str) -> ReloadOutcome | _FailedReload | None:
         """Reload if any file changed (no-op while reloads are held). Returns the ReloadOutcome or None.
         A failure not tied to a resource (timeout, NGINX down) schedules a rate-limited RELOAD retry."""
         if self._batch or (not self._ready.is_set() and reason != "startup"):
             return None
+        t0, c0 = time.monotonic(), time.thread_time()
         try:
             outcome = self.configurator.reload_if_needed(reason)
         except Exception as e:
             log.error("nginx reload failed", reason=reason, error=str(e))
             self._schedule_reload_retry()
             return _FailedReload(str(e))
+        if reason == "startup":
+            self.stats.phases["startup_reload"] = time.monotonic() - t0
+            self.stats.phases["startup_reload_cpu"] = time.thread_time() - c0
         error = str(getattr(outcome, "error", "") or "")
         if error and not getattr(outcome, "reloaded", False):
             log.error("nginx reload failed; the changes stay pending", reason=reason, error=error)
@@ -742,7 +847,8 @@ class LoadBalancerController:
         ns = str(_meta(ing).get("namespace") or "")
         spec = ing.get("spec") or {}
         annotations = _meta(ing).get("annotations") or {}
-        use_cluster_ip = str(annotations.get(USE_CLUSTER_IP_ANNOTATION, "")).lower() == "true"
+        # Go's strconv.ParseBool, as validation checks it (an invalid value never gets this far).
+        use_cluster_ip = parse_go_bool(str(annotations.get(USE_CLUSTER_IP_ANNOTATION, ""))) is True
         warnings: list[str] = []
         endpoints: dict[str, list[str]] = {}
         external: set[str] = set()
@@ -871,7 +977,9 @@ class LoadBalancerController:
 
     def _event(self, obj: dict[str, Any], event_type: str, reason: str, message: str,
                rt: ResourceType = INGRESSES) -> None:
-        level = log.info if event_type == EVENT_NORMAL else log.warning
+        # Normal events are logged at debug: one per Ingress at start-up would cost ~50 us each on the
+        # critical path, and the Event object carries them anyway.
+        level = log.debug if event_type == EVENT_NORMAL else log.warning
         level("event", object=_key(obj), type=event_type, reason=reason, message=message)
         if self._recorder is None:
             return

@@ -16,11 +16,13 @@ Guarantees:
   With leader election it first polls `is_leader()` for up to `leader_wait` seconds (60): a follower exits
   without writing, and the became-leader callback later writes every status. The flush never runs twice and,
   while it is pending or running, a became-leader callback leaves the writes to it (one set of writers).
+- Optional `StatusMetrics` (the Prometheus start-up collector): the flush reports its start, each item's
+  outcome and its end; every other failed write counts as a status write error. A failing metrics call is
+  logged and never disturbs a write.
 """
 
 from __future__ import annotations
 
-import copy
 import ipaddress
 import threading
 import time
@@ -35,6 +37,32 @@ log = get_logger(__name__)
 
 Address = dict[str, str]
 GetCached = Callable[[str], "dict[str, Any] | None"]
+Keys = Sequence[str] | Callable[[], Sequence[str]]
+
+
+class StatusMetrics(Protocol):
+    """Progress and error counters (`ingressctl.metrics.StartupMetricsCollector` implements it)."""
+
+    def status_flush_started(self, pending: int) -> None: ...
+
+    def status_flush_item(self, outcome: str) -> None: ...
+
+    def status_flush_finished(self, seconds: float) -> None: ...
+
+    def inc_status_write_errors(self, n: int = 1) -> None: ...
+
+
+FLUSH_WRITTEN, FLUSH_UNCHANGED, FLUSH_FAILED = "written", "unchanged", "failed"
+
+
+def _report(fn: Callable[..., None] | None, *args: Any) -> None:
+    """Call a metrics hook; its failure is logged, never raised."""
+    if fn is None:
+        return
+    try:
+        fn(*args)
+    except Exception as e:
+        log.warning("status metrics hook failed", error=str(e))
 
 
 class StatusClient(Protocol):
@@ -98,6 +126,14 @@ def _split_key(key: str) -> tuple[str, str]:
     return ns, name
 
 
+def _with_addresses(ing: dict[str, Any], desired: list[Address]) -> dict[str, Any]:
+    """A copy of `ing` with status.loadBalancer.ingress set; shallow, but the cached object (shared with the
+    informer store) is never modified."""
+    status = dict(ing.get("status") or {})
+    status["loadBalancer"] = {**(status.get("loadBalancer") or {}), "ingress": [dict(a) for a in desired]}
+    return {**ing, "status": status}
+
+
 def _key_of(ing: dict[str, Any]) -> str:
     m = ing.get("metadata") or {}
     return f"{m.get('namespace', '')}/{m.get('name', '')}"
@@ -107,9 +143,11 @@ class StatusUpdater:
     """Computes the load-balancer address and writes it to Ingress status (NIC's statusUpdater)."""
 
     def __init__(self, client: StatusClient, *, get_cached: GetCached, report_ingress_status: bool,
-                 is_leader: Callable[[], bool] | None = None, ingress_rt: Any = None) -> None:
+                 is_leader: Callable[[], bool] | None = None, ingress_rt: Any = None,
+                 metrics: StatusMetrics | None = None) -> None:
         """`get_cached(key)` reads an Ingress from the informer cache; `is_leader` is None when leader
         election is disabled (every replica writes)."""
+        self.metrics = metrics
         self._client = client
         self._get_cached = get_cached
         self._report = report_ingress_status
@@ -178,6 +216,16 @@ class StatusUpdater:
     def update_ingress_status(self, ing: dict[str, Any] | str) -> bool:
         """Write the current address to one Ingress (object or key) if reporting is enabled and it differs.
         Returns True if the API was written."""
+        try:
+            return self._update(ing)
+        except Exception:
+            self._count_error()
+            raise
+
+    def _count_error(self) -> None:
+        _report(self.metrics.inc_status_write_errors if self.metrics is not None else None)
+
+    def _update(self, ing: dict[str, Any] | str) -> bool:
         if not self.report_status_enabled():
             return False
         with self._lock:
@@ -190,24 +238,39 @@ class StatusUpdater:
         """Empty the address list of a rejected Ingress (only the leader, or everyone without election)."""
         if not self.report_problem_status_enabled():
             return False
-        return self._write(ing if isinstance(ing, str) else _key_of(ing), [])
+        try:
+            return self._write(ing if isinstance(ing, str) else _key_of(ing), [])
+        except Exception:
+            self._count_error()
+            raise
 
-    def bulk_update(self, keys: Sequence[str], *, workers: int = 1) -> int:
-        """Update every Ingress in `keys`; returns how many writes failed."""
+    def bulk_update(self, keys: Sequence[str], *, workers: int = 1,
+                    on_item: Callable[[str], None] | None = None) -> int:
+        """Update every Ingress in `keys`; returns how many writes failed. `on_item(outcome)` gets each
+        key's outcome (`written`, `unchanged`, `failed`); without it a failure counts as a write error."""
         if not keys:
             return 0
-        if workers <= 1:
-            return sum(0 if self._safe_update(k) else 1 for k in keys)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="status") as pool:
-            return sum(0 if ok else 1 for ok in pool.map(self._safe_update, keys))
 
-    def _safe_update(self, key: str) -> bool:
+        def one(key: str) -> bool:
+            return self._safe_update(key, on_item)
+
+        if workers <= 1:
+            return sum(0 if one(k) else 1 for k in keys)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="status") as pool:
+            return sum(0 if ok else 1 for ok in pool.map(one, keys))
+
+    def _safe_update(self, key: str, on_item: Callable[[str], None] | None = None) -> bool:
         try:
-            self.update_ingress_status(key)
-            return True
+            wrote = self._update(key)
         except Exception as e:
             log.warning("error updating ingress status", ingress=key, error=str(e))
+            if on_item is not None:
+                _report(on_item, FLUSH_FAILED)
+            else:
+                self._count_error()
             return False
+        _report(on_item, FLUSH_WRITTEN if wrote else FLUSH_UNCHANGED)
+        return True
 
     def _write(self, key: str, desired: list[Address]) -> bool:
         cached = self._get_cached(key)
@@ -216,8 +279,7 @@ class StatusUpdater:
         if current_addresses(cached) == desired:
             return False
         ns, name = _split_key(key)
-        body = copy.deepcopy(cached)
-        body.setdefault("status", {}).setdefault("loadBalancer", {})["ingress"] = desired
+        body = _with_addresses(cached, desired)
         try:
             self._client.update_status(self._rt, ns, name, body)
         except Exception as first:
@@ -232,9 +294,8 @@ class StatusUpdater:
                 raise
             if current_addresses(fresh) == desired:
                 return False
-            fresh.setdefault("status", {}).setdefault("loadBalancer", {})["ingress"] = desired
             try:
-                self._client.update_status(self._rt, ns, name, fresh)
+                self._client.update_status(self._rt, ns, name, _with_addresses(fresh, desired))
             except Exception:
                 self.failures += 1
                 raise
@@ -250,6 +311,7 @@ class FlushResult:
     attempted: int = 0
     failed: int = 0
     seconds: float = 0.0
+    written: int = 0      # API writes made by the flush (unchanged statuses are skipped)
 
 
 class StartupStatusFlush:
@@ -276,9 +338,10 @@ class StartupStatusFlush:
         self.result: FlushResult | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self, keys: Sequence[str]) -> None:
-        """Run the flush for `keys` in a background thread."""
-        self._thread = threading.Thread(target=self.run, args=(list(keys),), name="status-flush", daemon=True)
+    def start(self, keys: Keys) -> None:
+        """Run the flush in a background thread. `keys` may be a function: it is called again once this
+        replica is known to lead, so Ingresses configured while it waited are written too."""
+        self._thread = threading.Thread(target=self.run, args=(keys,), name="status-flush", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -293,13 +356,22 @@ class StartupStatusFlush:
         with self._lock:
             return self.state in (self.PENDING, self.RUNNING)
 
-    def run(self, keys: list[str]) -> FlushResult:
+    def run(self, keys: Keys) -> FlushResult:
         start = self._clock()
         if not self._updater.report_ingress_status:
             with self._lock:
                 self.state = self.DONE
             self.result = FlushResult("skipped-disabled")
             return self.result
+        metrics = self._updater.metrics
+        pending = list(keys() if callable(keys) else keys)
+        _report(metrics.status_flush_started if metrics is not None else None, len(pending))
+        result = self._run(keys if callable(keys) else pending, start)
+        _report(metrics.status_flush_finished if metrics is not None else None, max(0.0, result.seconds))
+        return result
+
+    def _run(self, keys: Keys, start: float) -> FlushResult:
+        metrics = self._updater.metrics
         if self._leader_election:
             deadline = start + self._leader_wait
             while True:
@@ -317,17 +389,24 @@ class StartupStatusFlush:
                     return self.result
             if self.state == self.SKIPPED:
                 log.info("not the leader: start-up status flush skipped; the leader writes status",
-                         deferred=len(keys))
+                         waited=round(self._clock() - start, 3))
                 self.result = FlushResult("skipped-follower", seconds=self._clock() - start)
                 return self.result
         else:
             with self._lock:
                 self.state = self.RUNNING
-        failed = self._updater.bulk_update(keys, workers=self._workers)
+        todo = list(keys() if callable(keys) else keys)
+        writes_before = self._updater.writes
+        on_item = metrics.status_flush_item if metrics is not None else None
+        try:
+            failed = self._updater.bulk_update(todo, workers=self._workers, on_item=on_item)
+        except Exception as e:  # per-key failures are counted; anything else must not leave it RUNNING
+            log.exception("start-up status flush failed", error=str(e))
+            failed = len(todo)
         with self._lock:
             self.state = self.DONE
-        self.result = FlushResult("written", attempted=len(keys), failed=failed,
-                                  seconds=self._clock() - start)
-        log.info("start-up status flush finished", ingresses=len(keys), failed=failed,
-                 seconds=round(self.result.seconds, 3))
+        self.result = FlushResult("written", attempted=len(todo), failed=failed,
+                                  seconds=self._clock() - start, written=self._updater.writes - writes_before)
+        log.info("start-up status flush finished", ingresses=len(todo), written=self.result.written,
+                 failed=failed, seconds=round(self.result.seconds, 3))
         return self.result

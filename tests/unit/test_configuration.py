@@ -83,6 +83,9 @@ def conf() -> Configuration:
     return c
 
 
+T = "All hosts are taken by other resources"
+
+
 def test_add_configures_and_owns_hosts(conf: Configuration) -> None:
     changes, problems = conf.add_or_update_ingress(ing("a", "a.com", "b.com"))
     assert ops(changes) == [("AddOrUpdate", "default/a")]
@@ -99,7 +102,7 @@ def test_oldest_wins_whatever_the_order(conf: Configuration) -> None:
     young = conf.get_resource("default/young")
     assert young is not None
     assert young.valid_hosts == {"a.com": False, "b.com": True}
-    assert young.warnings == ["host a.com is taken by another resource"]
+    assert young.warnings == ["host a.com is taken by another resource (Ingress default/old)"]
     assert problems == []
     assert conf.host_owner("a.com") == "default/old"
 
@@ -108,16 +111,20 @@ def test_all_hosts_taken_is_a_problem_and_deletes(conf: Configuration) -> None:
     conf.add_or_update_ingress(ing("young", "a.com", ts=5))
     changes, problems = conf.add_or_update_ingress(ing("old", "a.com", ts=1))
     assert ops(changes) == [("Delete", "default/young"), ("AddOrUpdate", "default/old")]  # deletes first
-    assert probs(problems) == [("default/young", "Rejected", "All hosts are taken by other resources")]
+    # The loser's Delete names each host it lost and the winner (NIC's host-taken warning), and so does
+    # the problem.
+    assert changes[0].resource.warnings == ["host a.com is taken by another resource (Ingress default/old)"]
+    assert changes[0].resource.valid_hosts == {"a.com": False}
+    assert probs(problems) == [("default/young", "Rejected", f"{T}: host a.com by Ingress default/old")]
     assert problems[0].is_error is False
     # The same problem again is not re-reported; a later arrival that loses is reported once.
     changes, problems = conf.add_or_update_ingress(ing("younger", "a.com", ts=9))
     assert changes == []
-    assert probs(problems) == [("default/younger", "Rejected", "All hosts are taken by other resources")]
-    # Deleting the owner hands the host to the next oldest.
+    assert probs(problems) == [("default/younger", "Rejected", f"{T}: host a.com by Ingress default/old")]
+    # Deleting the owner hands the host to the next oldest; the remaining loser's problem names it.
     changes, problems = conf.delete_ingress("default/old")
     assert ops(changes) == [("Delete", "default/old"), ("AddOrUpdate", "default/young")]
-    assert problems == []
+    assert probs(problems) == [("default/younger", "Rejected", f"{T}: host a.com by Ingress default/young")]
     assert conf.host_problems().keys() == {"default/younger"}
 
 
@@ -253,7 +260,7 @@ def test_minion_under_regular_host_is_orphan(conf: Configuration) -> None:
     ]
     # A master younger than the regular Ingress cannot take the host either.
     _, problems = conf.add_or_update_ingress(ing("master", "a.com", kind="master", ts=4))
-    assert probs(problems) == [("default/master", "Rejected", "All hosts are taken by other resources")]
+    assert probs(problems) == [("default/master", "Rejected", f"{T}: host a.com by Ingress default/reg")]
     # Once the regular Ingress goes, the master takes over and adopts the minion.
     changes, problems = conf.delete_ingress("default/reg")
     assert ops(changes) == [("Delete", "default/reg"), ("AddOrUpdate", "default/master")]
@@ -266,9 +273,9 @@ def test_minions_by_host_index_is_kept_during_startup() -> None:
     c.add_or_update_ingress(ing("m", "a.com", kind="minion"))
     c.add_or_update_ingress(ing("m2", "b.com", kind="minion"))
     c.add_or_update_ingress(ing("m2", "a.com", kind="minion", paths=("/z",)))  # moved host
-    assert c._minions_by_host == {"a.com": {"default/m", "default/m2"}}
+    assert c._minions_by_host == {"a.com": {"default/m", "default/m2"}}   # one key alone is kept as a str
     c.delete_ingress("default/m")
-    assert c._minions_by_host == {"a.com": {"default/m2"}}
+    assert c._minions_by_host == {"a.com": "default/m2"}
 
 
 # -------------------------------------------------------------------------------------------- start-up
@@ -290,7 +297,7 @@ def test_startup_defers_resolution_then_reports_everything() -> None:
     assert ops(changes) == [("AddOrUpdate", "default/old")]
     assert probs(problems) == [
         ("default/orphan", "NoIngressMasterFound", "Ingress master is invalid or doesn't exist"),
-        ("default/young", "Rejected", "All hosts are taken by other resources"),
+        ("default/young", "Rejected", f"{T}: host a.com by Ingress default/old"),
     ]
     assert c.set_startup_complete() == ([], [])
     # Steady state from now on.
@@ -372,5 +379,5 @@ def test_lookups_by_service_and_secret(conf: Configuration) -> None:
     assert conf.find_resources_for_secret("default", "cert") == []
     conf.delete_ingress("default/b")
     assert conf.find_resources_for_service("default", "web") == []
-    assert conf._by_service.get(("default", "web")) == {"default/loser"}
+    assert conf._by_service.get(("default", "web")) == "default/loser"
     assert [r.key for r in conf.get_resources()] == ["default/a", "other/c"]

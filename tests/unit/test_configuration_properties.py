@@ -144,6 +144,11 @@ def state(c: Configuration) -> Rendered:
     }
 
 
+def messages(c: Configuration) -> tuple[dict[str, list[str]], dict[str, str]]:
+    return ({r.key: sorted(r.warnings) for r in c.get_resources()},
+            {k: p.message for k, p in c.host_problems().items()})
+
+
 def run(mode: str, sequence: list[tuple[str, Spec | None]], switch: int) -> tuple[Configuration, Rendered]:
     c = Configuration(ingress_class="nginx", legacy_startup=(mode == "legacy"))
     rendered: Rendered = {}
@@ -183,9 +188,15 @@ def test_ownership_is_independent_of_arrival_order_in_every_mode(
             final[key] = build(key, spec, i + 1)
             specs_by_key[key] = spec
     owners, expected, expected_problems = reference(final, specs_by_key)
+    scratch = Configuration(ingress_class="nginx")
+    scratch.set_startup_complete()
+    for obj in final.values():
+        scratch.add_or_update_ingress(obj)
     for mode in ("steady", "startup", "legacy"):
         c, rendered = run(mode, sequence, switch)
         assert state(c) == expected, mode
+        # Warnings and problem messages name the current winners: never stale after ownership moved.
+        assert messages(c) == messages(scratch), mode
         assert rendered == expected, f"{mode}: replaying the changes does not give the configured state"
         assert {k: p.reason for k, p in c.host_problems().items()} == expected_problems, mode
         assert {h: c.host_owner(h) for h in HOSTS} == {h: owners.get(h) for h in HOSTS}, mode
@@ -205,5 +216,5 @@ def test_same_objects_in_any_order_give_the_same_state(
         c.set_startup_complete()
         for k in keys:
             c.add_or_update_ingress(objs[k])
-        results.append((state(c), sorted(c.host_problems())))
+        results.append((state(c), messages(c)))
     assert results[0] == results[1]

@@ -283,3 +283,74 @@ def test_flush_disabled_without_report_ingress_status() -> None:
     u.save_status_from_external_status("1.2.3.4")
     assert StartupStatusFlush(u, leader_election=False).run(keys).state == "skipped-disabled"
     assert c.updates == []
+
+
+def test_flush_keys_are_read_once_leadership_is_known() -> None:
+    """Ingresses configured while a follower waited for the lease are written by its flush too."""
+    c, keys = populated(3)
+    clock = FakeClock()
+    current = list(keys)
+
+    def is_leader() -> bool:
+        if clock.now >= 5.0:
+            c.put(ing("late"))
+            current.append("ns/late")
+            return True
+        return False
+
+    u = make(c, leader=is_leader)
+    u.save_status_from_external_status("1.2.3.4")
+    f = StartupStatusFlush(u, leader_election=True, clock=clock, wait=clock.wait, poll_interval=1.0)
+    r = f.run(lambda: list(current))
+    assert (r.state, r.attempted, r.written) == ("written", 4, 4)
+    assert sorted(c.updates) == sorted([*keys, "ns/late"])
+
+
+class ConcurrentClient(FakeClient):
+    """Counts concurrent update_status calls; the first `barrier_parties` calls wait for each other."""
+
+    def __init__(self, barrier_parties: int) -> None:
+        super().__init__()
+        self.barrier = threading.Barrier(barrier_parties, timeout=30)
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.count_lock = threading.Lock()
+        self.calls = 0
+
+    def update_status(self, rt: Any, namespace: str | None, name: str,
+                      body: dict[str, Any]) -> dict[str, Any]:
+        with self.count_lock:
+            self.in_flight += 1
+            self.calls += 1
+            first_wave = self.calls <= self.barrier.parties
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if first_wave:
+                self.barrier.wait()   # raises BrokenBarrierError unless `parties` writers run at once
+            return super().update_status(rt, namespace, name, body)
+        finally:
+            with self.count_lock:
+                self.in_flight -= 1
+
+
+def test_flush_runs_exactly_ten_writers_at_once() -> None:
+    c = ConcurrentClient(barrier_parties=10)
+    for i in range(40):
+        c.put(ing(f"i{i}"))
+    u = make(c)
+    u.save_status_from_external_status("1.2.3.4")
+    r = StartupStatusFlush(u, leader_election=False, workers=10).run([f"ns/i{i}" for i in range(40)])
+    assert (r.state, r.failed, r.written) == ("written", 0, 40)
+    assert c.max_in_flight == 10
+
+
+def test_write_never_modifies_the_cached_object() -> None:
+    c = FakeClient()
+    c.put(ing("a", [{"ip": "9.9.9.9"}]))
+    cache = {"ns/a": copy.deepcopy(c.objects["ns/a"])}
+    before = copy.deepcopy(cache)
+    u = StatusUpdater(c, get_cached=cache.get, report_ingress_status=True, ingress_rt=RT)
+    u.save_status_from_external_status("1.2.3.4")
+    assert u.update_ingress_status("ns/a") is True
+    assert cache == before
+    assert c.objects["ns/a"]["status"]["loadBalancer"]["ingress"] == [{"ip": "1.2.3.4"}]

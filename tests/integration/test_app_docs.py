@@ -1,0 +1,180 @@
+"""The documentation cannot rot: the README's flag table is the parser's, every annotation, ConfigMap key and
+metric the code supports is documented (and nothing it does not support), and the README's demo curl lines
+work against the real demo (devcluster + controller + NGINX).
+
+Regenerate the README's flag table with `python -m tests.integration.test_app_docs --write`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+from typing import Any
+
+import pytest
+
+from tests.conftest import free_port, http_get, wait_until
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+README = os.path.join(REPO, "README.md")
+BEGIN, END = "<!-- flags:begin (generated from ingressctl.cli.build_parser) -->", "<!-- flags:end -->"
+
+
+def read(path: str) -> str:
+    with open(os.path.join(REPO, path), encoding="utf-8") as f:
+        return f.read()
+
+
+def flag_table() -> str:
+    """The Markdown table of every flag, by group, as `ingressctl --help` has them."""
+    from ingressctl.cli import build_parser
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
+
+    lines = ["| flag | default | meaning |", "| --- | --- | --- |"]
+    parser = build_parser()
+    for group in parser._action_groups:
+        for action in group._group_actions:
+            if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+                continue
+            flag = max(action.option_strings, key=len)
+            if action.nargs == "?" and action.const is True:
+                flag += "[=BOOL]"
+            default = action.default
+            if default in (None, "", argparse.SUPPRESS):
+                shown = ""
+            elif isinstance(default, bool):
+                shown = str(default).lower()
+            elif isinstance(default, float):
+                shown = format(default, "g")
+            else:
+                shown = str(default)
+            text = re.sub(r"\s*\(default [^)]*\)$", "", action.help or "")
+            if action.choices:
+                text = (text + "; " if text else "") + "one of " + ", ".join(str(c) for c in action.choices)
+            if isinstance(action, argparse._VersionAction):
+                text = "print the version and exit"
+            lines.append(f"| `{flag}` | {f'`{shown}`' if shown else ''} | {cell(text)} |")
+    return "\n".join(lines)
+
+
+def readme_flag_block(text: str) -> str:
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    return text[start:end].strip()
+
+
+def test_readme_flag_table_matches_the_parser() -> None:
+    assert readme_flag_block(read("README.md")) == flag_table(), \
+        "README flag table is stale: run python -m tests.integration.test_app_docs --write"
+
+
+def table_names(doc: str) -> set[str]:
+    """The backticked names in the first column of every Markdown table row."""
+    return {m.group(1) for m in re.finditer(r"^\| `([^`]+)` \|", read(doc), re.MULTILINE)}
+
+
+def supported_annotations() -> set[str]:
+    from ingressctl.configs import annotations
+    from ingressctl.controller.validation import ANNOTATION_VALIDATIONS
+
+    names = set(ANNOTATION_VALIDATIONS) | set(annotations.ANNOTATIONS_BY_NAME)
+    names |= {annotations.HSTS, *annotations.HSTS_RELATED, annotations.MERGEABLE_INGRESS_TYPE}
+    names |= {name for name, _, _ in annotations._PER_INGRESS}  # per-Ingress annotations (rewrites, ...)
+    return names
+
+
+def test_every_supported_annotation_is_documented_and_nothing_else() -> None:
+    documented = table_names("docs/annotations.md") - {"kubernetes.io/ingress.class"}
+    assert sorted(supported_annotations() - documented) == [], "annotations missing from docs/annotations.md"
+    assert sorted(documented - supported_annotations()) == [], "docs/annotations.md lists unknown annotations"
+
+
+def test_every_configmap_key_is_documented_and_nothing_else() -> None:
+    from ingressctl.configs.configmaps import CONFIG_MAP_KEYS
+    from ingressctl.controller.controller import EXTERNAL_STATUS_ADDRESS_KEY
+
+    keys = set(CONFIG_MAP_KEYS) | {EXTERNAL_STATUS_ADDRESS_KEY}
+    documented = table_names("docs/configmap.md")
+    assert sorted(keys - documented) == [], "ConfigMap keys missing from docs/configmap.md"
+    assert sorted(documented - keys) == [], "docs/configmap.md lists unknown keys"
+
+
+def test_every_metric_is_documented() -> None:
+    """Every family the controller registers (latency included) is in docs/metrics.md, and the reverse."""
+    from ingressctl.metrics import ControllerMetrics
+    from ingressctl.nginx.stub_status import StubStatus
+
+    def fetch() -> StubStatus:
+        return StubStatus(connections_active=1, connections_accepted=1, connections_handled=1,
+                          connections_reading=0, connections_writing=1, connections_waiting=0,
+                          http_requests_total=1)
+
+    from ingressctl.k8s.workqueue import RateLimitingQueue
+
+    names: set[str] = set()
+    with tempfile.TemporaryDirectory(prefix="ic-docs-") as run_dir:
+        m = ControllerMetrics("nginx", run_dir=run_dir, port=0, enable_latency=True, stub_status_fetch=fetch,
+                              master_pid=lambda: None)
+        RateLimitingQueue[str](name="taskQueue", metrics_provider=m.workqueue)   # its series now exist
+        for family in m.registry.collect():
+            samples = {re.sub(r"_(bucket|count|sum|created)$", "", s.name) for s in family.samples
+                       if not s.name.endswith("_created")}
+            names |= samples or {family.name + ("_total" if family.type == "counter" else "")}
+    documented = table_names("docs/metrics.md")
+    assert sorted(names - documented) == [], "metrics missing from docs/metrics.md"
+    assert sorted(documented - names) == [], "docs/metrics.md lists unknown metrics"
+
+
+CURL = re.compile(r"^curl -H 'Host: ([^']+)' http://127\.0\.0\.1:(\d+)(/\S*)\s*(?:#\s*(.*))?$", re.MULTILINE)
+
+
+@pytest.mark.integration
+def test_readme_demo_curl_lines_work_against_the_demo() -> None:
+    """Each curl line of the README, sent to the demo (started here on free ports instead of the README's),
+    gets what its comment says: the named backend, or the status code."""
+    from ingressctl.demo import DEFAULT_EXAMPLES, Demo, manifest_files
+
+    lines = CURL.findall(read("README.md"))
+    assert len(lines) >= 4, "the README should show the demo's curl lines"
+    assert len({port for _, port, _, _ in lines}) == 1, "all README curl lines use the demo's one HTTP port"
+    run_dir = tempfile.mkdtemp(prefix="ic-readme-", dir="/tmp")
+    demo = Demo(run_dir=run_dir, manifests=manifest_files([DEFAULT_EXAMPLES]), http_port=free_port(),
+                https_port=free_port())
+    try:
+        demo.start()
+        for host, _, path, comment in lines:
+            expect = comment.strip()
+            if expect.isdigit():
+                wait_until(lambda h=host, p=path, e=int(expect): http_get(demo.http_port, h, p).status == e,
+                           f"{host}{path} -> {expect}")
+            else:
+                def ok(h: str = host, p: str = path) -> Any:
+                    x = http_get(demo.http_port, h, p)
+                    return x.status == 200 and x
+
+                r = wait_until(ok, f"{host}{path} -> 200")
+                assert r.backend == expect, f"{host}{path}: backend {r.backend!r}, README says {expect!r}"
+    finally:
+        demo.stop()
+        import shutil
+
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _write() -> None:
+    text = read("README.md")
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    with open(README, "w", encoding="utf-8") as f:
+        f.write(text[:start] + "\n" + flag_table() + "\n" + text[end:])
+    print("README.md flag table updated")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write"]:
+        _write()
+    else:
+        print(flag_table())
