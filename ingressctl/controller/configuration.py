@@ -4,8 +4,9 @@ Guarantees:
 - Host ownership: of all valid, non-minion Ingresses claiming a host, the one with the OLDEST
   creationTimestamp (second resolution) owns it; on a tie the greater `metadata.uid` string wins. The result
   does not depend on the order in which Ingresses arrive or are deleted. An Ingress that loses some hosts
-  keeps the others and gets one warning per lost host; one that loses all of them is not configured and is
-  reported as a problem.
+  keeps the others and gets one warning per lost host, naming the winning Ingress; one that loses all of them
+  is not configured and is reported as a problem naming each host and its winner (and, if it was configured,
+  its Delete carries those warnings). Warnings and problems always name the current winner.
 - Mergeable Ingresses: a master owns its host like a regular Ingress; minions (any namespace) attach to the
   master owning their host; a path claimed by several minions goes to the oldest (then greater UID) minion.
   A minion whose host is not owned by a master is a `NoIngressMasterFound` problem.
@@ -19,7 +20,9 @@ Guarantees:
   pre-5.5 behaviour (a full rebuild on every change, minions found by scanning) as a benchmark baseline;
   every mode reaches the same state.
 - Lookups by Service and Secret use indexes maintained on every store change; they return only configured
-  resources (a minion's master stands in for the minion).
+  resources (a minion's master stands in for the minion). Per-Ingress state is kept small (slots, no stored
+  sort keys, one string instead of a set in an index entry used by one Ingress): it is held for every
+  Ingress in the cluster.
 - Pure and single-threaded: the one sync thread owns it.
 """
 

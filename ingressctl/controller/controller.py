@@ -18,6 +18,11 @@ Guarantees:
 - Events follow NIC's reasons and messages (nic-behaviour.md 2.4-2.6); status follows section 8 through
   `StatusUpdater`: written only when it changes, only with `--report-ingress-status`, only by the leader.
 - Deletes are never lost: tombstones are handled, and a deleted EndpointSlice re-renders its Service.
+- The special TLS Secrets (`default_server_tls_secret`, `wildcard_tls_secret`) stay in step after start-up:
+  a valid change rewrites their file and reloads NGINX once (event `SecretUpdated`), an invalid one is
+  rejected with a Warning event and the previous certificate keeps serving, a deleted one keeps its file.
+- `stats.phases` records the start-up phases (cache sync, drain, host resolution, render and reload, the
+  NGINX reload alone, the sync thread's CPU time) and the "controller ready" log line carries them.
 """
 
 from __future__ import annotations
@@ -315,9 +320,6 @@ class LoadBalancerController:
         log.info("informer caches synced", seconds=round(self.stats.phases["cache_sync"], 3),
                  queued=len(self.queue))
         self._pre_sync_secrets()
-        # Everything listed so far lives as long as the controller: move it out of the cyclic GC's sight, so
-        # the collections triggered while the drain and the first render allocate do not rescan it.
-        pass  # gc.freeze()
         self._sync_started_at = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="sync", daemon=True)
         self._thread.start()
@@ -527,8 +529,11 @@ class LoadBalancerController:
         keys = self.status_keys()
         log.info("became leader; writing ingress statuses", ingresses=len(keys))
 
+        def stopped() -> bool:
+            return self._stopping.is_set() or (stop is not None and stop.is_set())
+
         def write() -> None:
-            failed = self.status.bulk_update(keys, workers=self.options.status_workers)
+            failed = self.status.bulk_update(keys, workers=self.options.status_workers, should_stop=stopped)
             if failed:
                 log.warning("some ingress statuses were not written", failed=failed)
 

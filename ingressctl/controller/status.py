@@ -16,6 +16,8 @@ Guarantees:
   With leader election it first polls `is_leader()` for up to `leader_wait` seconds (60): a follower exits
   without writing, and the became-leader callback later writes every status. The flush never runs twice and,
   while it is pending or running, a became-leader callback leaves the writes to it (one set of writers).
+  Its keys may be given as a function, read once leadership is known, so Ingresses configured while the
+  replica waited for the lease are written too. A write never modifies the cached (informer) object.
 - Optional `StatusMetrics` (the Prometheus start-up collector): the flush reports its start, each item's
   outcome and its end; every other failed write counts as a status write error. A failing metrics call is
   logged and never disturbs a write.
@@ -245,13 +247,17 @@ class StatusUpdater:
             raise
 
     def bulk_update(self, keys: Sequence[str], *, workers: int = 1,
-                    on_item: Callable[[str], None] | None = None) -> int:
+                    on_item: Callable[[str], None] | None = None,
+                    should_stop: Callable[[], bool] | None = None) -> int:
         """Update every Ingress in `keys`; returns how many writes failed. `on_item(outcome)` gets each
-        key's outcome (`written`, `unchanged`, `failed`); without it a failure counts as a write error."""
+        key's outcome (`written`, `unchanged`, `failed`); without it a failure counts as a write error.
+        Once `should_stop()` is true the remaining keys are skipped (shutdown, lost leadership)."""
         if not keys:
             return 0
 
         def one(key: str) -> bool:
+            if should_stop is not None and should_stop():
+                return True
             return self._safe_update(key, on_item)
 
         if workers <= 1:
@@ -399,14 +405,16 @@ class StartupStatusFlush:
         writes_before = self._updater.writes
         on_item = metrics.status_flush_item if metrics is not None else None
         try:
-            failed = self._updater.bulk_update(todo, workers=self._workers, on_item=on_item)
+            failed = self._updater.bulk_update(todo, workers=self._workers, on_item=on_item,
+                                               should_stop=self._stop.is_set)
         except Exception as e:  # per-key failures are counted; anything else must not leave it RUNNING
             log.exception("start-up status flush failed", error=str(e))
             failed = len(todo)
         with self._lock:
             self.state = self.DONE
-        self.result = FlushResult("written", attempted=len(todo), failed=failed,
-                                  seconds=self._clock() - start, written=self._updater.writes - writes_before)
+        state = "stopped" if self._stop.is_set() else "written"
+        self.result = FlushResult(state, attempted=len(todo), failed=failed, seconds=self._clock() - start,
+                                  written=self._updater.writes - writes_before)
         log.info("start-up status flush finished", ingresses=len(todo), written=self.result.written,
                  failed=failed, seconds=round(self.result.seconds, 3))
         return self.result

@@ -354,3 +354,21 @@ def test_write_never_modifies_the_cached_object() -> None:
     assert u.update_ingress_status("ns/a") is True
     assert cache == before
     assert c.objects["ns/a"]["status"]["loadBalancer"]["ingress"] == [{"ip": "1.2.3.4"}]
+
+
+def test_flush_stops_writing_on_shutdown() -> None:
+    """A shutdown during the writes skips the rest: the process does not wait for thousands of writes."""
+    c, keys = populated(20)
+    u = make(c)
+    u.save_status_from_external_status("1.2.3.4")
+    f = StartupStatusFlush(u, leader_election=False, workers=1)
+    inner = c.update_status
+
+    def update_then_stop(rt: Any, namespace: str | None, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        f.stop()
+        return inner(rt, namespace, name, body)
+
+    c.update_status = update_then_stop  # type: ignore[method-assign]
+    r = f.run(keys)
+    assert (r.state, r.written) == ("stopped", 1)
+    assert len(c.updates) == 1

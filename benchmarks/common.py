@@ -1,0 +1,464 @@
+"""Shared benchmark helpers: a devcluster in a child process, cluster shapes, the real controller as a child
+process, and output (table, JSON, plot).
+
+- `ClusterProcess` runs `DevCluster` in its own process (so its CPU does not share the controller's GIL; on a
+  2-core machine both still share the machine) and answers commands over a pipe: generate a shape, set
+  latency, read request statistics.
+- Shapes: `plain_shape` (N Ingresses over M namespaces, one host each, each with its Service and
+  EndpointSlice, a share with a TLS Secret) and `mergeable_shape` (NIC issue #9657: namespaces x masters x
+  minions, one minion per master for each of the namespace's Services).
+- `ControllerProcess` starts `python -m ingressctl` against a kubeconfig with NGINX on free ports and its
+  files in a temporary directory, waits for `/nginx-ready`, and reads its peak RSS (VmHWM), NGINX's config
+  version (= successful reloads) and its JSON log.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+CLASS = "nginx"
+CONFIG_NS = "nginx-ingress"
+CONFIG_MAP = "nginx-config"
+POD_NAME = "ingressctl-bench"
+STATUS = "ingresses/status"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# ------------------------------------------------------------------------------------------- objects
+
+_CERTS: dict[str, tuple[str, str]] = {}
+
+
+def tls_pair(key_type: str = "rsa") -> tuple[str, str]:
+    """One self-signed certificate and key (base64 of the PEM; RSA-2048 or ECDSA P-256), shared by every TLS
+    Secret: NGINX still builds one SSL context per server block, which is what costs."""
+    if key_type not in _CERTS:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec, rsa
+        from cryptography.x509.oid import NameOID
+
+        key: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey = (
+            rsa.generate_private_key(public_exponent=65537, key_size=2048) if key_type == "rsa"
+            else ec.generate_private_key(ec.SECP256R1()))
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bench.example.com")])
+        now = datetime.datetime.now(datetime.UTC)
+        cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+                .not_valid_after(now + datetime.timedelta(days=30))
+                .add_extension(x509.SubjectAlternativeName([x509.DNSName("*.example.com")]), critical=False)
+                .sign(key, hashes.SHA256()))
+        cert_pem = cert.public_bytes(serialization.Encoding.PEM)
+        fmt = serialization.PrivateFormat.TraditionalOpenSSL
+        key_pem = key.private_bytes(serialization.Encoding.PEM, fmt, serialization.NoEncryption())
+        _CERTS[key_type] = (base64.b64encode(cert_pem).decode(), base64.b64encode(key_pem).decode())
+    return _CERTS[key_type]
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def service(ns: str, name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns,
+                                                                "labels": {"app": name}},
+            "spec": {"type": "ClusterIP", "selector": {"app": name},
+                     "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]}}
+
+
+def endpoint_slice(ns: str, svc: str, address: str, port: int) -> dict[str, Any]:
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": f"{svc}-abcde", "namespace": ns,
+                         "labels": {"kubernetes.io/service-name": svc,
+                                    "endpointslice.kubernetes.io/managed-by":
+                                        "endpointslice-controller.k8s.io"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [address], "conditions": {"ready": True, "serving": True},
+                           "targetRef": {"kind": "Pod", "namespace": ns, "name": f"{svc}-0"}}],
+            "ports": [{"name": "http", "port": port, "protocol": "TCP"}]}
+
+
+def tls_secret(ns: str, name: str, key_type: str = "rsa") -> dict[str, Any]:
+    crt, key = tls_pair(key_type)
+    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+            "metadata": {"name": name, "namespace": ns}, "data": {"tls.crt": crt, "tls.key": key}}
+
+
+def ingress(ns: str, name: str, host: str, paths: list[tuple[str, str]], *, tls_secret_name: str = "",
+            annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"host": host}
+    if paths:
+        rule["http"] = {"paths": [{"path": p, "pathType": "Prefix",
+                                   "backend": {"service": {"name": svc, "port": {"number": 80}}}}
+                                  for p, svc in paths]}
+    spec: dict[str, Any] = {"ingressClassName": CLASS, "rules": [rule]}
+    if tls_secret_name:
+        spec["tls"] = [{"hosts": [host], "secretName": tls_secret_name}]
+    md: dict[str, Any] = {"name": name, "namespace": ns}
+    if annotations:
+        md["annotations"] = annotations
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": md, "spec": spec}
+
+
+def plain_shape(n: int, namespaces: int, tls_share: float, address: str = "127.0.0.1",
+                port: int = 8080, key_type: str = "rsa") -> Iterator[dict[str, Any]]:
+    """N Ingresses `app-<i>` (host app-<i>.example.com, paths / and /api) spread over `namespaces`
+    namespaces, each with its Service and EndpointSlice; every k-th (tls_share) has a TLS Secret."""
+    for k in range(min(n, namespaces)):
+        yield namespace(f"team-{k}")
+    tls_every = round(1 / tls_share) if tls_share > 0 else 0
+    for i in range(n):
+        ns = f"team-{i % namespaces}"
+        svc = f"svc-{i}"
+        yield service(ns, svc)
+        yield endpoint_slice(ns, svc, address, port)
+        secret = ""
+        if tls_every and i % tls_every == 0:
+            secret = f"tls-{i}"
+            yield tls_secret(ns, secret, key_type)
+        yield ingress(ns, f"app-{i}", f"app-{i}.example.com", [("/", svc), ("/api", svc)],
+                      tls_secret_name=secret)
+
+
+def mergeable_shape(namespaces: int, masters: int, minions: int, address: str = "127.0.0.1",
+                    port: int = 8080) -> Iterator[dict[str, Any]]:
+    """NIC #9657: per namespace `masters` masters (one host each) and `minions` Services, each Service with
+    one minion per master (path /<svc>)."""
+    for k in range(namespaces):
+        ns = f"shop-{k}"
+        yield namespace(ns)
+        for s in range(minions):
+            svc = f"svc-{s}"
+            yield service(ns, svc)
+            yield endpoint_slice(ns, svc, address, port)
+        for m in range(masters):
+            host = f"d{m}.shop-{k}.example.com"
+            yield ingress(ns, f"master-{m}", host, [],
+                          annotations={"nginx.org/mergeable-ingress-type": "master"})
+            for s in range(minions):
+                yield ingress(ns, f"minion-{m}-{s}", host, [(f"/svc-{s}", f"svc-{s}")],
+                              annotations={"nginx.org/mergeable-ingress-type": "minion"})
+
+
+def base_objects(status_address: str) -> list[dict[str, Any]]:
+    """The IngressClass, the controller's namespace and its ConfigMap (with external-status-address)."""
+    return [
+        {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": {"name": CLASS},
+         "spec": {"controller": "nginx.org/ingress-controller"}},
+        namespace(CONFIG_NS),
+        config_map(status_address),
+    ]
+
+
+def config_map(status_address: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CONFIG_MAP, "namespace": CONFIG_NS},
+            "data": {"external-status-address": status_address, "worker-processes": "1"}}
+
+
+def count_kinds(objects: list[dict[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for o in objects:
+        out[o["kind"]] = out.get(o["kind"], 0) + 1
+    return out
+
+
+# ------------------------------------------------------------------------------------------- devcluster
+
+def _serve(conn: Connection, kubeconfig: str, history: int) -> None:
+    from ingressctl.devcluster import DevCluster
+    from ingressctl.logging import configure_logging
+    from ingressctl.settings import LogSettings
+
+    configure_logging(LogSettings(format="text", level="error"))
+    shapes: dict[str, Callable[..., Iterator[dict[str, Any]]]] = {
+        "plain": plain_shape, "mergeable": mergeable_shape}
+    with DevCluster(history=history) as dc:
+        dc.write_kubeconfig(kubeconfig)
+        conn.send(dc.url)
+        while True:
+            try:
+                cmd, args = conn.recv()
+            except EOFError:
+                return
+            try:
+                result: Any = None
+                if cmd == "stop":
+                    conn.send(None)
+                    return
+                if cmd == "load_shape":
+                    shape, kwargs = args
+                    objs = list(shapes[shape](**kwargs))
+                    t0 = time.perf_counter()
+                    dc.load(objs)
+                    result = {"kinds": count_kinds(objs), "load_seconds": time.perf_counter() - t0}
+                elif cmd == "load":
+                    dc.load(args)
+                elif cmd == "set_latency":
+                    ms, verb, resource = args
+                    dc.faults.set_latency(ms, verb=verb, resource=resource)
+                elif cmd == "reset_faults":
+                    dc.faults.reset()
+                elif cmd == "reset_stats":
+                    dc.stats.reset()
+                elif cmd == "stats":
+                    result = {"counts": {f"{v} {r}": n for (v, r), n in dc.stats.counts().items()},
+                              "status_updates": dc.stats.count("update", STATUS),
+                              "status_max_in_flight": dc.stats.max_in_flight("update", STATUS)}
+                elif cmd == "status_updates":
+                    result = dc.stats.count("update", STATUS)
+                elif cmd == "rss":
+                    result = _vm_hwm(os.getpid())
+                else:
+                    raise ValueError(f"unknown command {cmd!r}")
+                conn.send(("ok", result))
+            except Exception as e:  # reported to the parent
+                conn.send(("error", repr(e)))
+
+
+class ClusterProcess:
+    """A devcluster in a child process, driven over a pipe."""
+
+    def __init__(self, workdir: str, *, history: int = 50_000) -> None:
+        self.kubeconfig = os.path.join(workdir, "kubeconfig")
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(child, self.kubeconfig, history), daemon=True)
+        self._proc.start()
+        if not self._conn.poll(120):
+            raise RuntimeError("devcluster did not start")
+        self.url = self._conn.recv()
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int:
+        return int(self._proc.pid or 0)
+
+    def call(self, cmd: str, args: Any = None, timeout: float = 1800) -> Any:
+        with self._lock:
+            self._conn.send((cmd, args))
+            if not self._conn.poll(timeout):
+                raise RuntimeError(f"devcluster did not answer {cmd}")
+            state, result = self._conn.recv()
+        if state != "ok":
+            raise RuntimeError(f"devcluster {cmd} failed: {result}")
+        return result
+
+    def load_shape(self, shape: str, **kwargs: Any) -> dict[str, Any]:
+        return dict(self.call("load_shape", (shape, kwargs)))
+
+    def load(self, objects: list[dict[str, Any]]) -> None:
+        self.call("load", objects)
+
+    def set_latency(self, ms: float, verb: str | None = None, resource: str | None = None) -> None:
+        self.call("set_latency", (ms, verb, resource))
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception), self._lock:
+            self._conn.send(("stop", None))
+            self._conn.poll(10)
+        self._proc.join(10)
+        if self._proc.is_alive():
+            self._proc.terminate()
+            self._proc.join(5)
+
+
+# ------------------------------------------------------------------------------------------- controller
+
+def _vm_hwm(pid: int) -> int:
+    """Peak resident set size in bytes (VmHWM), 0 if unknown."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class ControllerProcess:
+    """`python -m ingressctl` as a child process with NGINX on free ports and files in a temporary dir."""
+
+    def __init__(self, kubeconfig: str, *, legacy: bool = False, extra: list[str] | None = None,
+                 log_level: str = "info", workdir: str | None = None, profile: str | None = None) -> None:
+        """`profile`: write a py-spy profile (collapsed stacks) of the controller to this path."""
+        self.dir = tempfile.mkdtemp(prefix="ic-bench-", dir=workdir or "/tmp")
+        self.http_port, self.https_port, self.ready_port = free_port(), free_port(), free_port()
+        self.run_dir = os.path.join(self.dir, "run")
+        self.log_path = os.path.join(self.dir, "controller.log")
+        self.args = [
+            sys.executable, "-m", "ingressctl", "--kubeconfig", kubeconfig,
+            "--nginx-conf-dir", os.path.join(self.dir, "conf"), "--nginx-run-dir", self.run_dir,
+            "--default-http-listener-port", str(self.http_port),
+            "--default-https-listener-port", str(self.https_port),
+            "--ready-status-port", str(self.ready_port), "--nginx-status=false",
+            "--nginx-reload-timeout", "900000",
+            "--nginx-configmaps", f"{CONFIG_NS}/{CONFIG_MAP}", "--report-ingress-status",
+            "--log-format", "json", "--log-level", log_level,
+            *(["--legacy-startup"] if legacy else []), *(extra or []),
+        ]
+        if profile:
+            spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
+            self.args = [spy, "record", "--format", "raw", "--rate", "100", "--nonblocking", "-o", profile,
+                         "--", *self.args]
+        self.profiling = bool(profile)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started_at = 0.0
+        self.ready_at = 0.0
+
+    def start(self) -> None:
+        env = dict(os.environ, POD_NAMESPACE=CONFIG_NS, POD_NAME=POD_NAME, PYTHONUNBUFFERED="1")
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.started_at = time.monotonic()
+        self.proc = subprocess.Popen(self.args, stdout=self._log, stderr=subprocess.STDOUT, env=env,
+                                     cwd=str(ROOT), start_new_session=True)
+
+    @property
+    def pid(self) -> int:
+        """The controller's pid (the child of py-spy when profiling)."""
+        assert self.proc is not None
+        if not self.profiling:
+            return self.proc.pid
+        for _ in range(200):
+            try:
+                with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+                    kids = f.read().split()
+            except OSError:
+                kids = []
+            if kids:
+                return int(kids[0])
+            time.sleep(0.05)
+        return self.proc.pid
+
+    def is_ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.ready_port}/nginx-ready", timeout=2) as r:
+                return int(r.status) == 200
+        except Exception:
+            return False
+
+    def wait_ready(self, timeout: float, interval: float = 0.01) -> float:
+        """Seconds from process start to /nginx-ready 200."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"controller exited with {self.proc.returncode}; log: {self.log_path}\n"
+                                   + self.tail())
+            if self.is_ready():
+                self.ready_at = time.monotonic()
+                return self.ready_at - self.started_at
+            time.sleep(interval)
+        raise TimeoutError(f"controller not ready after {timeout}s; log: {self.log_path}\n" + self.tail())
+
+    def peak_rss(self) -> int:
+        return _vm_hwm(self.pid)
+
+    def config_version(self) -> int:
+        """The config version NGINX serves (the number of successful reloads since start)."""
+        import requests_unixsocket
+
+        sock = os.path.join(self.run_dir, "nginx-config-version.sock").replace("/", "%2F")
+        with requests_unixsocket.Session() as s:
+            r = s.get(f"http+unix://{sock}/configVersion", timeout=10)
+            return int(r.text.strip())
+
+    def log_events(self) -> list[dict[str, Any]]:
+        out = []
+        with open(self.log_path, "rb") as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    continue
+        return out
+
+    def find_log(self, event: str) -> dict[str, Any] | None:
+        for e in self.log_events():
+            if e.get("event") == event:
+                return e
+        return None
+
+    def tail(self, n: int = 20) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                return b"".join(f.readlines()[-n:]).decode(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 60) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        with contextlib.suppress(Exception):
+            self._log.close()
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------------- output
+
+def print_table(headers: list[str], rows: list[list[Any]]) -> None:
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    for k, r in enumerate(cells):
+        print("  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r)))
+        if k == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def write_json(out_dir: str | None, name: str, data: Any) -> str | None:
+    if not out_dir:
+        return None
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, name)
+    with open(path, "w") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+    return path
+
+
+def machine() -> dict[str, Any]:
+    return {"python": sys.version.split()[0], "cpus": os.cpu_count(), "load_average_1m": os.getloadavg()[0]}
+
+
+def have_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def mb(n: int) -> str:
+    return f"{n / 1e6:.0f}"

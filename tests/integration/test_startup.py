@@ -1,0 +1,298 @@
+"""Start-up (DESIGN.md section 5) against a devcluster and a real NGINX: one reload and none before the lists
+finish, readiness before any status write, the 10-worker status flush gated on leader election, problem
+statuses written synchronously, no rewrite of unchanged status, and one retry after a 409."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from ingressctl.controller import controller as controller_module
+from ingressctl.controller.status import StartupStatusFlush
+from ingressctl.k8s.client import KubeClient
+from ingressctl.k8s.leader import LeaderElector
+from tests.conftest import wait_until
+from tests.integration.conftest import NS, Env, rule
+
+pytestmark = pytest.mark.integration
+
+STATUS = "ingresses/status"
+ADDRESS = "1.2.3.4"
+LEASE = "nginx-ingress-leader-election"
+
+
+def ingress(name: str, host: str, *, status: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"ingressClassName": "nginx", "rules": [rule(host, ("/", "web"))]}}
+    if status is not None:
+        body["status"] = {"loadBalancer": {"ingress": [{"ip": status}]}}
+    return body
+
+
+def populate(env: Env, n: int, prefix: str = "ing") -> list[str]:
+    """A Service with a real backend and `n` Ingresses (loaded in bulk); returns their names."""
+    env.service("web")
+    env.endpoints("web", [env.backend("web")])
+    names = [f"{prefix}-{i}" for i in range(n)]
+    env.cluster.load(ingress(name, f"{name}.example.com") for name in names)
+    return names
+
+
+def config_map(env: Env, address: str = ADDRESS) -> None:
+    env.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nginx-config", "namespace": NS},
+               "data": {"external-status-address": address}})
+
+
+def addresses(env: Env, name: str) -> list[dict[str, Any]]:
+    ing = env.get("ingresses", name)
+    return list(((ing.get("status") or {}).get("loadBalancer") or {}).get("ingress") or [])
+
+
+def stored_addresses(env: Env) -> dict[str, list[Any]]:
+    """Every Ingress's status addresses, read from the devcluster's store (no API request)."""
+    return {o["metadata"]["name"]: ((o.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+            for o in env.cluster.objects("ingresses", NS)}
+
+
+def status_updates(env: Env) -> int:
+    return int(env.cluster.stats.count("update", STATUS))
+
+
+def completed_status_updates(env: Env) -> int:
+    return status_updates(env) - int(env.cluster.stats.in_flight("update", STATUS))
+
+
+def status_settings(env: Env, **kw: Any) -> Any:
+    return env.settings(nginx_configmaps=f"{NS}/nginx-config", report_ingress_status=True, **kw)
+
+
+@pytest.fixture
+def other_leader(env: Env) -> Iterator[LeaderElector]:
+    """Another replica holding the controller's Lease and renewing it (a real LeaderElector)."""
+    client = KubeClient.from_kubeconfig(env.kubeconfig)
+    elector = LeaderElector(client, namespace="default", name=LEASE, identity="other-replica",
+                            lease_duration=3, renew_deadline=2, retry_period=0.5)
+    elector.start()
+    wait_until(elector.is_leader, "the other replica leads")
+    try:
+        yield elector
+    finally:
+        elector.stop()
+        client.close()
+
+
+# ------------------------------------------------------------------------------------------------ reloads
+
+
+def test_one_reload_at_startup_and_none_while_lists_are_in_flight(env: Env) -> None:
+    names = populate(env, 30)
+    env.cluster.faults.set_latency(500, verb="list")        # the initial lists take a while
+    c = env.controller(start=False)
+    errors: list[str] = []
+
+    def starter() -> None:
+        try:
+            c.start(wait_ready=False)
+        except Exception as e:  # reported below
+            errors.append(repr(e))
+
+    t = threading.Thread(target=starter)
+    t.start()
+    seen_lists_in_flight = False
+    while t.is_alive():
+        lists = sum(env.cluster.stats.in_flight("list", r)
+                    for r in ("ingresses", "services", "endpointslices", "secrets", "configmaps"))
+        manager = c.app.manager
+        if lists and manager is not None:
+            seen_lists_in_flight = True
+            assert manager.reload_count == 0 and manager.config_version == 0, "reloaded before lists ended"
+        time.sleep(0.002)
+    t.join()
+    assert not errors
+    assert seen_lists_in_flight, "the devcluster never showed a list in flight"
+    assert c.lbc.informers_synced()
+    assert c.lbc.wait_ready(60)
+    for n in names:
+        assert c.get(f"{n}.example.com").backend == "web"
+    c.wait_idle()
+    assert c.reloads == 1
+    assert c.lbc.configuration.startup_complete and c.lbc.is_ready()
+
+
+def test_an_empty_cluster_becomes_ready_without_a_reload(env: Env) -> None:
+    """Nothing to render: NGINX already serves the main config it started with, so readiness needs none."""
+    c = env.controller()
+    c.wait_idle()
+    assert c.lbc.is_ready()
+    assert c.reloads == 0
+
+
+# ------------------------------------------------------------------------------------------------ status
+
+
+def test_readiness_comes_before_any_status_write_with_a_slow_status_path(env: Env) -> None:
+    names = populate(env, 20)
+    config_map(env)
+    env.cluster.faults.set_latency(500, verb="update", resource=STATUS)
+    c = env.controller(status_settings(env), start=False)
+    c.start(wait_ready=False)
+    assert c.lbc.wait_ready(60)
+    # At the moment readiness turned on, no status write had completed and none was stored.
+    assert completed_status_updates(env) == 0
+    assert all(not a for a in stored_addresses(env).values())
+    for n in names:
+        wait_until(lambda n=n: addresses(env, n) == [{"ip": ADDRESS}], f"status of {n}")
+    flush = c.lbc.startup_flush
+    wait_until(lambda: flush.result is not None, "flush finished")
+    assert flush.result.state == "written" and flush.result.written == len(names)
+
+
+def test_legacy_startup_writes_status_before_readiness(env: Env) -> None:
+    """The pre-5.5 baseline: the same check as above sees every status written before readiness."""
+    names = populate(env, 5)
+    config_map(env)
+    env.cluster.faults.set_latency(100, verb="update", resource=STATUS)
+    c = env.controller(status_settings(env, legacy_startup=True), start=False)
+    c.start(wait_ready=False)
+    assert c.lbc.wait_ready(60)
+    assert completed_status_updates(env) >= len(names)
+    assert all(a == [{"ip": ADDRESS}] for a in stored_addresses(env).values())
+    assert c.lbc.startup_flush is None
+
+
+def test_status_flush_uses_ten_concurrent_writers_and_never_rewrites(env: Env) -> None:
+    names = populate(env, 200)
+    config_map(env)
+    env.cluster.faults.set_latency(100, verb="update", resource=STATUS)   # writes overlap
+    c = env.controller(status_settings(env, enabled=True))
+    flush = c.lbc.startup_flush
+    wait_until(lambda: flush.result is not None, "flush finished")
+    assert flush.result.state == "written"
+    assert flush.result.attempted == flush.result.written == len(names)
+    assert status_updates(env) == len(names)                 # one write each: no retries, no rewrites
+    assert env.cluster.stats.max_in_flight("update", STATUS) == 10
+    assert all(a == [{"ip": ADDRESS}] for a in stored_addresses(env).values())
+
+    # A spec change that leaves the address alone writes no status.
+    host = f"{names[0]}.example.com"
+    env.apply(ingress(names[0], host) | {"spec": {
+        "ingressClassName": "nginx", "rules": [rule(host, ("/", "web"), ("/v2", "web"))]}})
+    c.wait_backend(f"{names[0]}.example.com", "/v2", "web")
+    c.wait_idle()
+    assert status_updates(env) == len(names)
+
+    # A restart finds every status right: the flush writes nothing.
+    c.stop()
+    c2 = env.controller(status_settings(env, enabled=True))
+    flush2 = c2.lbc.startup_flush
+    wait_until(lambda: flush2.result is not None, "second flush finished")
+    assert flush2.result.state == "written" and flush2.result.written == 0
+    assert status_updates(env) == len(names)
+
+
+def test_a_follower_writes_nothing_and_writes_everything_once_it_leads(
+        env: Env, other_leader: LeaderElector) -> None:
+    names = populate(env, 6)
+    config_map(env)
+    c = env.controller(status_settings(env, enabled=True, lease_duration_s=3.0, renew_deadline_s=2.0,
+                                       retry_period_s=0.5))
+    assert not c.app.leader.is_leader()
+    c.wait_backend(f"{names[0]}.example.com", "/", "web")   # a follower serves traffic
+    # A change while following: configured and served, but no status written.
+    env.apply(ingress("late", "late.example.com"))
+    c.wait_backend("late.example.com", "/", "web")
+    c.wait_idle()
+    assert c.lbc.startup_flush.owns_writes()                # still waiting for the lease
+    assert status_updates(env) == 0
+    assert not c.app.leader.is_leader()
+
+    other_leader.stop()                                      # the other replica goes away (releases)
+    wait_until(c.app.leader.is_leader, "the controller leads")
+    flush = c.lbc.startup_flush
+    wait_until(lambda: flush.result is not None, "flush finished")
+    assert flush.result.state == "written"
+    for n in [*names, "late"]:
+        assert addresses(env, n) == [{"ip": ADDRESS}], n
+    assert status_updates(env) == len(names) + 1
+
+
+def test_a_follower_whose_flush_gave_up_writes_every_status_when_it_becomes_leader(
+        env: Env, other_leader: LeaderElector, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flush waits `leader_wait` (60 s in production; 1 s here) and exits; the became-leader callback
+    then writes every status."""
+    def short_wait(*args: Any, **kw: Any) -> StartupStatusFlush:
+        kw["leader_wait"] = 1.0
+        return StartupStatusFlush(*args, **kw)
+
+    monkeypatch.setattr(controller_module, "StartupStatusFlush", short_wait)
+    names = populate(env, 5)
+    config_map(env)
+    c = env.controller(status_settings(env, enabled=True, lease_duration_s=3.0, renew_deadline_s=2.0,
+                                       retry_period_s=0.5))
+    flush = c.lbc.startup_flush
+    wait_until(lambda: flush.result is not None, "the flush gave up")
+    assert flush.result.state == "skipped-follower"
+    assert status_updates(env) == 0
+
+    other_leader.stop()
+    wait_until(c.app.leader.is_leader, "the controller leads")
+    for n in names:
+        wait_until(lambda n=n: addresses(env, n) == [{"ip": ADDRESS}], f"status of {n}")
+    assert status_updates(env) == len(names)
+
+
+def test_problem_statuses_are_cleared_before_readiness_and_name_the_winner(env: Env) -> None:
+    env.service("web")
+    env.endpoints("web", [env.backend("web")])
+    env.cluster.load([ingress("winner", "shared.example.com")])
+    wait_until(lambda: _older_by_a_second(env, "winner"), "a second passes", deadline=5)
+    # The loser carries a stale address from an earlier owner of the host.
+    env.cluster.load([ingress("loser", "shared.example.com", status="9.9.9.9")])
+    config_map(env)
+    env.cluster.faults.set_latency(300, verb="update", resource=STATUS)
+    c = env.controller(status_settings(env), start=False)
+    c.start(wait_ready=False)
+    assert c.lbc.wait_ready(60)
+    stored = stored_addresses(env)
+    assert stored["loser"] == []            # cleared synchronously, before readiness
+    assert stored["winner"] == []           # the deferred flush comes after readiness
+    env.wait_event("loser", "Rejected",
+                   "All hosts are taken by other resources: host shared.example.com by Ingress demo/winner")
+    wait_until(lambda: addresses(env, "winner") == [{"ip": ADDRESS}], "winner's status")
+    assert addresses(env, "loser") == []
+    assert c.get("shared.example.com").backend == "web"
+
+
+def test_a_conflict_is_retried_once_with_a_fresh_read(env: Env) -> None:
+    populate(env, 1)
+    config_map(env)
+    env.cluster.faults.fail_next(409, verb="update", resource=STATUS)
+    gets = env.cluster.stats.count("get", "ingresses")
+    c = env.controller(status_settings(env))
+    # Read through the devcluster's store: the test's own GETs must not count.
+    wait_until(lambda: stored_addresses(env)["ing-0"] == [{"ip": ADDRESS}], "status written after the retry")
+    assert status_updates(env) == 2
+    assert env.cluster.stats.count("get", "ingresses") == gets + 1
+    assert c.app.status.failures == 0
+
+    # Two conflicts in a row: one retry only, then the failure is counted (no loop).
+    env.cluster.faults.fail_next(409, count=2, verb="update", resource=STATUS)
+    config_map(env, "5.6.7.8")
+    wait_until(lambda: c.app.status.failures == 1, "the second conflict is given up")
+    c.wait_idle()
+    assert status_updates(env) == 4
+    assert env.cluster.stats.count("get", "ingresses") == gets + 2
+    assert stored_addresses(env)["ing-0"] == [{"ip": ADDRESS}]
+
+
+def _older_by_a_second(env: Env, name: str) -> bool:
+    import datetime
+
+    created = datetime.datetime.fromisoformat(env.get("ingresses", name)["metadata"]["creationTimestamp"])
+    return datetime.datetime.now(datetime.UTC) - created >= datetime.timedelta(seconds=1.1)
