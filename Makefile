@@ -40,6 +40,7 @@ run: deps
 
 ## Run the benchmark suite; it prints tables and writes JSON under $(RUN_DIR)/bench.
 bench: deps
+	@$(PY) -m pip install -q --disable-pip-version-check -e '.[bench]'
 	@mkdir -p $(RUN_DIR)/bench
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b --out $(RUN_DIR)/bench || exit 1; done
 
