@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import base64
 import datetime
+import gc
 import http.client
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+import pytest
 
 T = TypeVar("T")
 
@@ -140,3 +143,13 @@ def tls_secret(name: str, namespace: str, cert_pem: bytes, key_pem: bytes) -> di
         "data": {"tls.crt": base64.b64encode(cert_pem).decode(),
                  "tls.key": base64.b64encode(key_pem).decode()},
     }
+
+
+@pytest.fixture(autouse=True)
+def _garbage_collector_left_enabled() -> Iterator[None]:
+    """Each test leaves the cyclic GC as it found it: informers pause it during lists and must end it."""
+    enabled = gc.isenabled()
+    yield
+    if enabled and not gc.isenabled():
+        gc.enable()
+        raise AssertionError("the test left the garbage collector disabled (a GC pause was never released)")

@@ -458,7 +458,11 @@ def test_dispatcher_matches_the_server_through_gaps_and_relists(steps: list[tupl
         while len(queue):
             delta = queue.pop()
             assert delta is not None
-            inf._process(delta)
+            try:
+                inf._process(delta)
+            finally:  # as the dispatcher loop does: end the GC pause a replace holds
+                if delta.release is not None:
+                    delta.release()
 
     queue.replace([], str(rv))  # the first list: empty
     drain()
