@@ -31,6 +31,8 @@ from ingressctl.settings import (
 from tests.conftest import Response, TLSResponse, free_port, http_get, https_get, wait_until
 
 NS = "demo"
+# The host of the well-behaved Ingress that bad-input tests check keeps serving.
+GOOD = "good.example.com"
 
 
 class Controller:
@@ -341,3 +343,22 @@ def env() -> Iterator[Env]:
         e.close()
         for d in [*e.cleanup_dirs, tmp]:
             shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def running(env: Env) -> Controller:
+    """A controller serving one good Ingress (GOOD -> backend "good"), plus a spare Service "web"."""
+    for name in ("good", "web"):
+        env.service(name)
+        env.endpoints(name, [env.backend(name)])
+    env.ingress("good", [rule(GOOD, ("/", "good"))])
+    c = env.controller()
+    c.wait_backend(GOOD, "/", "good")
+    return c
+
+
+def still_healthy(c: Controller) -> None:
+    """The good Ingress still routes, and nothing crashed or failed a sync."""
+    assert c.get(GOOD, "/").backend == "good"
+    assert c.lbc.is_alive() and c.app.is_ready()
+    assert c.lbc.stats.sync_errors == 0

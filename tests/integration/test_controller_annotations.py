@@ -16,11 +16,9 @@ import pytest
 
 from ingressctl.nginx.processes import current_workers
 from tests.conftest import Response, make_cert, wait_until
-from tests.integration.conftest import NS, Controller, Env, rule
+from tests.integration.conftest import NS, Controller, Env, rule, still_healthy
 
 pytestmark = pytest.mark.integration
-
-GOOD = "good.example.com"
 
 
 def get_with_headers(port: int, host: str, path: str, headers: dict[str, str]) -> Response:
@@ -48,23 +46,6 @@ def htpasswd_secret(name: str, users: dict[str, str]) -> dict[str, object]:
 
 def mode_of(path: str) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
-
-
-@pytest.fixture
-def running(env: Env) -> Controller:
-    for name in ("good", "web"):
-        env.service(name)
-        env.endpoints(name, [env.backend(name)])
-    env.ingress("good", [rule(GOOD, ("/", "good"))])
-    c = env.controller()
-    c.wait_backend(GOOD, "/", "good")
-    return c
-
-
-def still_healthy(c: Controller) -> None:
-    assert c.get(GOOD, "/").backend == "good"
-    assert c.lbc.is_alive() and c.app.is_ready()
-    assert c.lbc.stats.sync_errors == 0
 
 
 # ------------------------------------------------------------------------------------------ invalid values

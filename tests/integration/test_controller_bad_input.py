@@ -7,28 +7,9 @@ import base64
 import pytest
 
 from tests.conftest import make_cert, tls_secret, wait_until
-from tests.integration.conftest import NS, Controller, Env, rule
+from tests.integration.conftest import GOOD, NS, Controller, Env, rule, still_healthy
 
 pytestmark = pytest.mark.integration
-
-GOOD = "good.example.com"
-
-
-@pytest.fixture
-def running(env: Env) -> Controller:
-    for name in ("good", "web"):
-        env.service(name)
-        env.endpoints(name, [env.backend(name)])
-    env.ingress("good", [rule(GOOD, ("/", "good"))])
-    c = env.controller()
-    c.wait_backend(GOOD, "/", "good")
-    return c
-
-
-def still_healthy(c: Controller) -> None:
-    assert c.get(GOOD, "/").backend == "good"
-    assert c.lbc.is_alive() and c.app.is_ready()
-    assert c.lbc.stats.sync_errors == 0
 
 
 def test_invalid_host(env: Env, running: Controller) -> None:
