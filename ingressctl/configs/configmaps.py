@@ -77,7 +77,7 @@ class ConfigParams:
     max_fails: int = 1
     max_conns: int = 0
     fail_timeout: str = "10s"
-    upstream_zone_size: str = "256k"
+    upstream_zone_size: str = ""  # "" = sized from the servers (NIC: 256k per upstream)
     use_cluster_ip: bool = False  # annotation only; the controller resolves the ClusterIP
     # Default server
     default_server_return: str = "404"
@@ -262,9 +262,9 @@ def parse_config_map(data: Mapping[str, str] | None) -> tuple[ConfigParams, list
 
 
 def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
-                         dhparam_path: str = "") -> MainConfig:
+                         dhparam_path: str = "", upstream_zone_size: str = "1m") -> MainConfig:
     """The main template's model (NIC's `GenerateNginxMainConfig`). `dhparam_path`: where the Configurator
-    wrote `ssl-dhparam-file`."""
+    wrote `ssl-dhparam-file`; `upstream_zone_size`: the shared upstream zone's size."""
     return MainConfig(
         run_dir=static.run_dir,
         worker_processes=config.worker_processes,
@@ -303,6 +303,7 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         ssl_ciphers=config.ssl_ciphers,
         ssl_prefer_server_ciphers=config.ssl_prefer_server_ciphers,
         ssl_dhparam=dhparam_path,
+        upstream_zone_size=upstream_zone_size,
         proxy_protocol=config.proxy_protocol,
         main_snippets=config.main_snippets,
         http_snippets=config.http_snippets,

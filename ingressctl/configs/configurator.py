@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ingressctl.configs.config import IngressNginxConfig
+from ingressctl.configs.config import IngressNginxConfig, shared_zone_size
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
 from ingressctl.configs.ingress import generate_nginx_config, generate_nginx_config_for_mergeable
 from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses
@@ -73,6 +73,11 @@ _UNCHANGED = object()
 class _Change:
     key: str
     old: str | None  # content at the last good reload; None: no file
+    old_digest: bytes | None
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 class Configurator:
@@ -98,8 +103,11 @@ class Configurator:
         self._dhparam_path = ""
         self._file_of: dict[str, str] = {}  # key -> conf.d file name (without .conf)
         self._key_of: dict[str, str] = {}  # file name -> key
-        self._files: dict[str, str] = {}  # file name -> content on disk
+        self._files: dict[str, bytes] = {}  # file name -> digest of the content on disk (not the content)
         self._changes: dict[str, _Change] = {}  # file name -> its state at the last good reload
+        self._zone_bytes: dict[str, int] = {}  # file name -> what its upstreams reserve in the shared zone
+        self._zone_total = 0
+        self._zone_size = shared_zone_size(0)  # as nginx.conf declares it
         self._main_text = ""
         self._main_old: object = _UNCHANGED  # nginx.conf at the last good reload, if changed since
         self._render_failures: dict[str, str] = {}  # key -> error, reported by the next reload_if_needed
@@ -200,6 +208,7 @@ class Configurator:
         if name is None:
             return
         self._write(name, key, None)
+        self._reserve_zone(name, 0)
         self._key_of.pop(name, None)
 
     def update_config(self, config: ConfigParams, ing_exes: Sequence[IngressEx],
@@ -208,12 +217,7 @@ class Configurator:
         them; the next `reload_if_needed` reloads once)."""
         self._config = config
         warnings = self._update_templates(config)
-        text = self._render_main()
-        if text != self._main_text:
-            if self._main_old is _UNCHANGED:
-                self._main_old = self._main_text
-            self._manager.create_main_config(text)
-            self._main_text = text
+        self._update_main()
         warnings.extend(self.add_or_update_ingresses(ing_exes))
         warnings.extend(self.add_or_update_mergeable_ingresses(mergeables))
         return warnings
@@ -249,8 +253,29 @@ class Configurator:
             log.error("writing the DH parameters failed", error=str(e))
             return ""
 
+    def _update_main(self) -> None:
+        """Re-render nginx.conf and write it if it changed (reloaded by the next `reload_if_needed`)."""
+        text = self._render_main()
+        if text != self._main_text:
+            if self._main_old is _UNCHANGED:
+                self._main_old = self._main_text
+            self._manager.create_main_config(text)
+            self._main_text = text
+
+    def _reserve_zone(self, name: str, reserved: int) -> None:
+        """Account for what a file's upstreams reserve in the shared zone; nginx.conf is re-rendered when the
+        zone's size steps."""
+        self._zone_total += reserved - self._zone_bytes.pop(name, 0)
+        if reserved:
+            self._zone_bytes[name] = reserved
+        size = shared_zone_size(self._zone_total)
+        if size != self._zone_size:
+            self._zone_size = size
+            self._update_main()
+
     def _render_main(self) -> str:
-        cfg = generate_main_config(self._static, self._config, dhparam_path=self._write_dhparam())
+        cfg = generate_main_config(self._static, self._config, dhparam_path=self._write_dhparam(),
+                                   upstream_zone_size=self._zone_size)
         try:
             return self._templates.execute_main_template(cfg)
         except TemplateRenderError as e:
@@ -316,33 +341,38 @@ class Configurator:
             return []
         self._render_failures.pop(key, None)
         name = self._file_name(key)
-        self._write(name, key, text)
+        digest = self._write(name, key, text)
+        self._reserve_zone(name, sum(u.zone_bytes() for u in cfg.upstreams))
         change = self._changes.get(name)
-        if change is None or change.old == text:
+        if change is None or change.old_digest == digest:
             self.rejected.pop(key, None)  # NGINX already serves exactly this
         return warnings
 
-    def _write(self, name: str, key: str, text: str | None) -> None:
+    def _write(self, name: str, key: str, text: str | None) -> bytes | None:
+        """Make the file hold `text`, remembering its last good version on the first change; its digest."""
+        digest = None if text is None else _digest(text)
         current = self._files.get(name)
-        if current == text:
-            return
+        if current == digest:
+            return digest
         if name not in self._changes:
-            self._changes[name] = _Change(key, current)
-        self._put(name, text)
+            old = self._manager.read_config(name) if current is not None else None
+            self._changes[name] = _Change(key, old, current)
+        self._put(name, text, digest)
+        return digest
 
-    def _put(self, name: str, text: str | None) -> None:
+    def _put(self, name: str, text: str | None, digest: bytes | None = None) -> None:
         """Make conf.d/<name>.conf hold `text` (None: no file)."""
         if text is None:
             self._manager.delete_config(name)
             self._files.pop(name, None)
         else:
             self._manager.create_config(name, text)
-            self._files[name] = text
+            self._files[name] = digest or _digest(text)
 
     # ------------------------------------------------------------------ reload
 
     def _pending(self) -> dict[str, _Change]:
-        return {n: c for n, c in self._changes.items() if self._files.get(n) != c.old}
+        return {n: c for n, c in self._changes.items() if self._files.get(n) != c.old_digest}
 
     def _main_changed(self) -> bool:
         return self._main_old is not _UNCHANGED and self._main_old != self._main_text
@@ -385,7 +415,8 @@ class Configurator:
             return ReloadOutcome(reloaded=False, error=str(err))
         log.warning("nginx reload failed; isolating the offending resources", changed=len(pending),
                     main_config=main_changed, error=error_text)
-        candidates = {name: self._files.get(name) for name in pending}
+        candidates = {name: self._manager.read_config(name) if name in self._files else None
+                      for name in pending}
         main_candidate = self._main_text
         # 1. Back to the last good state on disk.
         for name, change in pending.items():

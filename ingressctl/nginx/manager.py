@@ -5,13 +5,15 @@ Guarantees:
 - Every file write is atomic: a temp file in the same directory (named ".<name>.<random>.tmp", so
   `include conf.d/*.conf` never sees it), chmod'ed before any byte is written, then renamed over the
   target. `create_*` writes only when the bytes differ from what is on disk, and says so; an unchanged file
-  keeps its mtime. An in-memory copy of each file (keyed by inode, size and mtime) avoids re-reading it.
-- `reload()` succeeds only once NGINX's new workers serve the new config version over
-  `<run_dir>/nginx-config-version.sock` AND the previous workers stopped accepting connections (read from
-  /proc), so every connection opened after it returns gets the new config. Otherwise it raises ReloadError
-  ("nginx reload failed: ..." with NGINX's stderr or the master's [emerg] line, or "could not get newest
-  config version: ..."), and the old config keeps serving. As in NIC, the version counter is not rolled
-  back after a failure.
+  keeps its mtime. A digest of each file written (keyed by inode, size and mtime) avoids re-reading it; the
+  contents are not kept in memory (the Configurator's 10,000 files would be held twice).
+- `reload()` sends SIGHUP to the master it owns (`nginx -s reload` would parse the whole config once more just
+  to find the pid, doubling a multi-second load at scale), and succeeds only once NGINX's new workers serve
+  the new config version over `<run_dir>/nginx-config-version.sock` AND the previous workers stopped
+  accepting connections (read from /proc), so every connection opened after it returns gets the new config.
+  Otherwise it raises ReloadError ("nginx reload failed: ..." with the master's [emerg] (or its own [crit])
+  lines, or "could not get newest config version: ..."), and the old config keeps serving. As in NIC, the
+  version counter is not rolled back after a failure.
 - NGINX runs as our child in its own process group, with its output forwarded to our log. If it dies
   without `quit()`, its leftover workers are killed (so a restart can bind the ports again) and
   `on_exit(returncode)` is called from the waiter thread; `restart()` starts it again with the current files.
@@ -27,7 +29,7 @@ and `main_directives()` / `http_directives()` render the required directives:
 
     daemon off;                          # NGINX stays our child
     error_log stderr notice;             # forwarded to our log
-    pid <run_dir>/nginx.pid;             # `nginx -s reload` finds the master through it
+    pid <run_dir>/nginx.pid;             # an orphaned master is found through it
     http {
         access_log off;                  # or a writable path: the compiled-in default is root-only
         client_body_temp_path <run_dir>/client_body;  proxy_temp_path <run_dir>/proxy;
@@ -42,6 +44,7 @@ and `main_directives()` / `http_directives()` render the required directives:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -203,7 +206,7 @@ def render_config_version(version: int, socket_path: str) -> str:
 
 @dataclass
 class _Cached:
-    data: bytes
+    digest: bytes
     ino: int
     size: int
     mtime_ns: int
@@ -280,6 +283,10 @@ def _atomic_write(path: str, data: bytes, mode: int) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def _is_socket(path: str) -> bool:
@@ -417,20 +424,17 @@ class Manager:
             log.warning("failed to delete secret file", path=path, error=str(e))
 
     def _write_if_changed(self, path: str, data: bytes, mode: int) -> bool:
+        digest = _digest(data)
         with self._files_lock:
-            current = self._read_locked(path)
-            if current == data:
+            if self._digest_locked(path) == digest:
                 return False
             _atomic_write(path, data, mode)
             st = os.stat(path)
-            self._cache[path] = _Cached(data, st.st_ino, st.st_size, st.st_mtime_ns)
+            self._cache[path] = _Cached(digest, st.st_ino, st.st_size, st.st_mtime_ns)
             return True
 
-    def _read(self, path: str) -> bytes | None:
-        with self._files_lock:
-            return self._read_locked(path)
-
-    def _read_locked(self, path: str) -> bytes | None:
+    def _digest_locked(self, path: str) -> bytes | None:
+        """The digest of the file's bytes (None: no file); read only when it changed behind our back."""
         try:
             st = os.stat(path)
         except FileNotFoundError:
@@ -439,15 +443,22 @@ class Manager:
         cached = self._cache.get(path)
         if cached is not None and (cached.ino, cached.size, cached.mtime_ns) == (
                 st.st_ino, st.st_size, st.st_mtime_ns):
-            return cached.data
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
+            return cached.digest
+        data = self._read(path)
+        if data is None:
             self._cache.pop(path, None)
             return None
-        self._cache[path] = _Cached(data, st.st_ino, st.st_size, st.st_mtime_ns)
-        return data
+        digest = _digest(data)
+        self._cache[path] = _Cached(digest, st.st_ino, st.st_size, st.st_mtime_ns)
+        return digest
+
+    @staticmethod
+    def _read(path: str) -> bytes | None:
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
 
     def _remove(self, path: str) -> bool:
         with self._files_lock:
@@ -739,7 +750,7 @@ class Manager:
     # ------------------------------------------------------------------ reload
 
     def reload(self, is_endpoints_update: bool = False) -> None:
-        """Bump the config version, `nginx -s reload`, and wait until the new workers serve the new version.
+        """Bump the config version, SIGHUP the master, and wait until the new workers serve the new version.
 
         Raises ReloadError; the old config keeps serving then.
         """
@@ -761,10 +772,6 @@ class Manager:
         inst = self._instance
         if inst is None or inst.proc.poll() is not None:
             raise ReloadError("nginx reload failed: nginx is not running")
-        try:
-            cmd = self._command("-s", "reload")
-        except FileNotFoundError as e:
-            raise ReloadError(f"nginx reload failed: {e}") from None
         self.config_version += 1
         version = self.config_version
         try:
@@ -774,20 +781,9 @@ class Manager:
         output_seq = self._output.seq
         old_workers = current_workers(inst.proc.pid, self.proc_root) if self.wait_for_old_workers else set()
         try:
-            res = subprocess.run(cmd, capture_output=True, stdin=subprocess.DEVNULL,
-                                 timeout=max(0.001, deadline - time.monotonic()), check=False)
-        except subprocess.TimeoutExpired as e:
-            out = (e.stderr or b"").decode(errors="replace").strip()
-            raise ReloadError(f"nginx reload failed: command {' '.join(cmd)} timed out: {out}", out) from None
+            inst.proc.send_signal(signal.SIGHUP)
         except OSError as e:
-            raise ReloadError(f"nginx reload failed: command {' '.join(cmd)}: {e}") from None
-        stderr = res.stderr.decode(errors="replace").strip()
-        if res.returncode != 0:
-            stdout = res.stdout.decode(errors="replace").strip()
-            raise ReloadError(f"nginx reload failed: command {' '.join(cmd)} exited with status "
-                              f"{res.returncode}: {stderr or stdout}", stderr or stdout)
-        if stderr:
-            log.debug("nginx -s reload", output=stderr)
+            raise ReloadError(f"nginx reload failed: signalling the master {inst.proc.pid}: {e}") from None
         try:
             self._wait_for_version(inst, version, deadline, output_seq=output_seq, fail_on_emerg=True)
         except TimeoutError as e:
@@ -838,7 +834,7 @@ class Manager:
         Retries at once after a request error (back-to-back errors back off up to 25 ms, so a socket that does
         not exist yet is not polled in a busy loop); sleeps 25 ms after a wrong version.
         Raises TimeoutError (with the last observation), _Exited, or _EmergLogged when the master logged an
-        [emerg] while applying the new config (it keeps the old one then).
+        [emerg] or [crit] while applying the new config (it keeps the old one then).
         """
         if self._session is None:
             self._session = requests_unixsocket.Session()
@@ -868,7 +864,9 @@ class Manager:
                 return
             last = f"HTTP {resp.status_code} {body[:100]!r}"
             if fail_on_emerg:
-                emerg = [line for line in self._output.since(output_seq) if "[emerg]" in line]
+                # The master's [crit] lines fail a reload too (a full shared zone fails it without [emerg]).
+                crit = f"[crit] {inst.proc.pid}#"
+                emerg = [line for line in self._output.since(output_seq) if "[emerg]" in line or crit in line]
                 # A failed bind() is retried for ~2.5 s; "still could not bind()" ends that cycle.
                 if any(not _RETRIED_BIND.search(line) for line in emerg):
                     raise _EmergLogged("\n".join(emerg))

@@ -227,8 +227,27 @@ def test_every_connection_after_reload_gets_the_new_config(env: Env) -> None:
         assert get(port2) == f"gen{i}\n"
 
 
+def test_reload_fails_fast_when_a_shared_zone_is_full(env: Env) -> None:
+    """A full shared zone fails the new cycle with a [crit] from the master and no [emerg]: reload() must
+    report it with NGINX's words, not time out with no reason."""
+    port = free_port()
+    m = env.started(port, reload_timeout_ms=60000)
+    upstreams = "".join(
+        f"upstream u{i} {{ zone tiny 32k; "
+        + " ".join(f"server 10.0.{i}.{j}:80;" for j in range(1, 40)) + " }\n" for i in range(40))
+    m.create_config("default-full", upstreams)
+    with pytest.raises(ReloadError) as err:
+        m.reload()
+    assert "no memory in upstream zone" in str(err.value)
+    assert get(port) == "v0\n"
+    m.delete_config("default-full")
+    m.reload()
+    assert served_version(m) == str(m.config_version)
+
+
 def test_reload_fails_fast_when_the_master_cannot_apply_the_config(env: Env) -> None:
-    """`nginx -s reload` only parses; a bind failure shows up in the master's log, which reload() watches."""
+    """The master applies the config after SIGHUP: a bind failure shows up only in its log, which reload()
+    watches."""
     port = free_port()
     m = env.started(port)
     with socket.socket() as busy:

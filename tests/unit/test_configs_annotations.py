@@ -21,6 +21,12 @@ from ingressctl.configs.annotations import (
     minion_annotations,
     parse_annotations,
 )
+from ingressctl.configs.config import (
+    UPSTREAM_ZONE,
+    ZONE_BYTES_PER_SERVER,
+    ZONE_BYTES_PER_UPSTREAM,
+    shared_zone_size,
+)
 from ingressctl.configs.configmaps import (
     CONFIG_MAP_KEYS,
     ConfigParams,
@@ -30,6 +36,7 @@ from ingressctl.configs.configmaps import (
 )
 from ingressctl.configs.ingress import AnnotationError, generate_nginx_config
 from ingressctl.configs.ingress_ex import IngressEx, SecretReference, backend_key
+from ingressctl.configs.parsing import size_bytes
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.controller.validation import ANNOTATION_VALIDATIONS, aggregate_message, validate_ingress
 from tests.unit.test_configs_ingress import block, ingress, path, rule
@@ -172,7 +179,7 @@ def test_upstream_annotations() -> None:
     valid(anns)
     text, _ = render(cafe(anns))
     tea = block(text, "upstream default-cafe-cafe.example.com-tea-80")
-    assert "    zone default-cafe-cafe.example.com-tea-80 512k;\n    hash $request_uri consistent;\n" in tea
+    assert "    zone ingressctl-upstreams;\n    hash $request_uri consistent;\n" in tea
     assert "server 10.0.0.1:80 max_fails=3 fail_timeout=30s max_conns=10;" in tea
     assert "keepalive 16;" in tea
     assert 'proxy_set_header Connection "";' in block(text, "location = /tea")
@@ -439,3 +446,25 @@ def test_sizes_offsets_and_zones() -> None:
     for bad in ("301 ftp://x", "200 $host", "99"):
         with pytest.raises(ValueError):
             parsing.parse_default_server_return(bad)
+
+
+def test_upstream_zone_reservations() -> None:
+    """Upstreams share one zone; each reserves what its servers need, or its explicit size if that is more,
+    and `0` keeps it out."""
+    cfg, _ = generate_nginx_config(cafe({}), STATIC, ConfigParams())
+    tea = next(u for u in cfg.upstreams if u.name.endswith("-tea-80"))
+    assert tea.zone == UPSTREAM_ZONE
+    assert tea.zone_bytes() == ZONE_BYTES_PER_UPSTREAM + ZONE_BYTES_PER_SERVER * len(tea.servers)
+    cfg, _ = generate_nginx_config(cafe({"nginx.org/upstream-zone-size": "512k"}), STATIC, ConfigParams())
+    assert {u.zone_bytes() for u in cfg.upstreams} == {512 * 1024}
+    cfg, _ = generate_nginx_config(cafe({"nginx.org/upstream-zone-size": "0"}), STATIC, ConfigParams())
+    assert {(u.zone, u.zone_bytes()) for u in cfg.upstreams} == {("", 0)}
+
+
+@pytest.mark.parametrize(("reserved", "size"), [
+    (0, "1m"), (1, "1m"), (1 << 20, "1m"), ((1 << 20) + 1, "2m"), (5 << 20, "5m"), ((5 << 20) + 1, "6m"),
+    (20 << 20, "20m"), (30 << 20, "32m"), (33 << 20, "40m"), (2500 << 20, "2560m"),
+])
+def test_shared_zone_size_steps(reserved: int, size: str) -> None:
+    assert shared_zone_size(reserved) == size
+    assert size_bytes(size) >= reserved and size_bytes(size) <= max(1 << 20, reserved * 1.25 + (1 << 20))

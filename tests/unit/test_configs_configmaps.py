@@ -22,7 +22,8 @@ def test_defaults_are_nics() -> None:
     assert p.client_max_body_size == "1m" and p.keepalive == 0 and p.worker_processes == "auto"
     assert p.worker_connections == 1024 and p.server_tokens == "on" and p.http2 is False
     assert p.lb_method == "random two least_conn" and p.max_fails == 1 and p.fail_timeout == "10s"
-    assert p.upstream_zone_size == "256k" and p.ssl_redirect is True and p.redirect_to_https is False
+    # Deliberately not NIC's 256k per upstream: upstreams share one zone sized from their servers.
+    assert p.upstream_zone_size == "" and p.ssl_redirect is True and p.redirect_to_https is False
     assert p.server_names_hash_bucket_size == 256 and p.keepalive_timeout == "75s"
     assert parse_config_map({}) == (ConfigParams(), [])
     assert parse_config_map(None) == (ConfigParams(), [])

@@ -51,6 +51,9 @@ class FakeManager:
     def delete_config(self, name: str) -> bool:
         return self.files.pop(name, None) is not None
 
+    def read_config(self, name: str) -> str | None:
+        return self.files.get(name)
+
     def create_main_config(self, content: str) -> bool:
         changed = content != self.main
         self.main = content
@@ -372,3 +375,19 @@ def test_isolate_without_base_finds_the_offenders_when_a_change_repairs_the_base
 def test_isolate_without_base_gives_up_when_nothing_passes() -> None:
     assert _isolate_without_base(["a", "b", "c"], "e", lambda s: (False, "e")) is None
     assert _isolate_without_base(["a"], "e", lambda s: (False, "e")) is None
+
+
+def test_shared_upstream_zone_is_sized_from_the_upstreams() -> None:
+    """nginx.conf declares the shared zone with room for every upstream; it steps up as Ingresses come and
+    down as they go, and the next reload carries the new main config."""
+    c, m = configurator(builtin=True)
+    assert "zone ingressctl-upstreams 1m;" in m.main
+    # Each Ingress of ex() has one upstream with one server: 3 KiB reserved.
+    c.add_or_update_ingresses([ex(f"i{n}") for n in range(1000)])
+    assert "zone ingressctl-upstreams 3m;" in m.main
+    assert all("zone ingressctl-upstreams;" in text for text in m.files.values())
+    assert c.reload_if_needed().reloaded and m.reload_count == 1
+    for n in range(700):
+        c.delete_ingress(f"default/i{n}")
+    assert "zone ingressctl-upstreams 1m;" in m.main
+    assert c.reload_if_needed().reloaded and m.reload_count == 2

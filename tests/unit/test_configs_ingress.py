@@ -93,7 +93,7 @@ def test_reports_example() -> None:
     assert warnings == []
     assert text.startswith("# configuration for default/reports\n")
     runner = block(text, "upstream default-reports-reports.example.com-runner-80")
-    assert "zone default-reports-reports.example.com-runner-80 256k;" in runner
+    assert "zone ingressctl-upstreams;" in runner  # every upstream in one shared zone
     assert "random two least_conn;" in runner
     # One server per endpoint, sorted by address, with NIC's defaults.
     assert re.findall(r"server (\S+) max_fails=1 fail_timeout=10s max_conns=0;", runner) == [
