@@ -27,6 +27,7 @@ from typing import Any
 from ingressctl.configs import parsing
 from ingressctl.configs.configmaps import ConfigParams
 
+_DEFAULT_PARAMS = ConfigParams()  # frozen: shared by every check_annotations call
 _SERVICE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _REWRITE_PATH = re.compile(r"/[A-Za-z0-9._~!*+,:@&=%/-]{0,2047}")
 
@@ -260,7 +261,7 @@ def parse_annotations(annotations: Mapping[str, Any] | None, base: ConfigParams,
 
 def check_annotations(annotations: Mapping[str, Any] | None, *, snippets_enabled: bool = False) -> list[str]:
     """The errors `parse_annotations` would report: one message per invalid annotation value."""
-    anns, _ = parse_annotations(annotations, ConfigParams(), snippets_enabled=snippets_enabled)
+    anns, _ = parse_annotations(annotations, _DEFAULT_PARAMS, snippets_enabled=snippets_enabled)
     return list(anns.errors)
 
 

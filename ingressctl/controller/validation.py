@@ -256,6 +256,8 @@ def is_http_header_name(value: str) -> list[str]:
 
 
 def _is_ip(value: str) -> bool:
+    if ":" not in value and not value.replace(".", "").isdigit():
+        return False  # neither IPv6 (has a colon) nor IPv4 (digits and dots): skips a costly exception
     try:
         ipaddress.ip_address(value)
     except ValueError:
@@ -820,6 +822,8 @@ def validate_annotation_values(ing: Mapping[str, Any], *, snippets_enabled: bool
     refuses, ... Annotations named in `skip` (already reported by `validate_annotations`) are left out."""
     skipped = set(skip)
     annotations = {k: v for k, v in get_annotations(ing).items() if k not in skipped}
+    if not annotations:
+        return []
     errs: list[FieldError] = []
     for msg in check_annotations(annotations, snippets_enabled=snippets_enabled):
         errs.append(_annotation_value_error(msg, annotations))

@@ -93,7 +93,10 @@ _UNSAFE_PATH_CHARS = re.compile(r"[\s;{}\"'$#\\]")
 _NGINX_LEVEL = re.compile(r"\[(debug|info|notice|warn|error|crit|alert|emerg)\]")
 _DAEMON_OFF = re.compile(rb"^[ \t]*daemon[ \t]+off[ \t]*;", re.MULTILINE)
 _RETRIED_BIND = re.compile(r"\] \d+#\d+: bind\(\) to \S+ failed")
+# After a wrong version: wait 25 ms, then a pause doubling up to 250 ms that NGINX's output ends early (it
+# prints when new workers start).
 _POLL_WRONG_VERSION_SLEEP = 0.025
+_POLL_WRONG_VERSION_MAX_SLEEP = 0.25
 _OLD_WORKER_POLL = 0.005
 _POLL_REQUEST_TIMEOUT_CAP = 2.0
 _OUTPUT_TAIL = 400
@@ -216,7 +219,7 @@ class _Output:
     """Recent lines NGINX printed, numbered, for error messages and reload failure detection."""
 
     def __init__(self, maxlen: int = _OUTPUT_TAIL) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._lines: deque[tuple[int, str]] = deque(maxlen=maxlen)
         self._seq = 0
 
@@ -224,6 +227,13 @@ class _Output:
         with self._lock:
             self._seq += 1
             self._lines.append((self._seq, line))
+            self._lock.notify_all()
+
+    def wait(self, seq: int, timeout: float) -> int:
+        """Block until a line after `seq` arrives or `timeout` passes; the current seq."""
+        with self._lock:
+            self._lock.wait_for(lambda: self._seq > seq, timeout)
+            return self._seq
 
     @property
     def seq(self) -> int:
@@ -271,18 +281,35 @@ def _check_path(kind: str, path: str) -> str:
     return path
 
 
-def _atomic_write(path: str, data: bytes, mode: int) -> None:
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _atomic_write(path: str, data: bytes, mode: int) -> os.stat_result:
+    """Write `.<name>.tmp` (created with `mode`, chmod'ed to exactly it before any byte) and rename it over
+    `path`; the written file's stat. Callers hold the files lock, so the temp name is ours; one left by a
+    process killed mid-write is replaced. Plain syscalls: at 10,000 files, mkstemp alone cost seconds."""
     directory, base = os.path.split(path)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{base}.", suffix=".tmp")
+    tmp = os.path.join(directory, f".{base}.tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), mode)
-            f.write(data)
+        fd = os.open(tmp, _TEMP_FLAGS, mode)
+    except FileExistsError:
+        os.unlink(tmp)
+        fd = os.open(tmp, _TEMP_FLAGS, mode)
+    try:
+        try:
+            os.fchmod(fd, mode)  # the umask may have narrowed it
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    return st
 
 
 def _digest(data: bytes) -> bytes:
@@ -428,8 +455,7 @@ class Manager:
         with self._files_lock:
             if self._digest_locked(path) == digest:
                 return False
-            _atomic_write(path, data, mode)
-            st = os.stat(path)
+            st = _atomic_write(path, data, mode)
             self._cache[path] = _Cached(digest, st.st_ino, st.st_size, st.st_mtime_ns)
             return True
 
@@ -832,7 +858,9 @@ class Manager:
         """Poll GET /configVersion until it returns `version` (NIC's WaitForCorrectVersion).
 
         Retries at once after a request error (back-to-back errors back off up to 25 ms, so a socket that does
-        not exist yet is not polled in a busy loop); sleeps 25 ms after a wrong version.
+        not exist yet is not polled in a busy loop). After a wrong version it waits 25 ms, then until NGINX
+        prints a line or a pause passes that doubles up to 250 ms (a big config takes seconds to load, and
+        polling must not take CPU from it).
         Raises TimeoutError (with the last observation), _Exited, or _EmergLogged when the master logged an
         [emerg] or [crit] while applying the new config (it keeps the old one then).
         """
@@ -842,6 +870,7 @@ class Manager:
         url = unix_socket_url(self.paths.config_version_socket, CONFIG_VERSION_PATH)
         last = "no response yet"
         errors = 0
+        pause = _POLL_WRONG_VERSION_SLEEP
         while True:
             rc = inst.proc.poll()
             if rc is not None:
@@ -870,4 +899,7 @@ class Manager:
                 # A failed bind() is retried for ~2.5 s; "still could not bind()" ends that cycle.
                 if any(not _RETRIED_BIND.search(line) for line in emerg):
                     raise _EmergLogged("\n".join(emerg))
+            # A big config takes NGINX seconds to load: back off, but wake up when it prints something.
             time.sleep(_POLL_WRONG_VERSION_SLEEP)
+            self._output.wait(self._output.seq, min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, _POLL_WRONG_VERSION_MAX_SLEEP)
