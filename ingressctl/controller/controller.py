@@ -57,6 +57,7 @@ from ingressctl.controller.handlers import (
 from ingressctl.controller.secrets import SecretValidationError, tls_file_content, validate_tls_secret
 from ingressctl.controller.status import StartupStatusFlush, StatusUpdater
 from ingressctl.controller.task import RELOAD_TASK, Kind, Task
+from ingressctl.controller.transforms import transform_for
 from ingressctl.controller.validation import BASIC_AUTH_SECRET, backend_service, parse_go_bool
 from ingressctl.k8s.informer import SharedInformer, wait_for_cache_sync
 from ingressctl.k8s.resource import (
@@ -237,7 +238,7 @@ class LoadBalancerController:
 
     def _new_informer(self, rt: ResourceType, namespace: str, **kw: Any) -> SharedInformer:
         inf = SharedInformer(self._client, rt, namespace or None, resync_period=self.options.resync_period,
-                             **kw)
+                             transform=transform_for(rt), **kw)
         self._all_informers.append(inf)
         return inf
 

@@ -13,6 +13,7 @@ Guarantees:
   Clearing the status of problem Ingresses needs only leadership (NIC's reportCustomResourceStatusEnabled).
 - Thread-safe: the sync thread, the start-up flush workers and the leader callback share one StatusUpdater.
 - `StartupStatusFlush` writes the deferred start-up statuses with a pool of workers (10) in the background.
+  The workers take keys one at a time: the flush's memory does not grow with the number of Ingresses.
   With leader election it first polls `is_leader()` for up to `leader_wait` seconds (60): a follower exits
   without writing, and the became-leader callback later writes every status. The flush never runs twice and,
   while it is pending or running, a became-leader callback leaves the writes to it (one set of writers).
@@ -29,7 +30,6 @@ import ipaddress
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -262,8 +262,39 @@ class StatusUpdater:
 
         if workers <= 1:
             return sum(0 if one(k) else 1 for k in keys)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="status") as pool:
-            return sum(0 if ok else 1 for ok in pool.map(one, keys))
+        # A fixed set of threads taking keys one at a time: nothing is allocated per key up front (an
+        # executor's map() makes a Future, with its lock and condition, for each of 10,000 keys at once).
+        todo = iter(keys)
+        lock = threading.Lock()
+        failed = 0
+        errors: list[BaseException] = []
+
+        def work() -> None:
+            nonlocal failed
+            n = 0
+            try:
+                while True:
+                    with lock:
+                        key = next(todo, None)
+                        if key is None or errors:
+                            break
+                    if not one(key):
+                        n += 1
+            except BaseException as e:  # re-raised by the caller, as an executor's map() would
+                with lock:
+                    errors.append(e)
+            with lock:
+                failed += n
+
+        threads = [threading.Thread(target=work, name=f"status-{i}", daemon=True)
+                   for i in range(min(workers, len(keys)))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        return failed
 
     def _safe_update(self, key: str, on_item: Callable[[str], None] | None = None) -> bool:
         try:

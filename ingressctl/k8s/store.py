@@ -9,6 +9,11 @@ Guarantees:
   resourceVersion is unchanged are not reported (client-go's "isSync" rule).
 - Objects are stored and returned as they are, without copies: callers must treat them as read-only
   (client-go's cache has the same contract; copying every object would double ingest cost and memory).
+- An update (`add` over an existing key) makes the new object reuse the old object's values wherever they are
+  equal (whole fields, and fields of nested objects a few levels down): memory only, the new object reads,
+  compares and serialises the same. Others often still hold the old object (the controller's configuration
+  keeps the Ingress it rendered), so a status-only change then costs a new metadata and status, not a second
+  copy of the whole object. Values of different types are never exchanged (JSON `true` and `1` stay apart).
 - An index function must not fail on a valid object; if it raises, the error propagates and the store is left
   unchanged.
 """
@@ -128,10 +133,13 @@ class ThreadSafeStore:
     # -- writes ---------------------------------------------------------------------------------------------
 
     def add(self, obj: dict[str, Any]) -> dict[str, Any] | None:
-        """Store obj (add and update are the same); returns the previous object for the key, if any."""
+        """Store obj (add and update are the same); returns the previous object for the key, if any.
+        Over an existing object, obj is changed in place to share that object's equal values (see above)."""
         key = self._key_func(obj)
         with self._lock:
             old = self._items.get(key)
+            if old is not None and old is not obj:
+                share_unchanged(old, obj)
             new_values = self._index_values(obj)  # compute first: a failing index func changes nothing
             self._items[key] = obj
             self._update_indices(key, self._index_values(old) if old is not None else None, new_values)
@@ -374,6 +382,47 @@ def _bucket_keys(bucket: str | set[str] | None) -> tuple[str, ...] | set[str]:
     if bucket is None:
         return ()
     return (bucket,) if isinstance(bucket, str) else bucket
+
+
+_SHARE_DEPTH = 3
+
+
+def share_unchanged(old: dict[str, Any], new: dict[str, Any], depth: int = _SHARE_DEPTH) -> None:
+    """Make `new` use `old`'s value for every field whose value is equal (same JSON type, equal content), in
+    place; fields of dicts that differ are compared the same way, `depth` levels down. Memory only: `new`
+    reads, compares and serialises as before. Both must be read-only from now on (they share values)."""
+    same: list[tuple[str, Any]] = []
+    for k, v in new.items():
+        ov = old.get(k, _MISSING)
+        if ov is v or ov.__class__ is not v.__class__:
+            continue
+        cls = v.__class__
+        if cls is dict:
+            if _json_equal(ov, v):
+                same.append((k, ov))
+            elif depth > 1:
+                share_unchanged(ov, v, depth - 1)
+        elif (cls is list or cls is str) and _json_equal(ov, v):
+            same.append((k, ov))
+    for k, ov in same:
+        new[k] = ov
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equal as JSON: `==`, and no bool/int/float stands in for another anywhere inside."""
+    if a != b:
+        return False
+    cls = a.__class__
+    if cls is not b.__class__:
+        return False
+    if cls is dict:
+        return all(_json_equal(v, b[k]) for k, v in a.items() if v.__class__ is not str)
+    if cls is list:
+        return all(_json_equal(x, y) for x, y in zip(a, b, strict=True) if x.__class__ is not str)
+    return True
+
+
+_MISSING: Any = object()
 
 
 def resource_version_of(obj: dict[str, Any]) -> Any:
