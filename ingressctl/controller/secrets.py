@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -179,7 +180,7 @@ class _Stored:
     fingerprint: tuple[str, tuple[tuple[str, str], ...]]
     error: str = ""
     path: str = ""
-    written: bytes | None = None  # the bytes last written to `path`
+    written: bytes | None = None  # a digest of the bytes last written to `path` (not the bytes: memory)
 
 
 def _fingerprint(secret: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -248,10 +249,11 @@ class LocalSecretStore:
         """Write (or rewrite) the file if its bytes differ; returns "" or the error."""
         try:
             content, mode = secret_file(stored.secret)
-            if stored.path and stored.written == content:
+            digest = hashlib.blake2b(content, digest_size=16).digest()
+            if stored.path and stored.written == digest:
                 return ""
             stored.path = self._manager.create_secret(secret_file_name(key), content, mode)
-            stored.written = content
+            stored.written = digest
             return ""
         except (OSError, SecretValidationError) as e:
             log.warning("writing secret file failed", secret=key, error=str(e))
