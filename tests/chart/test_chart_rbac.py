@@ -25,7 +25,7 @@ import yaml
 
 from ingressctl.devcluster import Call, DevCluster
 from tests.chart.chartlib import NAMESPACE, ROOT, Renderer, chart_cluster, container, find, kubectl
-from tests.conftest import free_port, make_cert, tls_secret, wait_until
+from tests.helpers import free_port, make_cert, tls_secret, wait_until
 
 APP_NS = "shop"
 DEFAULT_TLS = "default-server-secret"

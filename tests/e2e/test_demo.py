@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from tests.conftest import wait_until
+from tests.helpers import wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -30,7 +30,7 @@ from ingressctl.configs.configurator import Configurator, ReloadOutcome
 from ingressctl.configs.ingress_ex import IngressEx, SecretReference, backend_key
 from ingressctl.configs.templates import TEMPLATES_DIR, TemplateExecutor
 from ingressctl.nginx.manager import Manager
-from tests.conftest import free_port, make_cert, wait_until
+from tests.helpers import free_port, make_cert, wait_until
 
 pytestmark = [pytest.mark.integration,  # DH parameters for ssl-dhparam-file are FFDH, deprecated there
               pytest.mark.filterwarnings("ignore:Diffie-Hellman over finite fields")]

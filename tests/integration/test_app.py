@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from ingressctl.app import LATENCY_CONFIG_NAME, App, StartupError
-from tests.integration.conftest import Env, rule
+from tests.integration.harness import Env, rule
 
 pytestmark = pytest.mark.integration
 

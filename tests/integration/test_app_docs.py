@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import free_port, http_get, wait_until
+from tests.helpers import free_port, http_get, wait_until
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 README = os.path.join(REPO, "README.md")

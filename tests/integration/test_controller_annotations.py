@@ -15,8 +15,8 @@ import tempfile
 import pytest
 
 from ingressctl.nginx.processes import current_workers
-from tests.conftest import Response, make_cert, wait_until
-from tests.integration.conftest import NS, Controller, Env, rule, still_healthy
+from tests.helpers import Response, make_cert, wait_until
+from tests.integration.harness import NS, Controller, Env, rule, still_healthy
 
 pytestmark = pytest.mark.integration
 

@@ -6,8 +6,8 @@ import base64
 
 import pytest
 
-from tests.conftest import make_cert, tls_secret, wait_until
-from tests.integration.conftest import GOOD, NS, Controller, Env, rule, still_healthy
+from tests.helpers import make_cert, tls_secret, wait_until
+from tests.integration.harness import GOOD, NS, Controller, Env, rule, still_healthy
 
 pytestmark = pytest.mark.integration
 

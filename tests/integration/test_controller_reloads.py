@@ -10,8 +10,8 @@ import pytest
 import requests_unixsocket
 
 from ingressctl.nginx.manager import CONFIG_VERSION_SOCKET_NAME
-from tests.conftest import wait_until
-from tests.integration.conftest import NS, Controller, Env, rule
+from tests.helpers import wait_until
+from tests.integration.harness import NS, Controller, Env, rule
 
 pytestmark = pytest.mark.integration
 

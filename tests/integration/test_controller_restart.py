@@ -14,8 +14,8 @@ import pytest
 import requests_unixsocket
 
 from ingressctl.nginx.manager import CONFIG_VERSION_SOCKET_NAME
-from tests.conftest import free_port, http_get, wait_until
-from tests.integration.conftest import Env, rule
+from tests.helpers import free_port, http_get, wait_until
+from tests.integration.harness import Env, rule
 
 pytestmark = pytest.mark.integration
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import wait_until
-from tests.integration.conftest import NS, Env, rule
+from tests.helpers import wait_until
+from tests.integration.harness import NS, Env, rule
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +52,7 @@ def test_several_hosts_and_other_class_ignored(env: Env) -> None:
 
 
 def test_tls_termination_with_sni(env: Env) -> None:
-    from tests.conftest import make_cert
+    from tests.helpers import make_cert
 
     cert = make_cert("secure.example.com")
     env.create(cert.secret("secure-tls", NS))

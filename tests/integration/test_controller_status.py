@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import wait_until
-from tests.integration.conftest import NS, Env, rule
+from tests.helpers import wait_until
+from tests.integration.harness import NS, Env, rule
 
 pytestmark = pytest.mark.integration
 

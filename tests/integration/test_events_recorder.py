@@ -14,7 +14,7 @@ from ingressctl.devcluster import DevCluster
 from ingressctl.k8s.client import KubeClient
 from ingressctl.k8s.events import EventRecorder
 from ingressctl.k8s.resource import EVENTS, INGRESSES
-from tests.conftest import wait_until
+from tests.helpers import wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,7 @@ from ingressctl.devcluster import DevCluster
 from ingressctl.k8s.client import ApiError, KubeClient
 from ingressctl.k8s.leader import LeaderElector
 from ingressctl.k8s.resource import LEASES, ResourceType
-from tests.conftest import wait_until
+from tests.helpers import wait_until
 
 pytestmark = pytest.mark.integration
 

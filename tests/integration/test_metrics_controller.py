@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import wait_until
-from tests.integration.conftest import NS, Controller, Env, rule
+from tests.helpers import wait_until
+from tests.integration.harness import NS, Controller, Env, rule
 
 pytestmark = pytest.mark.integration
 

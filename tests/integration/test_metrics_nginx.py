@@ -23,7 +23,7 @@ from ingressctl.k8s.workqueue import RateLimitingQueue
 from ingressctl.metrics import ControllerMetrics, UpstreamServerLabels, latency_access_log, syslog_socket_path
 from ingressctl.metrics.latency import LATENCY_LOG_FORMAT
 from ingressctl.nginx.manager import Manager
-from tests.conftest import free_port, wait_until
+from tests.helpers import free_port, wait_until
 from tests.unit.test_metrics_collectors import Samples, parse_samples
 
 pytestmark = pytest.mark.integration

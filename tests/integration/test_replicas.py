@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import free_port, http_get, wait_until
-from tests.integration.conftest import NS, Env, rule
+from tests.helpers import free_port, http_get, wait_until
+from tests.integration.harness import NS, Env, rule
 
 pytestmark = pytest.mark.integration
 

@@ -15,8 +15,8 @@ from ingressctl.controller import controller as controller_module
 from ingressctl.controller.status import StartupStatusFlush
 from ingressctl.k8s.client import KubeClient
 from ingressctl.k8s.leader import LeaderElector
-from tests.conftest import wait_until
-from tests.integration.conftest import NS, Env, rule
+from tests.helpers import wait_until
+from tests.integration.harness import NS, Env, rule
 
 pytestmark = pytest.mark.integration
 

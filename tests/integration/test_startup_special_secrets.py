@@ -8,8 +8,8 @@ import base64
 
 import pytest
 
-from tests.conftest import make_cert, wait_until
-from tests.integration.conftest import NS, Env, rule
+from tests.helpers import make_cert, wait_until
+from tests.integration.harness import NS, Env, rule
 
 pytestmark = pytest.mark.integration
 

@@ -1,0 +1,143 @@
+"""Test helpers shared by the suites: free ports, polling with a deadline, self-signed certificates, HTTP(S)
+through NGINX.
+
+Everything binds 127.0.0.1 with ephemeral ports so tests can run in parallel with other suites.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import http.client
+import socket
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+DEADLINE = 60.0
+
+
+def free_port() -> int:
+    """A port that was free a moment ago (for processes that bind by number, like NGINX)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(cond: Callable[[], T], what: str, deadline: float = DEADLINE, interval: float = 0.05) -> T:
+    """Poll `cond` until it returns something truthy; fail with `what` and the last value at the deadline."""
+    end = time.monotonic() + deadline
+    last: Any = None
+    while True:
+        try:
+            last = cond()
+        except Exception as e:  # a condition may race with start-up (connection refused, ...)
+            last = e
+        else:
+            if last:
+                return last
+        if time.monotonic() >= end:
+            raise AssertionError(f"timed out after {deadline}s waiting for: {what} (last: {last!r})")
+        time.sleep(interval)
+
+
+@dataclass
+class Response:
+    status: int
+    body: str
+    headers: dict[str, str]
+
+    @property
+    def backend(self) -> str:
+        """The demo backend's name (first word of its answer), or "" for anything else."""
+        return self.headers.get("x-backend", "")
+
+
+def http_get(port: int, host: str, path: str = "/", timeout: float = 10.0) -> Response:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path, headers={"Host": host, "Connection": "close"})
+        r = conn.getresponse()
+        body = r.read().decode(errors="replace")
+        return Response(r.status, body, {k.lower(): v for k, v in r.getheaders()})
+    finally:
+        conn.close()
+
+
+@dataclass
+class TLSResponse(Response):
+    peer_cert_der: bytes = b""
+
+
+def https_get(port: int, host: str, path: str = "/", timeout: float = 10.0) -> TLSResponse:
+    """GET over TLS to 127.0.0.1 with SNI `host`; the server certificate is returned, not verified."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    raw = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    with ctx.wrap_socket(raw, server_hostname=host) as tls:
+        der = tls.getpeercert(binary_form=True) or b""
+        tls.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        chunks = []
+        while True:
+            data = tls.recv(65536)
+            if not data:
+                break
+            chunks.append(data)
+    raw_resp = b"".join(chunks).decode(errors="replace")
+    head, _, body = raw_resp.partition("\r\n\r\n")
+    lines = head.split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    return TLSResponse(status, body, headers, der)
+
+
+@dataclass
+class Cert:
+    cert_pem: bytes
+    key_pem: bytes
+    der: bytes
+
+    def secret(self, name: str, namespace: str) -> dict[str, Any]:
+        return tls_secret(name, namespace, self.cert_pem, self.key_pem)
+
+
+def make_cert(host: str) -> Cert:
+    """A self-signed certificate for `host` (SAN) and its RSA key."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return Cert(
+        cert_pem=cert.public_bytes(serialization.Encoding.PEM),
+        key_pem=key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                                  serialization.NoEncryption()),
+        der=cert.public_bytes(serialization.Encoding.DER),
+    )
+
+
+def tls_secret(name: str, namespace: str, cert_pem: bytes, key_pem: bytes) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {"tls.crt": base64.b64encode(cert_pem).decode(),
+                 "tls.key": base64.b64encode(key_pem).decode()},
+    }
