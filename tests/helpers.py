@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import datetime
 import http.client
+import os
 import socket
 import ssl
 import time
@@ -141,3 +142,16 @@ def tls_secret(name: str, namespace: str, cert_pem: bytes, key_pem: bytes) -> di
         "data": {"tls.crt": base64.b64encode(cert_pem).decode(),
                  "tls.key": base64.b64encode(key_pem).decode()},
     }
+
+
+def process_gone(pid: int) -> bool:
+    """The process no longer exists, or is a zombie (exited, not yet reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"  # the name in () may contain spaces
+    except OSError:
+        return True

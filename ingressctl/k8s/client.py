@@ -3,8 +3,8 @@
 Guarantees:
 - This is the only module that imports `kubernetes`. The package is used for configuration (kubeconfig,
   in-cluster service account, auth and token refresh, TLS, proxy) and for its urllib3 pool; requests and
-  responses are plain JSON (`json.loads` of the body; orjson's when it is installed, which decodes 2-4x
-  faster), never `kubernetes.client` models. Large bodies are decoded with the cyclic GC paused (see
+  responses are plain JSON (decoded with orjson, 2-4x faster than `json.loads`, into the same dicts and
+  lists), never `kubernetes.client` models. Large bodies are decoded with the cyclic GC paused (see
   `pause_gc`): decoding thousands of objects otherwise triggers repeated collections that double its cost.
 - Every failure surfaces as `ApiError`: HTTP errors carry the server's Status (code, reason, message); network
   failures carry status 0 and reason `ConnectionRefused`, `Timeout` or `ConnectionError`.
@@ -44,6 +44,7 @@ from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import urlencode
 
+import orjson
 import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
@@ -51,12 +52,7 @@ from kubernetes import config as k8s_config
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.logging import get_logger
 
-try:  # optional accelerator; results are identical plain dicts and lists
-    import orjson
-
-    _loads: Callable[[bytes | str], Any] = orjson.loads
-except ImportError:  # pragma: no cover - depends on the environment
-    _loads = json.loads
+_loads: Callable[[bytes | str], Any] = orjson.loads  # plain dicts and lists, as json.loads gives, faster
 
 log = get_logger(__name__)
 

@@ -62,6 +62,17 @@ def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+def _share_namespace(meta: dict[str, Any], namespaces: dict[str, str]) -> None:
+    """One string per namespace in every object (memory, not meaning); at most _MAX_SHARED_NAMESPACES kept."""
+    ns = meta.get("namespace")
+    if ns.__class__ is str:
+        shared = namespaces.get(ns)
+        if shared is not None:
+            meta["namespace"] = shared
+        elif len(namespaces) < _MAX_SHARED_NAMESPACES:
+            namespaces[ns] = ns
+
+
 def drop_fields(*paths: str) -> Transform:
     """A transform for an informer whose users never read some fields: `strip_managed_fields`, then drop
     `paths` in place. A path is dotted field names; "[]" after a name walks every item of that list, e.g.
@@ -382,13 +393,7 @@ class Reflector:
                 obj["kind"] = kind
                 if obj.get("apiVersion") == api_version:
                     obj["apiVersion"] = api_version
-            ns = meta.get("namespace")
-            if ns.__class__ is str:
-                shared = namespaces.get(ns)
-                if shared is None:
-                    namespaces[ns] = ns
-                else:
-                    meta["namespace"] = shared
+            _share_namespace(meta, namespaces)
             if strip:
                 meta.pop("managedFields", None)
                 annotations = meta.get("annotations")
@@ -491,13 +496,7 @@ class Reflector:
                 obj["kind"] = expected_kind
                 if obj.get("apiVersion") == api_version:
                     obj["apiVersion"] = api_version
-            ns = meta.get("namespace")
-            if ns.__class__ is str:
-                shared = namespaces.get(ns)
-                if shared is not None:
-                    meta["namespace"] = shared
-                elif len(namespaces) < _MAX_SHARED_NAMESPACES:
-                    namespaces[ns] = ns
+            _share_namespace(meta, namespaces)
             if transform is not None:
                 obj = transform(obj)
             try:

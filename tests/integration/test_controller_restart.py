@@ -14,7 +14,7 @@ import pytest
 import requests_unixsocket
 
 from ingressctl.nginx.manager import CONFIG_VERSION_SOCKET_NAME
-from tests.helpers import free_port, http_get, wait_until
+from tests.helpers import free_port, http_get, process_gone, wait_until
 from tests.integration.harness import Env, rule
 
 pytestmark = pytest.mark.integration
@@ -122,7 +122,7 @@ def test_process_killed_and_restarted(env: Env) -> None:
         p1.p.kill()
         p1.p.wait(30)
         os.killpg(nginx, signal.SIGKILL)
-        wait_until(lambda: _gone(nginx), "nginx gone")
+        wait_until(lambda: process_gone(nginx), "nginx gone")
     finally:
         _reap(p1.p)
 
@@ -137,7 +137,7 @@ def test_process_killed_and_restarted(env: Env) -> None:
         nginx = p2.nginx_pid()
         p2.p.send_signal(signal.SIGTERM)
         assert p2.p.wait(60) == 0, p2.output()
-        wait_until(lambda: _gone(nginx), "nginx quit with the controller")
+        wait_until(lambda: process_gone(nginx), "nginx quit with the controller")
     finally:
         _reap(p2.p)
 
@@ -151,18 +151,6 @@ def test_missing_ingress_class_is_fatal_with_a_clear_message(env: Env) -> None:
         assert "IngressClass 'nginx' does not exist" in p.output()
     finally:
         _reap(p.p)
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] == "Z"
-    except OSError:
-        return True
 
 
 def _reap(p: Any) -> None:

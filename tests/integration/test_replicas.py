@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.helpers import free_port, http_get, wait_until
+from tests.helpers import free_port, http_get, process_gone, wait_until
 from tests.integration.harness import NS, Env, rule
 
 pytestmark = pytest.mark.integration
@@ -257,18 +257,6 @@ def api_status_writes(env: Env) -> int:
                env.cluster.stats.count("patch", "ingresses/status"))
 
 
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
-
-
 def written(r: Replica) -> set[str]:
     """The Ingresses whose status this replica wrote (as seen on the wire)."""
     return {w.path.split("?", 1)[0].split("/")[-2] for w in r.proxy.status_writes()}
@@ -326,7 +314,7 @@ def test_both_serve_only_the_leader_writes_and_a_killed_leader_is_replaced(env: 
     leader.p.kill()
     leader.p.wait(30)
     os.killpg(nginx, signal.SIGKILL)
-    wait_until(lambda: gone(nginx), "the killed leader's nginx is gone")
+    wait_until(lambda: process_gone(nginx), "the killed leader's nginx is gone")
     last = lease(env)
     assert last["holderIdentity"] == leader.name
     # An Ingress created while nobody leads: the follower serves it at once ...
@@ -364,7 +352,7 @@ def test_sigterm_releases_the_lease_and_the_other_replica_takes_over_at_once(env
     # SIGTERM: stop taking work, release the Lease, quit NGINX gracefully, exit 0.
     leader.p.send_signal(signal.SIGTERM)
     assert leader.p.wait(60) == 0, leader.output()
-    wait_until(lambda: gone(nginx), "the leader's nginx quit")
+    wait_until(lambda: process_gone(nginx), "the leader's nginx quit")
     writes = leader.proxy.lease_writes()
     release = writes[-1].json()["spec"]
     assert release["holderIdentity"] in ("", None), release     # the last thing it wrote: the release
