@@ -31,6 +31,7 @@ from types import FrameType
 from typing import Any
 
 from ingressctl.demo_backend import Backend
+from ingressctl.k8s.store import SERVICE_NAME_LABEL
 from ingressctl.logging import configure_logging, get_logger
 from ingressctl.settings import (
     ControllerSettings,
@@ -44,7 +45,6 @@ from ingressctl.settings import (
 
 log = get_logger(__name__)
 
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 DEFAULT_EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
 

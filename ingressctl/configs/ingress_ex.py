@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ingressctl.keys import object_key
+
 
 @dataclass(frozen=True)
 class SecretReference:
@@ -48,7 +50,7 @@ class IngressEx:
     @property
     def key(self) -> str:
         """client-go's store key, "namespace/name"."""
-        return f"{self.namespace}/{self.name}"
+        return object_key(self.ingress)
 
 
 @dataclass

@@ -33,16 +33,16 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
+from ingressctl.controller.ingress_refs import ingress_secrets, service_names
 from ingressctl.controller.validation import (
-    BASIC_AUTH_SECRET,
     INGRESS_CLASS_ANNOTATION,
     aggregate_message,
     get_annotations,
     mergeable_type,
     path_conflict_key,
-    spec_service_names,
     validate_ingress,
 )
+from ingressctl.keys import object_key
 from ingressctl.logging import get_logger
 
 log = get_logger(__name__)
@@ -70,11 +70,6 @@ def all_hosts_taken_message(taken: Mapping[str, str | None]) -> str:
 
 def path_taken_warning(path: str) -> str:
     return f"path {path} is taken by another resource"
-
-
-def ingress_key(ing: Mapping[str, Any]) -> str:
-    meta = ing.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -213,22 +208,12 @@ def _make_entry(key: str, ing: dict[str, Any]) -> _Entry:
     kind: Literal["regular", "master", "minion"] = (
         "master" if mtype == "master" else "minion" if mtype == "minion" else "regular")
     hosts = tuple(str(r.get("host", "")) for r in spec.get("rules") or [])
-    secrets: set[tuple[str, str]] = set()
-    uses_default = False
-    for tls in spec.get("tls") or []:
-        name = (tls or {}).get("secretName") or ""
-        if name:
-            secrets.add((ns, name))
-        else:
-            uses_default = True
-    auth = get_annotations(ing).get(BASIC_AUTH_SECRET)
-    if auth:
-        secrets.add((ns, auth))
+    refs = ingress_secrets(ing)
     seconds, uid = creation_seconds(ing), str(meta.get("uid", ""))
     return _Entry(
         ing=ing, key=key, seconds=seconds, uid=uid, kind=kind, hosts=hosts,
-        services=tuple(sorted({(ns, s) for s in spec_service_names(ing)})), secrets=tuple(sorted(secrets)),
-        uses_default_tls_secret=uses_default,
+        services=tuple(sorted({(ns, s) for s in service_names(ing)})),
+        secrets=tuple(sorted({(ns, s) for s in refs.names})), uses_default_tls_secret=refs.uses_default_tls,
     )
 
 
@@ -317,7 +302,7 @@ class Configuration:
 
     def add_or_update_ingress(self, ing: dict[str, Any]) -> Changes:
         """Validate and store (or remove) the Ingress, then resolve the hosts it touches."""
-        key = ingress_key(ing)
+        key = object_key(ing)
         errors: str = ""
         new: _Entry | None = None
         if self.has_correct_ingress_class(ing):

@@ -54,11 +54,12 @@ from ingressctl.controller.handlers import (
     ServiceHandler,
     is_supported_secret,
 )
+from ingressctl.controller.ingress_refs import ingress_backends, ingress_secrets
 from ingressctl.controller.secrets import SecretValidationError, tls_file_content, validate_tls_secret
 from ingressctl.controller.status import StartupStatusFlush, StatusUpdater
 from ingressctl.controller.task import RELOAD_TASK, Kind, Task
 from ingressctl.controller.transforms import transform_for
-from ingressctl.controller.validation import BASIC_AUTH_SECRET, backend_service, parse_go_bool
+from ingressctl.controller.validation import parse_go_bool
 from ingressctl.k8s.informer import SharedInformer, wait_for_cache_sync
 from ingressctl.k8s.resource import (
     CONFIGMAPS,
@@ -71,6 +72,7 @@ from ingressctl.k8s.resource import (
 )
 from ingressctl.k8s.store import BY_SERVICE_INDEX, endpoint_slices_by_service
 from ingressctl.k8s.workqueue import RateLimitingQueue
+from ingressctl.keys import object_key, split_key
 from ingressctl.logging import get_logger
 
 log = get_logger(__name__)
@@ -160,11 +162,6 @@ class _Applied:
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     m = obj.get("metadata")
     return m if isinstance(m, dict) else {}
-
-
-def _split(key: str) -> tuple[str, str]:
-    ns, _, name = key.partition("/")
-    return ns, name
 
 
 class LoadBalancerController:
@@ -261,12 +258,12 @@ class LoadBalancerController:
                 self._informers[(rt.plural, ns)] = inf
         if self._external_service_key and o.watch_namespaces and o.pod_namespace not in o.watch_namespaces:
             # The external Service lives in the controller's namespace; watch just it (NIC would not see it).
-            ns, name = _split(self._external_service_key)
+            ns, name = split_key(self._external_service_key)
             inf = self._new_informer(SERVICES, ns, field_selector=f"metadata.name={name}")
             inf.add_event_handler(service_h)
             self._informers[("services", ns)] = inf
         if self._configmap_key:
-            ns, name = _split(self._configmap_key)
+            ns, name = split_key(self._configmap_key)
             inf = self._new_informer(CONFIGMAPS, ns, field_selector=f"metadata.name={name}")
             inf.add_event_handler(ConfigMapHandler(enqueue, self._configmap_key))
             self._informers[("configmaps", ns)] = inf
@@ -279,7 +276,7 @@ class LoadBalancerController:
 
     def get_object(self, plural: str, key: str) -> dict[str, Any] | None:
         """Read an object from the informer caches ("namespace/name")."""
-        ns, _ = _split(key)
+        ns, _ = split_key(key)
         inf = self._informer(plural, ns)
         return inf.store.get_by_key(key) if inf is not None else None
 
@@ -376,7 +373,7 @@ class LoadBalancerController:
                     try:
                         self.secret_store.add_or_update_secret(secret)
                     except Exception as e:
-                        log.warning("error pre-syncing secret", secret=_key(secret), error=str(e))
+                        log.warning("error pre-syncing secret", secret=object_key(secret), error=str(e))
 
     # ------------------------------------------------------------------------------------------ sync loop
 
@@ -510,9 +507,9 @@ class LoadBalancerController:
         """Problems as they stand at the end of the drain: every host problem now, plus validation errors of
         Ingresses that are still invalid (a later update during the drain may have fixed one)."""
         out = list(self.configuration.host_problems().values())
-        seen = {_key(p.obj) for p in out}
+        seen = {object_key(p.obj) for p in out}
         for p in self._startup_problems.values():
-            key = _key(p.obj)
+            key = object_key(p.obj)
             if key in seen or not p.is_error:
                 continue
             if self.configuration.get_ingress(key) is None and self.get_object("ingresses", key) is not None:
@@ -560,7 +557,7 @@ class LoadBalancerController:
         """Re-render the Ingresses using the Service; reload only if the rendered bytes changed."""
         if not self._rendering():
             return
-        ns, name = _split(service_key)
+        ns, name = split_key(service_key)
         resources = self.configuration.find_resources_for_service(ns, name)
         if not resources:
             return
@@ -576,7 +573,7 @@ class LoadBalancerController:
                 self._event(a.cfg.ingress, *self._added_event(a.cfg.key, a.warnings, a.error))
 
     def sync_service(self, key: str) -> None:
-        ns, name = _split(key)
+        ns, name = split_key(key)
         svc = self.get_object("services", key)
         if key == self._external_service_key:
             self.status.save_status_from_external_service(svc)
@@ -589,7 +586,7 @@ class LoadBalancerController:
             self._apply_with_events(resources, "service")
 
     def sync_secret(self, key: str) -> None:
-        ns, name = _split(key)
+        ns, name = split_key(key)
         secret = self.get_object("secrets", key)
         special = self._special_secret_files(key)
         if special:
@@ -851,7 +848,6 @@ class LoadBalancerController:
         IngressEx and warnings about backends (missing Service or port, ExternalName)."""
         ing = cfg.ingress
         ns = str(_meta(ing).get("namespace") or "")
-        spec = ing.get("spec") or {}
         annotations = _meta(ing).get("annotations") or {}
         # Go's strconv.ParseBool, as validation checks it (an invalid value never gets this far).
         use_cluster_ip = parse_go_bool(str(annotations.get(USE_CLUSTER_IP_ANNOTATION, ""))) is True
@@ -859,26 +855,10 @@ class LoadBalancerController:
         endpoints: dict[str, list[str]] = {}
         external: set[str] = set()
 
-        backends: list[Any] = []
-        if spec.get("defaultBackend"):
-            backends.append(spec["defaultBackend"])
-        for rule in spec.get("rules") or []:
-            rule = rule or {}
-            host = str(rule.get("host") or "")
-            if cfg.valid_hosts and not cfg.valid_hosts.get(host, False) and not cfg.is_minion:
-                continue
-            for p in ((rule.get("http") or {}).get("paths") or []):
-                p = p or {}
-                path = str(p.get("path", ""))
-                if valid_minion_paths is not None and not valid_minion_paths.get(path, False):
-                    continue
-                backends.append(p.get("backend"))
         seen: set[str] = set()
-        for backend in backends:
-            b = backend_service(backend)
-            if b is None:
-                continue
-            svc_name, port = b
+        backends = ingress_backends(ing, valid_hosts=None if cfg.is_minion else cfg.valid_hosts,
+                                    valid_paths=valid_minion_paths)
+        for svc_name, port in backends:
             bkey = backend_key(svc_name, port)
             if bkey in seen:
                 continue
@@ -894,14 +874,8 @@ class LoadBalancerController:
                 eps = []
             endpoints[bkey] = eps
 
-        secret_refs: dict[str, SecretReference] = {}
-        for tls in spec.get("tls") or []:
-            name = str((tls or {}).get("secretName") or "")
-            if name and name not in secret_refs:
-                secret_refs[name] = self.secret_store.get_secret_reference(f"{ns}/{name}")
-        auth = annotations.get(BASIC_AUTH_SECRET)
-        if auth and auth not in secret_refs:
-            secret_refs[str(auth)] = self.secret_store.get_secret_reference(f"{ns}/{auth}")
+        secret_refs = {name: self.secret_store.get_secret_reference(f"{ns}/{name}")
+                       for name in ingress_secrets(ing).names}
 
         ex = IngressEx(ingress=ing, valid_hosts=dict(cfg.valid_hosts), endpoints=endpoints,
                        external_name_svcs=external, secret_refs=secret_refs,
@@ -969,11 +943,11 @@ class LoadBalancerController:
         if not self.configuration.startup_complete:
             # Start-up: reported synchronously once the initial queue has drained.
             for p in problems:
-                self._startup_problems[_key(p.obj) + "|" + p.reason] = p
+                self._startup_problems[object_key(p.obj) + "|" + p.reason] = p
             return
         for p in problems:
             self._event(p.obj, EVENT_WARNING, p.reason, p.message)
-            self._safe_status(self.status.clear_ingress_status, _key(p.obj))
+            self._safe_status(self.status.clear_ingress_status, object_key(p.obj))
 
     def _safe_status(self, fn: Callable[[str], bool], key: str) -> None:
         try:
@@ -986,7 +960,7 @@ class LoadBalancerController:
         # Normal events are logged at debug: one per Ingress at start-up would cost ~50 us each on the
         # critical path, and the Event object carries them anyway.
         level = log.debug if event_type == EVENT_NORMAL else log.warning
-        level("event", object=_key(obj), type=event_type, reason=reason, message=message)
+        level("event", object=object_key(obj), type=event_type, reason=reason, message=message)
         if self._recorder is None:
             return
         kind, api_version = _REF_KINDS.get(rt, (rt.kind, rt.api_version))
@@ -1009,7 +983,3 @@ class _FailedReload:
     failed: dict[str, str] = field(default_factory=dict)
 
 
-def _key(obj: dict[str, Any]) -> str:
-    m = _meta(obj)
-    ns = m.get("namespace") or ""
-    return f"{ns}/{m.get('name', '')}" if ns else str(m.get("name", ""))

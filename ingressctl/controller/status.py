@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ingressctl.keys import object_key, split_key
 from ingressctl.logging import get_logger
 
 log = get_logger(__name__)
@@ -123,22 +124,12 @@ def current_addresses(ing: dict[str, Any]) -> list[Address]:
     return out
 
 
-def _split_key(key: str) -> tuple[str, str]:
-    ns, _, name = key.partition("/")
-    return ns, name
-
-
 def _with_addresses(ing: dict[str, Any], desired: list[Address]) -> dict[str, Any]:
     """A copy of `ing` with status.loadBalancer.ingress set; shallow, but the cached object (shared with the
     informer store) is never modified."""
     status = dict(ing.get("status") or {})
     status["loadBalancer"] = {**(status.get("loadBalancer") or {}), "ingress": [dict(a) for a in desired]}
     return {**ing, "status": status}
-
-
-def _key_of(ing: dict[str, Any]) -> str:
-    m = ing.get("metadata") or {}
-    return f"{m.get('namespace', '')}/{m.get('name', '')}"
 
 
 class StatusUpdater:
@@ -234,14 +225,14 @@ class StatusUpdater:
             if not self._initialized:
                 return False
             desired = [dict(a) for a in self._status]
-        return self._write(ing if isinstance(ing, str) else _key_of(ing), desired)
+        return self._write(ing if isinstance(ing, str) else object_key(ing), desired)
 
     def clear_ingress_status(self, ing: dict[str, Any] | str) -> bool:
         """Empty the address list of a rejected Ingress (only the leader, or everyone without election)."""
         if not self.report_problem_status_enabled():
             return False
         try:
-            return self._write(ing if isinstance(ing, str) else _key_of(ing), [])
+            return self._write(ing if isinstance(ing, str) else object_key(ing), [])
         except Exception:
             self._count_error()
             raise
@@ -315,7 +306,7 @@ class StatusUpdater:
             return False
         if current_addresses(cached) == desired:
             return False
-        ns, name = _split_key(key)
+        ns, name = split_key(key)
         body = _with_addresses(cached, desired)
         try:
             self._client.update_status(self._rt, ns, name, body)

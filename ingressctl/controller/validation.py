@@ -28,12 +28,12 @@ from enum import StrEnum
 from typing import Any, Final
 
 from ingressctl.configs.annotations import annotation_error, check_annotations
+from ingressctl.controller.ingress_refs import BASIC_AUTH_SECRET, service_names
 
 # ---------------------------------------------------------------------------------------------------------
 # Annotation names shared with the Configuration.
 
 MERGEABLE_INGRESS_TYPE: Final = "nginx.org/mergeable-ingress-type"
-BASIC_AUTH_SECRET: Final = "nginx.org/basic-auth-secret"
 INGRESS_CLASS_ANNOTATION: Final = "kubernetes.io/ingress.class"
 
 PATH_TYPES: Final = ("Exact", "ImplementationSpecific", "Prefix")
@@ -303,33 +303,6 @@ def is_master(ing: Mapping[str, Any]) -> bool:
 
 def is_minion(ing: Mapping[str, Any]) -> bool:
     return mergeable_type(ing) == "minion"
-
-
-def backend_service(backend: Any) -> tuple[str, int | str] | None:
-    """(service name, port number or name) of an IngressBackend, or None when it has no service."""
-    svc = _as_dict(_as_dict(backend).get("service"))
-    if not svc:
-        return None
-    port = _as_dict(svc.get("port"))
-    number = port.get("number")
-    if isinstance(number, int) and not isinstance(number, bool) and number != 0:
-        return str(svc.get("name", "")), number
-    return str(svc.get("name", "")), str(port.get("name", "") or "")
-
-
-def spec_service_names(ing: Mapping[str, Any]) -> set[str]:
-    """Names of every Service the Ingress's spec references (rules and defaultBackend)."""
-    spec = _as_dict(ing.get("spec"))
-    names: set[str] = set()
-    db = backend_service(spec.get("defaultBackend"))
-    if db is not None:
-        names.add(db[0])
-    for rule in _as_list(spec.get("rules")):
-        for p in _as_list(_as_dict(_as_dict(rule).get("http")).get("paths")):
-            b = backend_service(_as_dict(p).get("backend"))
-            if b is not None:
-                names.add(b[0])
-    return names
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -628,7 +601,7 @@ def validate_annotations(ing: Mapping[str, Any], *, is_plus: bool = False,
                          snippets_enabled: bool = False) -> list[FieldError]:
     """Run `ANNOTATION_VALIDATIONS` over the Ingress's annotations, in sorted name order."""
     annotations = get_annotations(ing)
-    services = frozenset(spec_service_names(ing))
+    services = frozenset(service_names(ing))
     errs: list[FieldError] = []
     for name in sorted(annotations):
         validators = ANNOTATION_VALIDATIONS.get(name)
