@@ -48,6 +48,8 @@ from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from ingressctl.configs.ingress_ex import INGRESS_KIND
+from ingressctl.keys import ResourceKey
 from ingressctl.logging import get_logger
 from ingressctl.settings import Settings
 
@@ -225,8 +227,8 @@ class App:
             queue = RateLimitingQueue(name="taskQueue", metrics_provider=self.metrics.workqueue)
         self.controller = LoadBalancerController(
             self.client, configuration=configuration, configurator=self.configurator,
-            secret_store=LocalSecretStore(self.manager), status_updater=self.status, recorder=self.recorder,
-            options=options, is_leader=is_leader, manager=self.manager, queue=queue,
+            secret_store=LocalSecretStore(self.configurator), status_updater=self.status,
+            recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
         )
         if self.metrics is not None:
             self.controller.on_synced = self._on_synced
@@ -571,11 +573,13 @@ def _observed_configurator(manager: Any, static: Any, params: Any, templates: An
     from ingressctl.configs.configurator import Configurator
 
     class ObservedConfigurator(Configurator):
-        def delete_ingress(self, key: str) -> None:
-            super().delete_ingress(key)
+        def delete(self, key: ResourceKey) -> None:
+            super().delete(key)
+            if key.kind != INGRESS_KIND:
+                return
             try:
-                on_delete(key)
+                on_delete(key.ns_name)
             except Exception as e:
-                log.warning("removing latency metric labels failed", ingress=key, error=str(e))
+                log.warning("removing latency metric labels failed", ingress=key.ns_name, error=str(e))
 
     return ObservedConfigurator(manager, static, params, templates, is_wildcard_enabled=wildcard)

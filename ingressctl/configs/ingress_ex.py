@@ -9,7 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingressctl.keys import object_key
+from ingressctl.keys import ResourceKey, object_key
+
+INGRESS_KIND = "ingress"
+"""The Ingress's name in the kind registry and in its `ResourceKey`s."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,10 @@ class IngressEx:
     def key(self) -> str:
         """client-go's store key, "namespace/name"."""
         return object_key(self.ingress)
+
+    @property
+    def key_with_kind(self) -> ResourceKey:
+        return ResourceKey(INGRESS_KIND, self.key)
 
 
 @dataclass

@@ -34,7 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ingressctl.configs.configurator import ReloadOutcome
-from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
+from ingressctl.configs.ingress_ex import (
+    INGRESS_KIND,
+    IngressEx,
+    MergeableIngresses,
+    SecretReference,
+    backend_key,
+)
 from ingressctl.controller.configuration import (
     ConfigurationProblem,
     IngressConfiguration,
@@ -72,7 +78,7 @@ from ingressctl.k8s.resource import (
 )
 from ingressctl.k8s.store import BY_SERVICE_INDEX, endpoint_slices_by_service
 from ingressctl.k8s.workqueue import RateLimitingQueue
-from ingressctl.keys import object_key, split_key
+from ingressctl.keys import ResourceKey, object_key, split_key
 from ingressctl.logging import get_logger
 
 log = get_logger(__name__)
@@ -141,6 +147,8 @@ class _ConfiguratorLike(Protocol):
     def disable_reloads(self) -> None: ...
     def enable_reloads(self) -> None: ...
     def reload_if_needed(self, reason: str = "other") -> ReloadOutcome: ...
+    def request_reload(self) -> None: ...
+    def update_special_secret(self, name: str, content: bytes) -> bool: ...
 
 
 class _SecretStoreLike(Protocol):
@@ -172,9 +180,7 @@ class LoadBalancerController:
                  recorder: EventSink | None = None, options: ControllerOptions | None = None,
                  parse_config_map: Callable[[Any], tuple[Any, list[tuple[str, str]]]] | None = None,
                  is_leader: Callable[[], bool] | None = None,
-                 queue: RateLimitingQueue[Task] | None = None, manager: Any = None) -> None:
-        """`manager` (the NGINX Manager) is used only to reload when a referenced Secret's file changed
-        while every rendered config stayed byte-identical (certificates are read at reload)."""
+                 queue: RateLimitingQueue[Task] | None = None) -> None:
         self.options = options or ControllerOptions()
         self._client = client
         self.configuration = configuration
@@ -188,10 +194,8 @@ class LoadBalancerController:
             parse_config_map = _parse
         self._parse_config_map = parse_config_map
         self._is_leader = is_leader
-        self._manager = manager
         # Called on the sync thread after every task and after start-up completes (metrics wiring).
         self.on_synced: Callable[[], None] | None = None
-        self._force_reload = False      # a referenced Secret file changed: reload even if no config did
         self._in_reload_retry = False
         self._busy = False              # the sync thread is between get() and the end of _after_task()
         self.queue: RateLimitingQueue[Task] = (
@@ -600,7 +604,7 @@ class LoadBalancerController:
         resources = self.configuration.find_resources_for_secret(ns, name)
         if resources:
             # NGINX reads certificates at reload: a changed file needs one even if no config text changed.
-            self._force_reload = True
+            self.configurator.request_reload()
             self._apply_with_events(resources, "secret")
 
     def _special_secret_files(self, key: str) -> list[str]:
@@ -624,28 +628,17 @@ class LoadBalancerController:
             self._event(secret, EVENT_WARNING, REASON_REJECTED,
                         f"the special Secret {key} was rejected, using the previous version: {e}", SECRETS)
             return
-        if self._manager is None:
-            return
         changed = False
         for f in files:
             try:
-                with open(self._manager.secret_path(f), "rb") as fh:
-                    current: bytes | None = fh.read()
-            except OSError:
-                current = None
-            if current == content:
-                continue
-            try:
-                self._manager.create_secret(f, content, 0o600)
+                changed = self.configurator.update_special_secret(f, content) or changed
             except OSError as e:
                 log.error("writing a special TLS Secret failed", secret=key, error=str(e))
                 self._event(secret, EVENT_WARNING, REASON_UPDATED_WITH_ERROR,
                             f"the special Secret {key} was updated, but not applied: {e}", SECRETS)
                 return
-            changed = True
         if not changed:
             return
-        self._force_reload = True       # NGINX reads certificates at reload
         self._event(secret, EVENT_NORMAL, REASON_SECRET_UPDATED, f"the special Secret {key} was updated",
                     SECRETS)
         if self._ready.is_set():
@@ -659,7 +652,7 @@ class LoadBalancerController:
         finally:
             self._in_reload_retry = False
         self._mark_failed([], outcome)
-        if isinstance(outcome, _FailedReload):
+        if outcome is not None and outcome.batch_failed:
             raise _RetryLater(f"nginx reload failed: {outcome.error}")
 
     def sync_config_map(self, key: str) -> None:
@@ -780,7 +773,7 @@ class LoadBalancerController:
             result = [w for w in result if w not in prefixed]
         return _Applied(cfg, list(cfg.warnings) + warnings + result, child_warnings=child)
 
-    def _reload(self, reason: str) -> ReloadOutcome | _FailedReload | None:
+    def _reload(self, reason: str) -> ReloadOutcome | None:
         """Reload if any file changed (no-op while reloads are held). Returns the ReloadOutcome or None.
         A failure not tied to a resource (timeout, NGINX down) schedules a rate-limited RELOAD retry."""
         if self._batch or (not self._ready.is_set() and reason != "startup"):
@@ -791,54 +784,44 @@ class LoadBalancerController:
         except Exception as e:
             log.error("nginx reload failed", reason=reason, error=str(e))
             self._schedule_reload_retry()
-            return _FailedReload(str(e))
+            return ReloadOutcome(reloaded=False, error=str(e))
         if reason == "startup":
             self.stats.phases["startup_reload"] = time.monotonic() - t0
             self.stats.phases["startup_reload_cpu"] = time.thread_time() - c0
-        error = str(getattr(outcome, "error", "") or "")
-        if error and not getattr(outcome, "reloaded", False):
-            log.error("nginx reload failed; the changes stay pending", reason=reason, error=error)
+        if outcome.batch_failed:
+            log.error("nginx reload failed; the changes stay pending", reason=reason, error=outcome.error)
             self._schedule_reload_retry()
-            return _FailedReload(error, failed=dict(getattr(outcome, "failed", {}) or {}))
-        if error:
-            log.error("nginx reloaded, but the main configuration was rejected", error=error)
-        if self._force_reload and not getattr(outcome, "reloaded", False) and self._manager is not None:
-            try:
-                self._manager.reload()
-            except Exception as e:
-                log.error("nginx reload for a changed secret failed", error=str(e))
-                self._schedule_reload_retry()
-                return _FailedReload(str(e))
-            outcome.reloaded = True
-        self._force_reload = False
+        elif outcome.error:
+            log.error("nginx reloaded, but the main configuration was rejected", error=outcome.error)
         return outcome
 
     def _schedule_reload_retry(self) -> None:
         if not self._in_reload_retry:
             self.queue.add_rate_limited(RELOAD_TASK)
 
-    def _mark_failed(self, applied: list[_Applied], outcome: Any) -> None:
+    def _mark_failed(self, applied: list[_Applied], outcome: ReloadOutcome | None) -> None:
         if outcome is None:
             return
-        failed: dict[str, str] = dict(getattr(outcome, "failed", {}) or {})
-        if isinstance(outcome, _FailedReload) and not failed:
+        failed = outcome.failed
+        if outcome.batch_failed and not failed:
             for a in applied:
                 a.error = outcome.error
             return
         for a in applied:
             for k in self._keys_of(a.cfg):
-                if k in failed:
-                    a.error = failed[k]
+                err = failed.get(ResourceKey(INGRESS_KIND, k))
+                if err is not None:
+                    a.error = err
                     break
-        known = {k for a in applied for k in self._keys_of(a.cfg)}
-        for k, err in failed.items():
-            if k in known:
+        known = {ResourceKey(INGRESS_KIND, k) for a in applied for k in self._keys_of(a.cfg)}
+        for rk, err in failed.items():
+            if rk in known or rk.kind != INGRESS_KIND:
                 continue
             # An Ingress rendered earlier in a batch: report it now.
-            ing = self.get_object("ingresses", k)
+            ing = self.get_object("ingresses", rk.ns_name)
             if ing is not None:
-                self._event(ing, EVENT_WARNING, REASON_ADDED_OR_UPDATED_WITH_ERROR,
-                            f"Configuration for {k} was added or updated; but was not applied: {err}")
+                self._event(ing, EVENT_WARNING, REASON_ADDED_OR_UPDATED_WITH_ERROR, f"Configuration for "
+                            f"{rk.ns_name} was added or updated; but was not applied: {err}")
 
     # ------------------------------------------------------------------------------------------ IngressEx
 
@@ -972,14 +955,3 @@ class LoadBalancerController:
 
 class _RetryLater(Exception):
     """A sync that must run again later (rate-limited), without counting as a bug."""
-
-
-@dataclass
-class _FailedReload:
-    """A reload that raised instead of returning an outcome: every resource in it failed."""
-
-    error: str
-    reloaded: bool = False
-    failed: dict[str, str] = field(default_factory=dict)
-
-
