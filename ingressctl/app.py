@@ -202,7 +202,7 @@ class App:
             is_leader = self.leader.is_leader
 
         def get_cached(key: str) -> dict[str, Any] | None:
-            return self.controller.get_object("ingresses", key) if self.controller is not None else None
+            return self.controller.get_object(INGRESS_KIND, key) if self.controller is not None else None
 
         self.status = StatusUpdater(self.client, get_cached=get_cached,
                                     report_ingress_status=s.controller.report_ingress_status,
@@ -231,6 +231,8 @@ class App:
             recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
         )
         if self.metrics is not None:
+            for kind in self.controller.kinds:
+                self.metrics.controller.add_kind(kind.name, kind.metric_types)
             self.controller.on_synced = self._on_synced
         if s.serving.ready_status:
             self.health = HealthServer(is_ready=self.is_ready, is_alive=self.is_alive, host=self._health_host,
@@ -281,7 +283,9 @@ class App:
         metrics, configurator, controller = self.metrics, self.configurator, self.controller
         if metrics is None or configurator is None or controller is None:
             return
-        metrics.controller.set_ingress_resources(configurator.get_ingress_counts())
+        counts = configurator.resource_counts()
+        for kind in controller.kinds:
+            metrics.controller.set_resources(kind.name, counts.get(kind.name, {}))
         if not self._ready_reported and controller.is_ready():
             self._ready_reported = True
             started = self._started_at if self._started_at is not None else time.monotonic()

@@ -13,6 +13,8 @@ from ingressctl.keys import ResourceKey, object_key
 
 INGRESS_KIND = "ingress"
 """The Ingress's name in the kind registry and in its `ResourceKey`s."""
+INGRESS_TYPES = ("regular", "master", "minion")
+"""The types of configured Ingresses, as `ingress_resources_total{type}` counts them."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Protocol
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.ingress import generate_nginx_config, generate_nginx_config_for_mergeable
-from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, MergeableIngresses
+from ingressctl.configs.ingress_ex import INGRESS_KIND, INGRESS_TYPES, IngressEx, MergeableIngresses
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.keys import ResourceKey
 
@@ -84,7 +84,7 @@ class IngressRenderer:
 
     def counts(self, resources: Iterable[object]) -> dict[str, int]:
         """regular, master and minion Ingresses."""
-        out = {"regular": 0, "master": 0, "minion": 0}
+        out = dict.fromkeys(INGRESS_TYPES, 0)
         for r in resources:
             if isinstance(r, MergeableIngresses):
                 out["master"] += 1

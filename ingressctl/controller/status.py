@@ -31,16 +31,17 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from ingressctl.keys import object_key, split_key
+from ingressctl.keys import ResourceKey, object_key, split_key
 from ingressctl.logging import get_logger
 
 log = get_logger(__name__)
 
 Address = dict[str, str]
 GetCached = Callable[[str], "dict[str, Any] | None"]
-Keys = Sequence[str] | Callable[[], Sequence[str]]
+K = TypeVar("K")
+Keys = Sequence[K] | Callable[[], Sequence[K]]
 
 
 class StatusMetrics(Protocol):
@@ -75,6 +76,48 @@ class StatusClient(Protocol):
 
     def update_status(self, rt: Any, namespace: str | None, name: str,
                       body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def run_pool(keys: Sequence[K], workers: int, one: Callable[[K], bool]) -> int:
+    """Call `one(key)` for every key with up to `workers` threads; returns how many returned False. An
+    exception stops the pool (the remaining keys are skipped) and is re-raised."""
+    if not keys:
+        return 0
+    if workers <= 1:
+        return sum(0 if one(k) else 1 for k in keys)
+    # A fixed set of threads taking keys one at a time: nothing is allocated per key up front (an
+    # executor's map() makes a Future, with its lock and condition, for each of 10,000 keys at once).
+    todo = iter(keys)
+    lock = threading.Lock()
+    failed = 0
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        nonlocal failed
+        n = 0
+        try:
+            while True:
+                with lock:
+                    key = next(todo, None)
+                    if key is None or errors:
+                        break
+                if not one(key):
+                    n += 1
+        except BaseException as e:  # re-raised by the caller, as an executor's map() would
+            with lock:
+                errors.append(e)
+        with lock:
+            failed += n
+
+    threads = [threading.Thread(target=work, name=f"status-{i}", daemon=True)
+               for i in range(min(workers, len(keys)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return failed
 
 
 def to_addresses(values: Iterable[str]) -> list[Address]:
@@ -227,6 +270,14 @@ class StatusUpdater:
             desired = [dict(a) for a in self._status]
         return self._write(ing if isinstance(ing, str) else object_key(ing), desired)
 
+    def update_status(self, key: str) -> bool:
+        """`KindStatusWriter.update_status`: the Ingress's load-balancer address."""
+        return self.update_ingress_status(key)
+
+    def clear_status(self, key: str) -> bool:
+        """`KindStatusWriter.clear_status`."""
+        return self.clear_ingress_status(key)
+
     def clear_ingress_status(self, ing: dict[str, Any] | str) -> bool:
         """Empty the address list of a rejected Ingress (only the leader, or everyone without election)."""
         if not self.report_problem_status_enabled():
@@ -243,51 +294,14 @@ class StatusUpdater:
         """Update every Ingress in `keys`; returns how many writes failed. `on_item(outcome)` gets each
         key's outcome (`written`, `unchanged`, `failed`); without it a failure counts as a write error.
         Once `should_stop()` is true the remaining keys are skipped (shutdown, lost leadership)."""
-        if not keys:
-            return 0
-
         def one(key: str) -> bool:
             if should_stop is not None and should_stop():
                 return True
-            return self._safe_update(key, on_item)
+            return self.safe_update(key, on_item)
 
-        if workers <= 1:
-            return sum(0 if one(k) else 1 for k in keys)
-        # A fixed set of threads taking keys one at a time: nothing is allocated per key up front (an
-        # executor's map() makes a Future, with its lock and condition, for each of 10,000 keys at once).
-        todo = iter(keys)
-        lock = threading.Lock()
-        failed = 0
-        errors: list[BaseException] = []
+        return run_pool(keys, workers, one)
 
-        def work() -> None:
-            nonlocal failed
-            n = 0
-            try:
-                while True:
-                    with lock:
-                        key = next(todo, None)
-                        if key is None or errors:
-                            break
-                    if not one(key):
-                        n += 1
-            except BaseException as e:  # re-raised by the caller, as an executor's map() would
-                with lock:
-                    errors.append(e)
-            with lock:
-                failed += n
-
-        threads = [threading.Thread(target=work, name=f"status-{i}", daemon=True)
-                   for i in range(min(workers, len(keys)))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
-        return failed
-
-    def _safe_update(self, key: str, on_item: Callable[[str], None] | None = None) -> bool:
+    def safe_update(self, key: str, on_item: Callable[[str], None] | None = None) -> bool:
         try:
             wrote = self._update(key)
         except Exception as e:
@@ -333,6 +347,81 @@ class StatusUpdater:
         return True
 
 
+class KindStatusWriter(Protocol):
+    """One kind's status writer, keyed by "namespace/name" (the Ingress's is `StatusUpdater`)."""
+
+    @property
+    def writes(self) -> int: ...
+
+    def update_status(self, key: str) -> bool: ...
+
+    def clear_status(self, key: str) -> bool: ...
+
+    def safe_update(self, key: str, on_item: Callable[[str], None] | None = None) -> bool: ...
+
+
+class StatusWriters:
+    """Status writes for resources of every kind, keyed by `ResourceKey`: each goes to its kind's writer.
+    Gating (`--report-ingress-status`, leadership) and metrics are the base updater's."""
+
+    def __init__(self, base: StatusUpdater, writers: dict[str, KindStatusWriter]) -> None:
+        self.base = base
+        self._writers = writers
+
+    @property
+    def metrics(self) -> StatusMetrics | None:
+        return self.base.metrics
+
+    @property
+    def report_ingress_status(self) -> bool:
+        return self.base.report_ingress_status
+
+    def is_leader(self) -> bool:
+        return self.base.is_leader()
+
+    def report_status_enabled(self) -> bool:
+        return self.base.report_status_enabled()
+
+    @property
+    def writes(self) -> int:
+        return sum(w.writes for w in {id(w): w for w in self._writers.values()}.values())
+
+    def update(self, key: ResourceKey) -> bool:
+        return self._writers[key.kind].update_status(key.ns_name)
+
+    def clear(self, key: ResourceKey) -> bool:
+        return self._writers[key.kind].clear_status(key.ns_name)
+
+    def bulk_update(self, keys: Sequence[ResourceKey], *, workers: int = 1,
+                    on_item: Callable[[str], None] | None = None,
+                    should_stop: Callable[[], bool] | None = None) -> int:
+        """`StatusUpdater.bulk_update` over resources of every kind."""
+        def one(key: ResourceKey) -> bool:
+            if should_stop is not None and should_stop():
+                return True
+            return self._writers[key.kind].safe_update(key.ns_name, on_item)
+
+        return run_pool(keys, workers, one)
+
+
+class FlushTarget(Protocol):
+    """What the start-up flush writes through (`StatusWriters`, or a `StatusUpdater` for Ingresses alone)."""
+
+    @property
+    def metrics(self) -> StatusMetrics | None: ...
+
+    @property
+    def report_ingress_status(self) -> bool: ...
+
+    def is_leader(self) -> bool: ...
+
+    @property
+    def writes(self) -> int: ...
+
+    def bulk_update(self, keys: Any, *, workers: int = 1, on_item: Callable[[str], None] | None = None,
+                    should_stop: Callable[[], bool] | None = None) -> int: ...
+
+
 @dataclass
 class FlushResult:
     state: str            # "written", "skipped-follower", "skipped-disabled", "stopped"
@@ -348,7 +437,7 @@ class StartupStatusFlush:
 
     PENDING, RUNNING, DONE, SKIPPED = "pending", "running", "done", "skipped"
 
-    def __init__(self, updater: StatusUpdater, *, leader_election: bool, workers: int = 10,
+    def __init__(self, updater: FlushTarget, *, leader_election: bool, workers: int = 10,
                  leader_wait: float = 60.0, poll_interval: float = 0.1,
                  clock: Callable[[], float] = time.monotonic,
                  wait: Callable[[float], bool] | None = None) -> None:
@@ -366,7 +455,7 @@ class StartupStatusFlush:
         self.result: FlushResult | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self, keys: Keys) -> None:
+    def start(self, keys: Keys[Any]) -> None:
         """Run the flush in a background thread. `keys` may be a function: it is called again once this
         replica is known to lead, so Ingresses configured while it waited are written too."""
         self._thread = threading.Thread(target=self.run, args=(keys,), name="status-flush", daemon=True)
@@ -384,7 +473,7 @@ class StartupStatusFlush:
         with self._lock:
             return self.state in (self.PENDING, self.RUNNING)
 
-    def run(self, keys: Keys) -> FlushResult:
+    def run(self, keys: Keys[Any]) -> FlushResult:
         start = self._clock()
         if not self._updater.report_ingress_status:
             with self._lock:
@@ -398,7 +487,7 @@ class StartupStatusFlush:
         _report(metrics.status_flush_finished if metrics is not None else None, max(0.0, result.seconds))
         return result
 
-    def _run(self, keys: Keys, start: float) -> FlushResult:
+    def _run(self, keys: Keys[Any], start: float) -> FlushResult:
         metrics = self._updater.metrics
         if self._leader_election:
             deadline = start + self._leader_wait

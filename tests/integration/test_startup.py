@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ingressctl.controller import controller as controller_module
+from ingressctl.controller import startup as startup_module
 from ingressctl.controller.status import StartupStatusFlush
 from ingressctl.k8s.client import KubeClient
 from ingressctl.k8s.leader import LeaderElector
@@ -230,7 +230,7 @@ def test_a_follower_whose_flush_gave_up_writes_every_status_when_it_becomes_lead
         kw["leader_wait"] = 1.0
         return StartupStatusFlush(*args, **kw)
 
-    monkeypatch.setattr(controller_module, "StartupStatusFlush", short_wait)
+    monkeypatch.setattr(startup_module, "StartupStatusFlush", short_wait)
     names = populate(env, 5)
     config_map(env)
     c = env.controller(status_settings(env, enabled=True, lease_duration_s=3.0, renew_deadline_s=2.0,
