@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ingressctl.configs.config import shared_zone_size
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
@@ -48,7 +48,10 @@ class Configurator:
 
     def __init__(self, manager: Manager, static: StaticConfigParams, config: ConfigParams,
                  templates: TemplateExecutor, *, is_wildcard_enabled: bool = False,
-                 prune_stale_configs: bool = True) -> None:
+                 prune_stale_configs: bool = True,
+                 special_secrets: Mapping[str, bytes] | None = None) -> None:
+        """`special_secrets`: secrets/<name> files written before nginx.conf (the default server's and the
+        wildcard TLS Secrets' PEM files, which `static` names)."""
         static = dataclasses.replace(static, conf_dir=manager.conf_dir, run_dir=manager.run_dir,
                                      secrets_dir=manager.secrets_dir)
         if is_wildcard_enabled and not static.wildcard_tls_path:
@@ -70,6 +73,8 @@ class Configurator:
 
         if prune_stale_configs:
             self.files.prune_stale()
+        for name, content in (special_secrets or {}).items():
+            self.files.create_secret(name, content, 0o600)
         for warning in self._update_templates(config):
             log.warning("template override ignored", error=warning)
         self.files.init_main(self._render_main())
@@ -285,6 +290,10 @@ class Configurator:
             return self._templates.execute_main_template(cfg)
 
     # ------------------------------------------------------------------ files outside conf.d, reload
+
+    def write_static_config(self, name: str, text: str) -> None:
+        """A conf.d file no resource owns (the latency metrics' log format), written before NGINX starts."""
+        self.files.write_static(name, text)
 
     def create_secret(self, name: str, content: bytes, mode: int = 0o600) -> str:
         """Write secrets/<name> (the LocalSecretStore's files); returns the path."""

@@ -175,6 +175,11 @@ class ConfigFiles:
         self._key_of[name] = key
         return name
 
+    def write_static(self, name: str, text: str) -> None:
+        """A conf.d file no resource owns, written before NGINX starts; its name is never given to one."""
+        self._key_of[name] = ResourceKey("", name)
+        self._manager.create_config(name, text)
+
     def files(self) -> dict[ResourceKey, str]:
         """Every resource's file name (without .conf)."""
         return dict(self._file_of)
