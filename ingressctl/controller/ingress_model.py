@@ -28,7 +28,7 @@ from ingressctl.controller.validation import (
     path_conflict_key,
     validate_ingress,
 )
-from ingressctl.keys import ResourceKey, split_key
+from ingressctl.keys import ResourceKey
 
 REASON_NO_INGRESS_MASTER_FOUND = "NoIngressMasterFound"
 MESSAGE_NO_MASTER = "Ingress master is invalid or doesn't exist"
@@ -73,11 +73,11 @@ class IngressConfiguration:
 
     @property
     def namespace(self) -> str:
-        return split_key(self.key)[0]
+        return self.key_with_kind.namespace
 
     @property
     def name(self) -> str:
-        return split_key(self.key)[1]
+        return self.key_with_kind.name
 
     def children(self) -> list[tuple[ResourceKey, dict[str, Any]]]:
         return [(ResourceKey(INGRESS_KIND, m.key), m.ingress) for m in self.minions]
