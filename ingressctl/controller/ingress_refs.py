@@ -13,9 +13,8 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Iterator, Mapping
+from typing import Any, Final, NamedTuple
 
 BASIC_AUTH_SECRET: Final = "nginx.org/basic-auth-secret"
 
@@ -32,8 +31,8 @@ def _list(v: Any) -> list[Any]:
 
 def backend_service(backend: Any) -> Backend | None:
     """(service name, port number or name) of an IngressBackend, or None when it has no service."""
-    svc = _dict(_dict(backend).get("service"))
-    if not svc:
+    svc = backend.get("service") if isinstance(backend, dict) else None
+    if not svc or not isinstance(svc, dict):
         return None
     port = _dict(svc.get("port"))
     number = port.get("number")
@@ -42,21 +41,11 @@ def backend_service(backend: Any) -> Backend | None:
     return str(svc.get("name", "")), str(port.get("name", "") or "")
 
 
-def ingress_backends(ing: Mapping[str, Any], *, valid_hosts: Mapping[str, bool] | None = None,
-                     valid_paths: Mapping[str, bool] | None = None) -> list[Backend]:
-    """Every Service backend, defaultBackend first, de-duplicated. With `valid_hosts` (non-empty) only rules
-    of hosts mapped to True count; with `valid_paths` only paths mapped to True."""
+def _backend_objects(ing: Mapping[str, Any], valid_hosts: Mapping[str, bool] | None,
+                     valid_paths: Mapping[str, bool] | None) -> Iterator[Any]:
+    """The walk: the raw IngressBackend objects, defaultBackend first, then each rule's paths in order."""
     spec = _dict(ing.get("spec"))
-    out: list[Backend] = []
-    seen: set[Backend] = set()
-
-    def add(backend: Any) -> None:
-        b = backend_service(backend)
-        if b is not None and b not in seen:
-            seen.add(b)
-            out.append(b)
-
-    add(spec.get("defaultBackend"))
+    yield spec.get("defaultBackend")
     for rule in _list(spec.get("rules")):
         rule = _dict(rule)
         if valid_hosts and not valid_hosts.get(str(rule.get("host") or ""), False):
@@ -65,17 +54,28 @@ def ingress_backends(ing: Mapping[str, Any], *, valid_hosts: Mapping[str, bool] 
             p = _dict(p)
             if valid_paths is not None and not valid_paths.get(str(p.get("path", "")), False):
                 continue
-            add(p.get("backend"))
-    return out
+            yield p.get("backend")
+
+
+def ingress_backends(ing: Mapping[str, Any], *, valid_hosts: Mapping[str, bool] | None = None,
+                     valid_paths: Mapping[str, bool] | None = None) -> list[Backend]:
+    """Every Service backend, defaultBackend first, de-duplicated. With `valid_hosts` (non-empty) only rules
+    of hosts mapped to True count; with `valid_paths` only paths mapped to True."""
+    found: dict[Backend, None] = {}
+    for backend in _backend_objects(ing, valid_hosts, valid_paths):
+        b = backend_service(backend)
+        if b is not None:
+            found[b] = None
+    return list(found)
 
 
 def service_names(ing: Mapping[str, Any]) -> set[str]:
     """Names of every Service the Ingress's spec references (rules and defaultBackend)."""
-    return {name for name, _ in ingress_backends(ing)}
+    return {b[0] for backend in _backend_objects(ing, None, None)
+            if (b := backend_service(backend)) is not None}
 
 
-@dataclass(frozen=True, slots=True)
-class IngressSecrets:
+class IngressSecrets(NamedTuple):
     names: tuple[str, ...]          # in the Ingress's namespace, in order of reference, unique
     uses_default_tls: bool          # a spec.tls entry without secretName
 

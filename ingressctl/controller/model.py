@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from ingressctl.keys import ResourceKey
 
@@ -83,8 +83,7 @@ class ConfigurationProblem:
         return (self.is_error, self.reason, self.message) == (other.is_error, other.reason, other.message)
 
 
-@dataclass(frozen=True, slots=True)
-class Claims:
+class Claims(NamedTuple):
     """What a kind extracts from one of its objects (its references)."""
 
     role: Role
