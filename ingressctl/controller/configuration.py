@@ -139,9 +139,8 @@ class Configuration:
         self.snippets_enabled = snippets_enabled
         self._startup_complete = False
         self._kinds: dict[str, ConfigurationKind] = {}
-        self._ingress = IngressModel(ingress_class, is_controller_ingress_class=is_controller_ingress_class,
-                                     is_plus=is_plus, snippets_enabled=snippets_enabled)
-        self.register_kind(self._ingress)
+        self.register_kind(IngressModel(ingress_class, is_plus=is_plus, snippets_enabled=snippets_enabled,
+                                        is_controller_ingress_class=is_controller_ingress_class))
 
         self._entries: dict[ResourceKey, Entry] = {}
         self._claims: Index = {}  # host (or listener claim) -> parent/regular keys claiming it
@@ -162,10 +161,6 @@ class Configuration:
     @property
     def startup_complete(self) -> bool:
         return self._startup_complete
-
-    def has_correct_ingress_class(self, ing: Mapping[str, Any]) -> bool:
-        """The class annotation beats spec.ingressClassName; an Ingress without a class is not ours."""
-        return self._ingress.is_ours(ing)
 
     def add_or_update(self, kind: str, obj: dict[str, Any]) -> Changes:
         """Validate and store (or remove) the resource, then resolve the hosts it touches."""

@@ -19,6 +19,9 @@ Guarantees:
   while it is pending or running, a became-leader callback leaves the writes to it (one set of writers).
   Its keys may be given as a function, read once leadership is known, so Ingresses configured while the
   replica waited for the lease are written too. A write never modifies the cached (informer) object.
+- `StatusWriters` writes resources of every kind, keyed by `ResourceKey`: each key goes to its kind's
+  `KindStatusWriter` (the Ingress's is `StatusUpdater`); gating and metrics are the StatusUpdater's. The
+  start-up flush and the became-leader writes go through it.
 - Optional `StatusMetrics` (the Prometheus start-up collector): the flush reports its start, each item's
   outcome and its end; every other failed write counts as a status write error. A failing metrics call is
   logged and never disturbs a write.
