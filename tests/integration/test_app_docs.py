@@ -129,6 +129,26 @@ def test_every_metric_is_documented() -> None:
     assert sorted(documented - names) == [], "docs/metrics.md lists unknown metrics"
 
 
+def test_snippets_without_the_flag_are_documented_as_the_code_behaves() -> None:
+    """docs/annotations.md says what validation does to a snippet annotation without --enable-snippets: the
+    Ingress is rejected with the message it quotes (NIC's behaviour), not ignored with a warning."""
+    from ingressctl.configs import annotations
+    from ingressctl.controller.validation import validate_ingress
+
+    ing = {"metadata": {"name": "a", "namespace": "d", "annotations": {"nginx.org/server-snippets": "x;"}},
+           "spec": {"ingressClassName": "nginx", "rules": [{"host": "a.example.com", "http": {"paths": [
+               {"path": "/", "pathType": "Prefix",
+                "backend": {"service": {"name": "s", "port": {"number": 80}}}}]}}]}}
+    errors = [str(e) for e in validate_ingress(ing, snippets_enabled=False)]
+    assert errors, "an Ingress with a snippet and snippets off must be rejected"
+    section = read("docs/annotations.md").split("## Snippets", 1)[1].split("\n## ", 1)[0]
+    words = " ".join(section.split())
+    assert "is rejected" in words and "ignored" not in words
+    assert errors[0] in words, (errors, words)
+    doc = " ".join((annotations.__doc__ or "").split())
+    assert "otherwise they are ignored with a warning" not in doc and "rejects the whole Ingress" in doc
+
+
 CURL = re.compile(r"^curl -H 'Host: ([^']+)' http://127\.0\.0\.1:(\d+)(/\S*)\s*(?:#\s*(.*))?$", re.MULTILINE)
 
 
