@@ -1,7 +1,7 @@
 """Composition root: builds the controller's parts from `Settings`, starts them in order, stops them in
 reverse.
 
-Start order (NIC's main.go, nic-behaviour.md 9.2, DESIGN.md section 5):
+Start order (NIC's main.go; docs/architecture.md, "Start-up"):
 1. Kubernetes client from the kubeconfig (or in-cluster config).
 2. The IngressClass named by `--ingress-class` must exist with `spec.controller:
    nginx.org/ingress-controller`; otherwise start-up fails with a clear message (NIC exits fatally too).

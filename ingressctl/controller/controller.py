@@ -6,7 +6,7 @@ Guarantees:
   IngressClass; one set per `--watch-namespace` entry, or one for all namespaces) feed handlers that only
   filter and enqueue `Task`s. ONE sync thread drains the rate-limited queue and owns the Configuration, the
   Configurator and NGINX. A sync that raises is logged and re-queued rate-limited; the thread never dies.
-- Start-up (DESIGN.md section 5): nothing is rendered or reloaded until the informers have synced and the
+- Start-up (docs/architecture.md): nothing is rendered or reloaded until the informers have synced and the
   initial queue has drained; then ONE host resolution, everything rendered, ONE reload, problem
   statuses/events written synchronously, readiness turned on (also with zero Ingresses), and the deferred
   statuses flushed in the background by 10 workers gated on leader election. `legacy_startup` keeps the
@@ -15,7 +15,7 @@ Guarantees:
   is reloaded only when a file changed. While two or more tasks wait, reloads are held and done once when
   the queue drains (batching). A failed reload rejects only the offending Ingresses (event
   `AddedOrUpdatedWithError` with NGINX's error text); the others keep serving.
-- Events follow NIC's reasons and messages (nic-behaviour.md 2.4-2.6); status follows section 8 through
+- Events follow NIC's reasons and messages; status follows NIC's status updater through
   `StatusUpdater`: written only when it changes, only with `--report-ingress-status`, only by the leader.
 - Deletes are never lost: tombstones are handled, and a deleted EndpointSlice re-renders its Service.
 - The special TLS Secrets (`default_server_tls_secret`, `wildcard_tls_secret`) stay in step after start-up:

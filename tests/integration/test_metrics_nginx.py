@@ -33,7 +33,7 @@ LABELS = UpstreamServerLabels(service="tea-svc", resource_type="ingress", resour
                               resource_namespace="default")
 LATENCY = "nginx_ingress_controller_upstream_server_response_latency_ms"
 
-# Every metric NIC's Grafana dashboard queries (nic-behaviour.md section 10), as sample names.
+# Every metric NIC's Grafana dashboard queries (docs/metrics.md), as sample names.
 DASHBOARD_METRICS = [
     "nginx_ingress_controller_nginx_reloads_total",
     "nginx_ingress_controller_nginx_reload_errors_total",
