@@ -64,14 +64,18 @@ def _port(value: str) -> int:
     return port
 
 
-def _positive_int(value: str) -> int:
+def _int_at_least(value: str, minimum: int, what: str = "number") -> int:
     try:
         number = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {value!r}") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"{number} must be greater than 0")
+        raise argparse.ArgumentTypeError(f"invalid {what} {value!r}") from None
+    if number < minimum:
+        raise argparse.ArgumentTypeError(f"{what} {number} must be at least {minimum}")
     return number
+
+
+def _positive_int(value: str) -> int:
+    return _int_at_least(value, 1)
 
 
 def _seconds(value: str) -> float:
@@ -86,12 +90,7 @@ def _seconds(value: str) -> float:
 
 def _glog_verbosity(value: str) -> str:
     """NIC's older glog `-v=N` as a log level: 0-2 info, 3 debug, 4 and more trace."""
-    try:
-        v = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid verbosity {value!r} (a number, 3 for debug)") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"verbosity {v} must not be negative")
+    v = _int_at_least(value, 0, "verbosity")
     return "info" if v < 3 else "debug" if v == 3 else "trace"
 
 
