@@ -19,11 +19,11 @@ Guarantees:
   resource at most once, sorted by key within each group) and ConfigurationProblems (only new or changed
   ones, each carrying its resource key), computed by re-resolving just the hosts the changed resource touches:
   steady-state work is proportional to the resources that share those hosts, not to the size of the cluster.
-- Start-up (seeds/004): until `set_startup_complete()` adds, updates and deletes only validate and store
-  (constant work per resource: no host resolution); `set_startup_complete()` runs ONE full resolution and
-  returns every configured resource as an AddOrUpdate plus every problem. `legacy_startup=True` keeps the
-  pre-5.5 behaviour (a full rebuild on every change, children found by scanning) as a benchmark baseline;
-  every mode reaches the same state.
+- Start-up (see docs/architecture.md): until `set_startup_complete()`, adds, updates and deletes only
+  validate and store (constant work per resource: no host resolution); `set_startup_complete()` runs ONE
+  full resolution and returns every configured resource as an AddOrUpdate plus every problem.
+  `legacy_startup=True` keeps the pre-5.5 behaviour (a full rebuild on every change, children found by
+  scanning) as a benchmark baseline; every mode reaches the same state.
 - Lookups by Service and Secret use indexes maintained on every store change; they return only configured
   resources (a child's parent stands in for the child). Per-resource state is kept small.
 - Pure and single-threaded: the one sync thread owns it.

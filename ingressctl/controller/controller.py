@@ -133,7 +133,7 @@ class LoadBalancerController:
 
         self.kinds = KindRegistry([ingress_kind(ingress_class=o.ingress_class, caches=self,
                                                 secrets=secret_store, configurator=configurator,
-                                                status=status_updater)])
+                                                status=status_updater, warn=self._warn_ingress)])
         for factory in kinds:
             entry = factory(self)
             self.kinds.register(entry)
@@ -148,7 +148,8 @@ class LoadBalancerController:
         self.informers = InformerSet(client, self.kinds, self.enqueue, ingress_class=o.ingress_class,
                                      watch_namespaces=o.watch_namespaces, pod_namespace=o.pod_namespace,
                                      external_service_key=self._external_service_key,
-                                     configmap_key=self._configmap_key, resync_period=o.resync_period)
+                                     configmap_key=self._configmap_key, resync_period=o.resync_period,
+                                     watch_secret_namespaces=o.watch_secret_namespaces)
         self._syncers: dict[str, Callable[[str], None]] = {
             Kind.ENDPOINT_SLICE: self.sync_endpoint_slice, Kind.SERVICE: self.sync_service,
             Kind.SECRET: self.sync_secret, Kind.CONFIG_MAP: self.sync_config_map,
@@ -175,6 +176,9 @@ class LoadBalancerController:
     def endpoint_slices(self, namespace: str, service: str) -> list[dict[str, Any]]:
         """The cached EndpointSlices of a Service (thread-safe read of the informer store)."""
         return self.informers.endpoint_slices(namespace, service)
+
+    def _warn_ingress(self, ing: dict[str, Any], reason: str, message: str) -> None:
+        self.reporter.event(ing, Kind.INGRESS, EVENT_WARNING, reason, message)
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -497,7 +501,9 @@ class LoadBalancerController:
         updates: list[Resource] = []
         for ch in changes:
             if ch.op == "Delete":
-                self.configurator.delete(ch.resource.key_with_kind)
+                key = ch.resource.key_with_kind
+                self.configurator.delete(key)
+                self.kinds[key.kind].builder.forget(key)
                 self.reporter.forget(ch.resource)
                 deleted.append(ch)
             else:

@@ -1,6 +1,6 @@
 """The controller's informers: one per registered kind plus Services, EndpointSlices (indexed by Service),
 supported Secrets, the NGINX ConfigMap and our IngressClass; one set per `--watch-namespace` entry, or one for
-all namespaces.
+all namespaces (Secrets: one per `--watch-secret-namespace` entry when given).
 
 Guarantees:
 - Informers are keyed by what they serve (a kind's registry name, or the plural of a built-in type) and a
@@ -45,7 +45,10 @@ class InformerSet:
 
     def __init__(self, client: Any, kinds: KindRegistry, enqueue: Enqueue, *, ingress_class: str,
                  watch_namespaces: Iterable[str], pod_namespace: str, external_service_key: str | None,
-                 configmap_key: str | None, resync_period: float) -> None:
+                 configmap_key: str | None, resync_period: float,
+                 watch_secret_namespaces: Iterable[str] | None = None) -> None:
+        """`watch_secret_namespaces`: where Secrets are watched (`--watch-secret-namespace`); None: where
+        everything else is, empty: all namespaces."""
         self._client = client
         self._resync = resync_period
         self._informers: dict[tuple[str, str], SharedInformer] = {}   # (name, namespace or "") -> informer
@@ -60,6 +63,8 @@ class InformerSet:
             self._add("services", SERVICES, ns, service_h)
             self._add("endpointslices", ENDPOINTSLICES, ns, slice_h,
                       indexers={BY_SERVICE_INDEX: endpoint_slices_by_service})
+        secret_namespaces = watched if watch_secret_namespaces is None else list(watch_secret_namespaces)
+        for ns in secret_namespaces or [""]:
             self._add("secrets", SECRETS, ns, secret_h)
         if external_service_key and watched and pod_namespace not in watched:
             # The external Service lives in the controller's namespace; watch just it (NIC would not see it).
@@ -82,6 +87,10 @@ class InformerSet:
 
     def informer(self, name: str, namespace: str) -> SharedInformer | None:
         return self._informers.get((name, "")) or self._informers.get((name, namespace))
+
+    def namespaces(self, name: str) -> set[str]:
+        """The namespaces `name` is watched in ("" for all)."""
+        return {ns for (n, ns) in self._informers if n == name}
 
     def get_object(self, name: str, key: str) -> dict[str, Any] | None:
         """An object from the cache of `name` (a kind's registry name or a built-in plural), by key."""

@@ -7,10 +7,13 @@ Guarantees:
   minion's warnings go to that minion (NIC's ChildWarnings), not to the master.
 - Only the backends of hosts the Ingress owns are resolved (a minion: only the paths it won).
 - `nginx.org/use-cluster-ip: "true"` makes a backend's single endpoint the Service's cluster IP.
+- A backend Service without endpoints gets a `NoEndpoints` Warning event on the Ingress (or minion) that
+  routes to it, once per Ingress and Service until the reason changes (`endpoint_warnings`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ingressctl.configs.ingress_ex import (
@@ -21,6 +24,7 @@ from ingressctl.configs.ingress_ex import (
     SecretReference,
     backend_key,
 )
+from ingressctl.controller.endpoint_warnings import REASON_NO_ENDPOINTS, EndpointWarnings, no_endpoints_reason
 from ingressctl.controller.endpoints import BackendError, cluster_ip_endpoint, resolve_backend_endpoints
 from ingressctl.controller.handlers import IngressHandler
 from ingressctl.controller.ingress_model import IngressConfiguration
@@ -30,6 +34,7 @@ from ingressctl.controller.model import Resource
 from ingressctl.controller.status import KindStatusWriter
 from ingressctl.controller.validation import parse_go_bool
 from ingressctl.k8s.resource import INGRESSES
+from ingressctl.keys import ResourceKey
 
 USE_CLUSTER_IP_ANNOTATION = "nginx.org/use-cluster-ip"
 
@@ -56,13 +61,23 @@ class IngressConfigurator(Protocol):
     def minion_warnings(self, master_key: str) -> dict[str, list[str]]: ...
 
 
+Warn = Callable[[dict[str, Any], str, str], None]
+"""A Warning event on an Ingress: (object, reason, message)."""
+
+
 class IngressBuilder:
     """See the module docstring."""
 
-    def __init__(self, caches: Caches, secrets: SecretReferences, configurator: IngressConfigurator) -> None:
+    def __init__(self, caches: Caches, secrets: SecretReferences, configurator: IngressConfigurator,
+                 warn: Warn) -> None:
         self._caches = caches
         self._secrets = secrets
         self._configurator = configurator
+        self._warn = warn
+        self._endpoint_warnings = EndpointWarnings()
+
+    def forget(self, key: ResourceKey) -> None:
+        self._endpoint_warnings.forget(key.ns_name)
 
     def apply(self, resource: Resource) -> Applied:
         if not isinstance(resource, IngressConfiguration):
@@ -106,6 +121,7 @@ class IngressBuilder:
         warnings: list[str] = []
         endpoints: dict[str, list[str]] = {}
         seen: set[str] = set()
+        no_endpoints: dict[str, str] = {}   # Service -> why it has no endpoints
         backends = ingress_backends(ing, valid_hosts=None if cfg.is_minion else cfg.valid_hosts,
                                     valid_paths=valid_minion_paths)
         for svc_name, port in backends:
@@ -118,12 +134,16 @@ class IngressBuilder:
                 if use_cluster_ip and svc is not None:
                     eps = cluster_ip_endpoint(svc, port)
                 else:
-                    eps = resolve_backend_endpoints(ns, svc_name, port, svc,
-                                                    self._caches.endpoint_slices(ns, svc_name))
+                    slices = self._caches.endpoint_slices(ns, svc_name)
+                    eps = resolve_backend_endpoints(ns, svc_name, port, svc, slices)
+                    if not eps:
+                        no_endpoints.setdefault(svc_name, no_endpoints_reason(ns, svc_name, port, slices))
             except BackendError as e:
                 warnings.append(str(e))
                 eps = []
             endpoints[bkey] = eps
+        for message in self._endpoint_warnings.observe(cfg.key, no_endpoints):
+            self._warn(ing, REASON_NO_ENDPOINTS, message)
         secret_refs = {name: self._secrets.get_secret_reference(f"{ns}/{name}")
                        for name in ingress_secrets(ing).names}
         ex = IngressEx(ingress=ing, valid_hosts=dict(cfg.valid_hosts), endpoints=endpoints,
@@ -133,13 +153,13 @@ class IngressBuilder:
 
 
 def ingress_kind(*, ingress_class: str, caches: Caches, secrets: SecretReferences,
-                 configurator: IngressConfigurator, status: KindStatusWriter) -> ResourceKind:
+                 configurator: IngressConfigurator, status: KindStatusWriter, warn: Warn) -> ResourceKind:
     """The Ingress's registry entry."""
 
     def handler(enqueue: Enqueue) -> EventHandler:
         return IngressHandler(enqueue, ingress_class)
 
     return ResourceKind(name=INGRESS_KIND, rt=INGRESSES, handler=handler,
-                        builder=IngressBuilder(caches, secrets, configurator), status=status,
+                        builder=IngressBuilder(caches, secrets, configurator, warn), status=status,
                         metric_types=INGRESS_TYPES)
 

@@ -24,6 +24,7 @@ from ingressctl.controller.status import KindStatusWriter
 from ingressctl.controller.task import Task
 from ingressctl.k8s.reflector import Transform
 from ingressctl.k8s.resource import ResourceType
+from ingressctl.keys import ResourceKey
 
 Enqueue = Callable[[Task], None]
 
@@ -54,6 +55,9 @@ class KindBuilder(Protocol):
     def apply(self, resource: Resource) -> Applied:
         """Render the resource (its file is written if it changed); render errors come back with the next
         reload's outcome, exceptions propagate."""
+
+    def forget(self, key: ResourceKey) -> None:
+        """The resource is no longer configured: drop what the builder remembers about it."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ class ControllerOptions:
 
     ingress_class: str = "nginx"
     watch_namespaces: tuple[str, ...] = ()          # empty: all namespaces
+    watch_secret_namespaces: tuple[str, ...] | None = None  # None: watch_namespaces; empty: all
     nginx_configmaps: str | None = None             # "namespace/name"
     pod_namespace: str = "default"
     external_service: str | None = None             # a Service name in pod_namespace

@@ -2,7 +2,7 @@
 `updateResourcesStatusAndEvents` and `processProblems`), and the status bookkeeping.
 
 Guarantees:
-- Events follow NIC's reasons and messages (nic-behaviour.md 2.4-2.6), name the object by its kind and
+- Events follow NIC's reasons and messages, name the object by its kind and
   apiVersion from the registry, and never raise (a failing recorder is logged). Normal events are logged at
   debug, warnings at warning level.
 - Status goes to the resource's kind's writer through `StatusWriters`: written only when it changes, only

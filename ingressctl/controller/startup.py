@@ -1,5 +1,5 @@
-"""Start-up (DESIGN section 5, seeds/004): the end of the initial drain, the deferred status flush, and the
-became-leader status writes.
+"""Start-up (docs/architecture.md, "Start-up"): the end of the initial drain, the deferred status flush, and
+the became-leader status writes.
 
 Guarantees:
 - Until the initial queue drains, problems are only collected (`defer_problems`); nothing is rendered,

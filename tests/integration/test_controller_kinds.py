@@ -116,6 +116,9 @@ class StubBuilder:
         return Applied(resource, list(resource.warnings) +
                        self._configurator.add_or_update(resource.key_with_kind, resource))
 
+    def forget(self, key: ResourceKey) -> None:
+        pass
+
 
 class StubStatus:
     """Records the keys whose status the controller asked this kind to write."""
