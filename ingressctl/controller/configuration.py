@@ -349,8 +349,7 @@ class Configuration:
     def _rebuild_hosts(self) -> Changes:
         """Full resolution from scratch (NIC's `rebuildHosts`): O(number of resources)."""
         hosts: dict[str, ResourceKey] = {}
-        for key in sorted(self._entries):
-            e = self._entries[key]
+        for key, e in self._entries.items():  # any order: `wins` is a total order
             if e.role == "child":
                 continue
             for h in e.claims:
@@ -407,10 +406,14 @@ class Configuration:
             return ConfigurationProblem(e.obj, False, REASON_REJECTED, message, key=key)
         return None
 
-    def _diff(self, keys: Iterable[ResourceKey], problem_keys: Iterable[ResourceKey]) -> Changes:
+    def _diff(self, keys: set[ResourceKey], problem_keys: set[ResourceKey]) -> Changes:
+        """Rebuild `keys` and re-evaluate the problems of `problem_keys` (a superset of `keys`)."""
         deletes: list[ResourceChange] = []
         updates: list[ResourceChange] = []
-        for key in sorted(keys):
+        ordered = sorted(problem_keys)
+        for key in ordered:
+            if key not in keys:
+                continue
             old = self._resources.get(key)
             new = self._build(key)
             if new is not None:
@@ -421,7 +424,7 @@ class Configuration:
                 del self._resources[key]
                 deletes.append(ResourceChange("Delete", self._lost_all_hosts(key, old)))
         problems: list[ConfigurationProblem] = []
-        for key in sorted(problem_keys):
+        for key in ordered:
             old_p = self._problems.get(key)
             new_p = self._problem(key)
             if new_p is None:
