@@ -14,7 +14,6 @@ import functools
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -23,12 +22,13 @@ from ingressctl.configs.renderers import RenderContext, Rendered
 from ingressctl.controller import controller as controller_module
 from ingressctl.controller.configuration import Configuration, IngressConfiguration
 from ingressctl.controller.kinds import Applied, Enqueue, ResourceKind
-from ingressctl.controller.model import Claims, ConfigurationProblem, Entry, Resource
+from ingressctl.controller.model import Claims, Resource
 from ingressctl.controller.task import Task
 from ingressctl.k8s.resource import CONFIGMAPS
 from ingressctl.keys import ResourceKey, object_key
 from tests.helpers import wait_until
 from tests.integration.harness import NS, Env, rule
+from tests.stub_kinds import StubModel, StubResource
 
 pytestmark = pytest.mark.integration
 
@@ -45,49 +45,16 @@ def _ours(obj: Mapping[str, Any]) -> bool:
     return ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL) == VS
 
 
-@dataclass
-class StubResource:
-    """A configured stub: NIC's Resource interface."""
-
-    obj: dict[str, Any]
-    key: str
-    valid_hosts: dict[str, bool]
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def key_with_kind(self) -> ResourceKey:
-        return ResourceKey(VS, self.key)
-
-    def is_equal(self, other: Resource) -> bool:
-        return (isinstance(other, StubResource) and self.key == other.key and self.obj == other.obj
-                and self.valid_hosts == other.valid_hosts)
-
-    def children(self) -> list[tuple[ResourceKey, dict[str, Any]]]:
-        return []
-
-    def lost_all_hosts(self, obj: dict[str, Any], warnings: list[str]) -> StubResource:
-        return StubResource(obj, self.key, {h: False for h in self.valid_hosts}, warnings)
+def stub_claims(obj: Mapping[str, Any]) -> Claims:
+    return Claims(role="regular", hosts=(str(obj["data"]["host"]),))
 
 
-class StubModel:
-    kind = VS
-    api_kind = "VirtualServer"
+def stub_validate(obj: Mapping[str, Any]) -> str:
+    return "" if (obj.get("data") or {}).get("host") else "spec.host: Required value"
 
-    def is_ours(self, obj: Mapping[str, Any]) -> bool:
-        return _ours(obj)
 
-    def validate(self, obj: Mapping[str, Any]) -> str:
-        return "" if (obj.get("data") or {}).get("host") else "spec.host: Required value"
-
-    def claims(self, obj: Mapping[str, Any]) -> Claims:
-        return Claims(role="regular", hosts=(str(obj["data"]["host"]),))
-
-    def build(self, entry: Entry, valid_hosts: dict[str, bool], warnings: list[str],
-              children: list[Entry]) -> StubResource:
-        return StubResource(entry.obj, entry.key.ns_name, valid_hosts, warnings)
-
-    def child_problem(self, entry: Entry) -> ConfigurationProblem:
-        raise AssertionError("the stub kind has no children")
+def stub_model() -> StubModel:
+    return StubModel(VS, "VirtualServer", stub_claims, is_ours=_ours, validate=stub_validate)
 
 
 class StubRenderer:
@@ -170,7 +137,7 @@ STATUS = StubStatus()
 def stub_kind(lbc: Any) -> ResourceKind:
     lbc.configurator.register_renderer(StubRenderer())
     return ResourceKind(name=VS, rt=CONFIGMAPS, handler=StubHandler, builder=StubBuilder(lbc.configurator),
-                        status=STATUS, model=StubModel(), transform=lambda obj: obj,
+                        status=STATUS, model=stub_model(), transform=lambda obj: obj,
                         metric_types=("total",))
 
 
@@ -193,7 +160,7 @@ def vkey(name: str) -> ResourceKey:
 
 def test_configuration_keeps_kinds_apart_and_owns_hosts_across_kinds() -> None:
     conf = Configuration(ingress_class="nginx")
-    conf.register_kind(StubModel())
+    conf.register_kind(stub_model())
     conf.set_startup_complete()
     ing = {"metadata": {"name": "cafe", "namespace": NS, "uid": "u1",
                         "creationTimestamp": "2024-01-01T00:00:00Z"},

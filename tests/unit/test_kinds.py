@@ -5,7 +5,6 @@ here, not in the product."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -13,9 +12,10 @@ import pytest
 from ingressctl.configs.renderers import RenderContext, Rendered
 from ingressctl.controller.configuration import Configuration
 from ingressctl.controller.kinds import KindRegistry, ResourceKind
-from ingressctl.controller.model import Claims, ConfigurationProblem, Entry, Resource
+from ingressctl.controller.model import Claims
 from ingressctl.k8s.resource import CONFIGMAPS
 from ingressctl.keys import ResourceKey
+from tests.stub_kinds import StubModel
 from tests.unit.test_configs_configurator import configurator, ex
 
 TS = "transportserver"
@@ -29,52 +29,11 @@ def tkey(ns_name: str) -> ResourceKey:
     return ResourceKey(TS, ns_name)
 
 
-@dataclass
-class Stream:
-    """A configured stub stream resource (NIC's Resource interface)."""
-
-    obj: dict[str, Any]
-    key: str
-    valid_hosts: dict[str, bool]
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def key_with_kind(self) -> ResourceKey:
-        return tkey(self.key)
-
-    def is_equal(self, other: Resource) -> bool:
-        return isinstance(other, Stream) and (self.obj, self.valid_hosts) == (other.obj, other.valid_hosts)
-
-    def children(self) -> list[tuple[ResourceKey, dict[str, Any]]]:
-        return []
-
-    def lost_all_hosts(self, obj: dict[str, Any], warnings: list[str]) -> Stream:
-        return Stream(obj, self.key, {h: False for h in self.valid_hosts}, warnings)
-
-
-class StreamModel:
+def stream_claims(obj: Mapping[str, Any]) -> Claims:
     """A TransportServer-like stub: a passthrough host, or a listener."""
-
-    kind = TS
-    api_kind = "TransportServer"
-
-    def is_ours(self, obj: Mapping[str, Any]) -> bool:
-        return True
-
-    def validate(self, obj: Mapping[str, Any]) -> str:
-        return ""
-
-    def claims(self, obj: Mapping[str, Any]) -> Claims:
-        spec = obj["spec"]
-        return Claims(role="regular", hosts=tuple(spec.get("hosts", ())),
-                      listeners=tuple(spec.get("listeners", ())))
-
-    def build(self, entry: Entry, valid_hosts: dict[str, bool], warnings: list[str],
-              children: list[Entry]) -> Stream:
-        return Stream(entry.obj, entry.key.ns_name, valid_hosts, warnings)
-
-    def child_problem(self, entry: Entry) -> ConfigurationProblem:
-        raise AssertionError("no children")
+    spec = obj["spec"]
+    return Claims(role="regular", hosts=tuple(spec.get("hosts", ())),
+                  listeners=tuple(spec.get("listeners", ())))
 
 
 class StreamRenderer:
@@ -132,7 +91,7 @@ def test_configurator_keeps_a_second_kind_apart_in_files_outcomes_and_rejected()
 
 def test_hosts_are_owned_across_kinds_and_listeners_by_the_oldest() -> None:
     conf = Configuration(ingress_class="nginx")
-    conf.register_kind(StreamModel())
+    conf.register_kind(StubModel(TS, "TransportServer", stream_claims))
     conf.set_startup_complete()
     conf.add_or_update_ingress({**obj("web", 5, hosts=("a.com",)), "kind": "Ingress"})
     # An older passthrough stream resource takes the Ingress's host; the Ingress is reported with the winner.
