@@ -151,7 +151,8 @@ class Reporter:
         """NIC's UpdateIngressStatusAndEventsOnDelete: only for a resource that still exists."""
         res = ch.resource
         key = res.key_with_kind
-        if self._get_object(key) is None:
+        obj = self._get_object(key)
+        if obj is None:
             return
         if ch.error:
             msg = f"with error: {ch.error}"
@@ -159,7 +160,7 @@ class Reporter:
             msg = "with warning(s): " + "; ".join(res.warnings)
         else:
             return  # a class change: no event, no status change (NIC)
-        self.event(self._get_object(key) or res.obj, key.kind, EVENT_WARNING, REASON_REJECTED,
+        self.event(obj, key.kind, EVENT_WARNING, REASON_REJECTED,
                    f"{res.key} was rejected: {msg}")
         if self._is_ready() and self.status.report_status_enabled():
             self._safe_status(self.status.clear, key)
