@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any
 
 from ingressctl.configs.ingress_ex import INGRESS_KIND
 from ingressctl.controller.ingress_refs import ingress_secrets, service_names
@@ -50,8 +50,6 @@ class MinionConfiguration:
 @dataclass(slots=True)
 class IngressConfiguration:
     """A configured Ingress (regular or master) and the hosts it owns."""
-
-    kind: ClassVar[str] = "Ingress"
 
     ingress: dict[str, Any]
     key: str
