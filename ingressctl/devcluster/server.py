@@ -864,6 +864,10 @@ class WatchStream:
             elif self.client_gone():
                 self.h.close_connection = True
                 return
+            if watcher.ended:
+                self.write_events(watcher.drain())
+                self.end()
+                return
             if watcher.overflowed:
                 log.warning("devcluster closing a watch that fell behind", resource=self.req.resource)
                 self.end()
