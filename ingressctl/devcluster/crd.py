@@ -44,6 +44,7 @@ _LABEL_RULE = ("a lowercase RFC 1123 label must consist of lower case alphanumer
                "and must start and end with an alphanumeric character")
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 _COLUMN_TYPES = ("integer", "number", "string", "boolean", "date")
+APPROVAL = "api-approved.kubernetes.io"
 Cause = FieldError
 
 
@@ -65,6 +66,10 @@ def _condition(ctype: str, ok: bool, reason: str, message: str, old: list[Any],
 
 
 # ------------------------------------------------------------------------------------------ validation
+def _protected(group: str) -> bool:
+    return group in ("k8s.io", "kubernetes.io") or group.endswith((".k8s.io", ".kubernetes.io"))
+
+
 def _validate_names(spec: Obj, errs: list[Cause]) -> None:
     names = _dict(spec.get("names"))
     plural = names.get("plural")
@@ -162,6 +167,11 @@ def validate_crd(obj: Obj, old: Obj | None, subresource: str) -> list[Cause]:
     _validate_names(spec, errs)
     _validate_versions(spec, errs)
     name = obj["metadata"].get("name", "")
+    if isinstance(group, str) and _protected(group) and \
+            not _dict(obj["metadata"].get("annotations")).get(APPROVAL):
+        errs.append((f"metadata.annotations[{APPROVAL}]", "FieldValueRequired",
+                     f'Required value: protected groups must have approval annotation "{APPROVAL}", see '
+                     "https://github.com/kubernetes/enhancements/pull/1111"))
     plural = _dict(spec.get("names")).get("plural")
     if plural and group and name != f"{plural}.{group}":
         errs.append(("metadata.name", "FieldValueInvalid",
@@ -230,6 +240,7 @@ def kinds_for(crd: Obj) -> list[ResourceKind]:
             singular=names.get("singular") or names["kind"].lower(),
             short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
             verbs=ALL_VERBS, has_status="status" in _dict(v.get("subresources")), generation=True,
+            strategic_merge=False,
             columns=(NAME, *columns) if columns else (NAME, AGE),
             to_storage=_converter(root), validate=_validator(root),
             storage="" if is_storage else storage_id))
@@ -243,6 +254,7 @@ class CustomResourceDefinitions:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.registry: Registry = store.registry
+        self._served: set[str] = set()       # storage ids of the kinds CRDs define (never a built-in kind's)
         self.kind = ResourceKind(
             GROUP, "v1", PLURAL, "CustomResourceDefinition", namespaced=False,
             singular="customresourcedefinition", short_names=("crd", "crds"), categories=("api-extensions",),
@@ -267,7 +279,8 @@ class CustomResourceDefinitions:
     def _conflict(self, spec: Obj, own: str) -> tuple[str, str] | None:
         names = _dict(spec.get("names"))
         group = spec.get("group")
-        others = [k for k in self.registry.kinds if k.group == group and k.storage_id != own]
+        others = [k for k in self.registry.kinds
+                  if k.group == group and not (k.storage_id == own and own in self._served)]
         for k in others:
             if k.plural == names.get("plural"):
                 return "PluralConflict", f'"{k.plural}" is already in use'
@@ -317,12 +330,14 @@ class CustomResourceDefinitions:
         gone = event.type == DELETED or bool(crd["metadata"].get("deletionTimestamp"))
         established = any(c.get("type") == "Established" and c.get("status") == "True"
                           for c in _list(_dict(crd.get("status")).get("conditions")) if isinstance(c, dict))
+        if storage_id not in self._served and (gone or not established):
+            return                      # never served (its names were refused): nothing to remove
         if gone:
             self.registry.replace(storage_id, [])
             self.store.remove_bucket_locked(storage_id)
-            return
-        if not established:
+            self._served.discard(storage_id)
             return
         kinds = kinds_for(crd)
+        self._served.add(storage_id)
         self.registry.replace(storage_id, kinds)
         self.store.add_bucket_locked(self.registry.stored_kind(kinds[0]))

@@ -607,6 +607,10 @@ class Handler(BaseHTTPRequestHandler):
                                   "server-side apply is not supported by devcluster; "
                                   "use client-side apply (kubectl apply without --server-side)", {})
             raise errors.unsupported_media_type(ctype)
+        if patch_type == "strategic" and not req.kind.strategic_merge:
+            raise StatusError(415, "UnsupportedMediaType", "the body of the request was in an unknown "
+                              "format - accepted media types include: application/json-patch+json, "
+                              "application/merge-patch+json, application/apply-patch+yaml", {})
         try:
             patch = json.loads(raw) if raw.strip() else None
         except (ValueError, UnicodeDecodeError) as e:

@@ -198,6 +198,9 @@ def test_kubeclient_raw_json_lifecycle(installed: client.CustomObjectsApi, clust
             ("MODIFIED", "cafe"), ("MODIFIED", "cafe"), ("DELETED", "tea")]
         assert seen[1]["object"]["spec"]["gunzip"] is True
         assert seen[1]["object"]["metadata"]["generation"] == 2
+        with pytest.raises(ApiError) as exc:     # custom resources take merge and JSON patches only
+            kube.patch(VS, "cafe", "cafe", {"spec": {"gunzip": False}}, patch_type="strategic")
+        assert exc.value.status == 415
         bad = vs("bad")
         bad["spec"]["host"] = 7
         with pytest.raises(ApiError) as exc:
