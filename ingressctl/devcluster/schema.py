@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -117,11 +117,7 @@ def _prune(value: Any, schema: Obj | None, *, root: bool = False) -> Any:
             elif addl is True or preserve:
                 out[key] = item
         return out
-    if isinstance(value, list):
-        items = schema.get("items")
-        if isinstance(items, dict):
-            return [_prune(v, items) for v in value]
-    return value
+    return _each_item(value, schema, _prune)
 
 
 # --------------------------------------------------------------------------------------------- defaults
@@ -149,10 +145,14 @@ def _default(value: Any, schema: Obj | None) -> Any:
             if key not in out and key not in value and isinstance(sub, dict) and "default" in sub:
                 out[key] = _default(copy.deepcopy(sub["default"]), sub)
         return out
-    if isinstance(value, list):
-        items = schema.get("items")
-        if isinstance(items, dict):
-            return [_default(v, items) for v in value]
+    return _each_item(value, schema, _default)
+
+
+def _each_item(value: Any, schema: Obj, walk: Callable[[Any, Obj], Any]) -> Any:
+    """`walk` applied to every item of a list value with the schema's `items` (other values as they are)."""
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, dict):
+        return [walk(v, items) for v in value]
     return value
 
 
@@ -247,14 +247,18 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def _check_count(count: int, schema: Obj, max_key: str, min_key: str, noun: str, path: str, where: str,
+                 errs: list[FieldError]) -> None:
+    """maxItems/minItems or maxProperties/minProperties."""
+    most, least = schema.get(max_key), schema.get(min_key)
+    if isinstance(most, int) and count > most:
+        errs.append((path, "FieldValueTooMany", f"Too many: {count}: must have at most {most} items"))
+    if isinstance(least, int) and count < least:
+        errs.append(_invalid(path, count, f"{where} in body should have at least {least} {noun}"))
+
+
 def _validate_array(value: list[Any], schema: Obj, path: str, where: str, errs: list[FieldError]) -> None:
-    max_items = schema.get("maxItems")
-    if isinstance(max_items, int) and len(value) > max_items:
-        errs.append((path, "FieldValueTooMany",
-                     f"Too many: {len(value)}: must have at most {max_items} items"))
-    min_items = schema.get("minItems")
-    if isinstance(min_items, int) and len(value) < min_items:
-        errs.append(_invalid(path, len(value), f"{where} in body should have at least {min_items} items"))
+    _check_count(len(value), schema, "maxItems", "minItems", "items", path, where, errs)
     list_type = schema.get("x-kubernetes-list-type")
     if schema.get("uniqueItems") or list_type == "set":
         seen: set[str] = set()
@@ -284,14 +288,7 @@ def _validate_object(value: Obj, schema: Obj, path: str, where: str, errs: list[
     for name in schema.get("required") or []:
         if isinstance(name, str) and name not in value:
             errs.append((_join(path, name), "FieldValueRequired", "Required value"))
-    max_props = schema.get("maxProperties")
-    if isinstance(max_props, int) and len(value) > max_props:
-        errs.append((path, "FieldValueTooMany",
-                     f"Too many: {len(value)}: must have at most {max_props} items"))
-    min_props = schema.get("minProperties")
-    if isinstance(min_props, int) and len(value) < min_props:
-        errs.append(_invalid(path, len(value),
-                             f"{where} in body should have at least {min_props} properties"))
+    _check_count(len(value), schema, "maxProperties", "minProperties", "properties", path, where, errs)
     props: Obj = schema.get("properties") or {}
     addl = schema.get("additionalProperties")
     for key, item in value.items():
