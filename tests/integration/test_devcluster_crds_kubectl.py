@@ -274,6 +274,15 @@ def test_nic_shaped_manifests_apply_unchanged(crds: Kubectl) -> None:
     assert len(rows) == len(docs)
 
 
+def test_manifests_loaded_at_start_may_hold_crds_and_their_objects(tmp_path: Path) -> None:
+    with DevCluster(manifests=[str(CRDS), str(SHAPES)]) as dc:
+        k = Kubectl(dc, tmp_path)
+        names = k.run("get", "vs,ts,gc", "-n", "nic-shapes", "-o", "name").stdout.split()
+        assert names == ["virtualserver.k8s.nginx.org/cafe", "transportserver.k8s.nginx.org/dns-tcp",
+                         "transportserver.k8s.nginx.org/secure-app",
+                         "globalconfiguration.k8s.nginx.org/nginx-configuration"]
+
+
 def test_plain_manifest_applies(kubectl: Kubectl) -> None:
     out = kubectl.run("apply", "-f", str(ROOT / "deployments" / "crds.yaml")).stdout.splitlines()
     assert len(out) == 5 and all(line.endswith(" created") for line in out)
