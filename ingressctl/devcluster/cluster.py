@@ -5,10 +5,9 @@ Guarantees: after `start()` (or entering the context) the server answers on `url
 `kube-system`, `kube-public` and `kube-node-lease` exist from the start; manifests given to the constructor
 are loaded before the first request is served; `apiextensions.k8s.io/v1` CustomResourceDefinitions are served
 whatever the kinds table holds, and the kinds they define join the table as they are established; `stop()`
-drops every watch and connection and joins the
-serving thread. A later `start()` serves the same URL, certificate and token, with objects, resourceVersions
-and history intact (as when a real API server restarts). `faults` and `stats` may be used from any thread
-while the server runs.
+drops every watch and connection and joins the serving thread. A later `start()` serves the same URL,
+certificate and token, with objects, resourceVersions and history intact (as when a real API server
+restarts). `faults` and `stats` may be used from any thread while the server runs.
 """
 
 from __future__ import annotations

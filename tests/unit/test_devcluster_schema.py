@@ -6,6 +6,8 @@ import copy
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ingressctl.devcluster import jsonpath, schema
 
@@ -145,3 +147,34 @@ def test_printer_column_json_paths() -> None:
         jsonpath.compile_path("status.state")
     with pytest.raises(ValueError):
         jsonpath.compile_path(".status[?(@.x)]")
+
+
+# ------------------------------------------------------------------------------------------ properties
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 70000), st.floats(allow_nan=False,
+                                                                                allow_infinity=False),
+                     st.text(max_size=5))
+_json = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3),
+    st.dictionaries(st.sampled_from(["host", "mode", "port", "tags", "upstreams", "name", "tls", "enable",
+                                     "labels", "free", "x", "note"]), inner, max_size=4)), max_leaves=12)
+
+
+def _contained(small: Any, big: Any) -> bool:
+    if isinstance(small, dict):
+        return isinstance(big, dict) and all(k in big and _contained(v, big[k]) for k, v in small.items())
+    if isinstance(small, list):
+        return isinstance(big, list) and len(small) == len(big) and all(map(_contained, small, big))
+    return bool(small == big)
+
+
+@settings(max_examples=300, deadline=None)
+@given(spec=_json)
+def test_prune_and_defaults_are_idempotent_and_never_invent_unknown_fields(spec: Any) -> None:
+    obj = {"metadata": {"name": "n"}, "spec": spec, "extra": spec}
+    pruned = schema.prune(obj, SPEC)
+    assert _contained(pruned, obj)                          # pruning only removes
+    assert schema.prune(pruned, SPEC) == pruned
+    defaulted = schema.apply_defaults(pruned, SPEC)
+    assert schema.apply_defaults(defaulted, SPEC) == defaulted
+    assert schema.prune(defaulted, SPEC) == defaulted       # defaults are known fields
+    schema.validate(defaulted, SPEC)                        # never raises, whatever the input
