@@ -166,6 +166,8 @@ def validate_crd(obj: Obj, old: Obj | None, subresource: str) -> list[Cause]:
                      if scope else "Required value"))
     _validate_names(spec, errs)
     _validate_versions(spec, errs)
+    if spec.get("preserveUnknownFields") is True:
+        errs.append(("spec.preserveUnknownFields", "FieldValueInvalid", "Invalid value: true: must be false"))
     name = obj["metadata"].get("name", "")
     if isinstance(group, str) and _protected(group) and \
             not _dict(obj["metadata"].get("annotations")).get(APPROVAL):

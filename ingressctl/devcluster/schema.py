@@ -350,8 +350,20 @@ def _walk_structural(schema: Obj, path: str, errs: list[FieldError], *, root: bo
     if isinstance(pattern, str) and _pattern(pattern) is None:
         errs.append((f"{path}.pattern", "FieldValueInvalid",
                      f"Invalid value: {go_value(pattern)}: must be a valid regular expression"))
+    if "default" in schema:
+        for _, _, msg in _default_errors(schema["default"], schema):
+            errs.append((f"{path}.default", "FieldValueInvalid", msg))
     for key, sub in _children(schema, path):
         _walk_structural(sub, key, errs)
+
+
+def _default_errors(value: Any, schema: Obj) -> list[FieldError]:
+    """A default must itself be valid (after its own pruning and defaulting), as the API server checks."""
+    errs: list[FieldError] = []
+    wrapped = _default(_prune({"default": value}, {"properties": {"default": schema}}),
+                       {"properties": {"default": schema}})
+    _validate(wrapped.get("default"), schema, "default", errs)
+    return errs
 
 
 def _children(schema: Obj, path: str) -> Iterable[tuple[str, Obj]]:

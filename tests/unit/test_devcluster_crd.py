@@ -160,6 +160,8 @@ def test_bulk_load_of_a_crd_and_its_objects_together() -> None:
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda c: c["spec"].update(scope="Global"), 'spec.scope: Unsupported value: "Global"'),
+    (lambda c: c["spec"].update(preserveUnknownFields=True),
+     "spec.preserveUnknownFields: Invalid value: true"),
     (lambda c: c["spec"].update(group="example"), 'spec.group: Invalid value: "example": should be a domain'),
     (lambda c: c["spec"]["versions"][0].update(storage=False),
      "must have exactly one version marked as storage"),

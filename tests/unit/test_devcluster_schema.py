@@ -127,6 +127,10 @@ def test_defaults_fill_missing_fields_at_every_depth_and_replace_nulls() -> None
     ({"type": "object", "properties": {"spec": {"type": "map"}}}, 'Unsupported value: "map"'),
     ({"type": "object", "properties": {"s": {"type": "string", "pattern": "("}}},
      "must be a valid regular expression"),
+    ({"type": "object", "properties": {"n": {"type": "integer", "default": "one"}}},
+     'Invalid value: "string": default in body must be of type integer: "string"'),
+    ({"type": "object", "properties": {"n": {"type": "integer", "maximum": 3, "default": 5}}},
+     "Invalid value: 5: default in body should be less than or equal to 3"),
 ])
 def test_structural_schema_errors(bad: dict[str, Any], message: str) -> None:
     errs = schema.structural_errors(bad, "spec.versions[0].schema.openAPIV3Schema")
