@@ -31,6 +31,7 @@ OBJECT_META_KEYS = frozenset((
     "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
     "ownerReferences", "finalizers", "managedFields"))
 _TYPES = ("object", "array", "string", "integer", "number", "boolean")
+_COMBINATORS = frozenset(("allOf", "anyOf", "oneOf", "not"))
 
 
 # --------------------------------------------------------------------------------------------- values
@@ -198,7 +199,8 @@ def _validate(value: Any, schema: Obj, path: str, errs: list[FieldError]) -> Non
         _validate_array(value, schema, path, where, errs)
     elif isinstance(value, dict):
         _validate_object(value, schema, path, where, errs)
-    _validate_combinators(value, schema, path, where, errs)
+    if _COMBINATORS.intersection(schema):
+        _validate_combinators(value, schema, path, where, errs)
 
 
 def _validate_enum(value: Any, schema: Obj, path: str, errs: list[FieldError]) -> None:

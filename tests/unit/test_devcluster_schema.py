@@ -89,6 +89,26 @@ def test_arrays_int_or_string_nullable_and_maps() -> None:
     assert errors_of({"host": "a", "upstreams": [{"port": 1}]}) == ["spec.upstreams[0].name: Required value"]
 
 
+def test_value_validation_combinators() -> None:
+    one = {"type": "object", "properties": {"spec": {
+        "type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "oneOf": [{"required": ["a"]}, {"required": ["b"]}], "not": {"required": ["c"]},
+        "anyOf": [{"properties": {"a": {"maxLength": 1}}}, {"properties": {"b": {"maxLength": 1}}}],
+        "allOf": [{"properties": {"a": {"pattern": "^x"}}}]}}}
+
+    def errs(spec: dict[str, Any]) -> list[str]:
+        return [msg for _, _, msg in schema.validate({"spec": spec}, one)]
+    assert errs({"a": "x"}) == errs({"b": "y"}) == []
+    assert errs({"a": "x", "b": "y"}) == [
+        'Invalid value: {"a":"x","b":"y"}: "spec" must validate one and only one schema (oneOf)']
+    assert errs({"a": "xx", "b": "yy"}) == [
+        'Invalid value: {"a":"xx","b":"yy"}: "spec" must validate at least one schema (anyOf)',
+        'Invalid value: {"a":"xx","b":"yy"}: "spec" must validate one and only one schema (oneOf)']
+    assert errs({"a": "y", "c": "1"}) == [
+        "Invalid value: \"y\": spec.a in body should match '^x'",
+        'Invalid value: {"a":"y","c":"1"}: "spec" must not validate the schema (not)']
+
+
 def test_every_error_is_reported() -> None:
     assert len(errors_of({"mode": "c", "port": "x", "upstreams": [{}]})) == 4
 
