@@ -76,6 +76,34 @@ def vs(name: str = "cafe", **spec: Any) -> dict[str, Any]:
             "metadata": {"name": name, "namespace": "cafe", "labels": {"app": name}}, "spec": body}
 
 
+CLUSTER_SCOPED = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "zones.example.com"},
+    "spec": {"group": "example.com", "scope": "Cluster", "names": {"kind": "Zone", "plural": "zones"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                 "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                     "size": {"type": "integer", "default": 3},
+                     "config": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}},
+                 "additionalPrinterColumns": [
+                     {"name": "Size", "type": "integer", "jsonPath": ".spec.size"}]}]}}
+
+
+def test_cluster_scoped_custom_resources(kubectl: Kubectl) -> None:
+    kubectl.apply(CLUSTER_SCOPED)
+    for name in ("north", "south"):
+        kubectl.apply({"apiVersion": "example.com/v1", "kind": "Zone", "metadata": {"name": name},
+                       "spec": {"config": {"anything": {"goes": [1, "two"]}}}})
+    got = kubectl.json("zones", "north")
+    assert "namespace" not in got["metadata"]
+    assert got["spec"] == {"size": 3, "config": {"anything": {"goes": [1, "two"]}}}   # kept, and defaulted
+    assert [line.split() for line in kubectl.run("get", "zones").stdout.splitlines()] == [
+        ["NAME", "SIZE"], ["north", "3"], ["south", "3"]]
+    namespaced = kubectl.run("get", "zones", "-n", "default", "-o", "name").stdout.split()
+    assert namespaced == ["zone.example.com/north", "zone.example.com/south"]    # -n is ignored, as for nodes
+    assert kubectl.run("delete", "zones", "--all").stdout.count("deleted") == 2
+    assert kubectl.run("get", "zones").stderr.strip() == "No resources found"
+
+
 def test_chart_crds_are_established_with_their_names(crds: Kubectl) -> None:
     out = crds.run("wait", "--for", "condition=established", "--timeout=10s", "-f", str(CRDS))
     assert out.stdout.count("condition met") == 5
