@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from ingressctl.devcluster import jsonpath, schema
@@ -31,7 +32,7 @@ from ingressctl.devcluster.resources import (
     Obj,
     Registry,
     ResourceKind,
-    _age,
+    human_duration,
     now_rfc3339,
 )
 from ingressctl.devcluster.schema import FieldError, go_value
@@ -198,7 +199,7 @@ def _column(col: Obj) -> Column:
             return None
         value = found[0]
         if ctype == "date":
-            return _age({"metadata": {"creationTimestamp": value}}) if isinstance(value, str) else None
+            return _since(value)
         if ctype == "integer" and isinstance(value, (int, float)) and not isinstance(value, bool):
             return int(value)
         if ctype == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -209,6 +210,19 @@ def _column(col: Obj) -> Column:
 
     return Column(str(col["name"]), cell, type=ctype, format=str(col.get("format", "")),
                   description=str(col.get("description", "")), priority=int(col.get("priority", 0) or 0))
+
+
+def _since(value: Any) -> str | None:
+    """A date cell: the time since an RFC 3339 timestamp, as the API server renders it."""
+    if not isinstance(value, str):
+        return None
+    try:
+        then = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return "<invalid>"
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    return human_duration((datetime.now(UTC) - then).total_seconds())
 
 
 def _converter(root: Obj) -> Callable[[Obj], Obj]:
