@@ -7,7 +7,8 @@ which the store turns into one 422 Invalid Status.
   label, no IP addresses), `http.paths` present, `pathType` required and one of Exact/ImplementationSpecific/
   Prefix, absolute paths without `//`, `/./`, `/../`, `%2f` or a trailing `/.`/`/..` for Exact and Prefix,
   backends with exactly one of service (a DNS-1035 name and one of port name/number 1-65535) or resource,
-  `ingressClassName` a DNS-1123 subdomain; on `/status`, load-balancer IPs that are IPs and hostnames that
+  `ingressClassName` a DNS-1123 subdomain and, on create, equal to a `kubernetes.io/ingress.class`
+  annotation when both are set; on `/status`, load-balancer IPs that are IPs and hostnames that
   are not.
 - Secret (v1): data keys that are valid config keys, `tls.crt` and `tls.key` for `kubernetes.io/tls`, and an
   immutable `type`.
@@ -43,6 +44,7 @@ CONFIG_KEY_MSG = ("a valid config key must consist of alphanumeric characters, '
                   "'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
                   "'[-._a-zA-Z0-9]+')")
 PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
+CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 _INVALID_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")
 _INVALID_SUFFIXES = ("/..", "/.")
 
@@ -196,6 +198,10 @@ def validate_ingress(obj: Obj, old: Obj | None, subresource: str) -> list[FieldE
     cls = spec.get("ingressClassName")
     if cls:
         errs.extend(subdomain_errors(str(cls), "spec.ingressClassName", wildcard_ok=False))
+    annotation = _dict(obj["metadata"].get("annotations")).get(CLASS_ANNOTATION)
+    if old is None and annotation is not None and cls is not None and annotation != cls:
+        errs.append(_invalid(f"annotations.{CLASS_ANNOTATION}", annotation,
+                             "must match `ingressClassName` when both are specified"))
     return errs
 
 

@@ -91,6 +91,16 @@ def test_ingress_errors(obj: dict[str, Any], expected: list[str]) -> None:
     assert got == expected
 
 
+def test_class_annotation_must_match_the_class_field_on_create() -> None:
+    both = ing(ingressClassName="other")
+    both["metadata"]["annotations"] = {"kubernetes.io/ingress.class": "nginx"}
+    assert messages(both) == ['annotations.kubernetes.io/ingress.class: Invalid value: "nginx": must match '
+                              "`ingressClassName` when both are specified"]
+    assert messages(both, old=both) == []                      # updates of existing objects are not refused
+    both["spec"]["ingressClassName"] = "nginx"
+    assert messages(both) == []
+
+
 def test_ingress_status_is_checked_on_status_writes_only() -> None:
     bad_spec = ing([path("tea")])
     bad_spec["status"] = {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}, {"hostname": "lb.example.com"}]}}
