@@ -8,9 +8,11 @@ Guarantees, as kube-apiserver gives them:
   `ListKindConflict` when another resource of the group uses a name) and `Established`.
 - Once a CRD is established its served versions are rows of the kind table at once: discovery, kubectl and
   any client see them on their next request, no restart. Objects are pruned, defaulted and validated with the
-  version's schema (422 Invalid with the field path); `/status` exists when the version declares it (the main
-  resource then ignores status and `/status` ignores everything else); `metadata.generation` is kept;
-  `kubectl get` shows the version's `additionalPrinterColumns` (Name and Age when it has none).
+  version's schema (422 Invalid with the field path); with `fieldValidation=Strict` (kubectl's default)
+  unknown fields are refused (400, "strict decoding error"), with `Warn` pruned with one warning each;
+  `/status` exists when the version declares it (the main resource then ignores status and `/status`
+  ignores everything else); `metadata.generation` is kept; `kubectl get` shows the version's
+  `additionalPrinterColumns` (Name and Age when it has none).
 - Updating a CRD replaces its rows (stored objects stay); deleting it deletes every object of the kind (one
   DELETED event each), ends its watches and removes the kind from discovery.
 """
@@ -231,6 +233,12 @@ def _converter(root: Obj) -> Callable[[Obj], Obj]:
     return to_storage
 
 
+def _unknown(root: Obj) -> Callable[[Obj], list[str]]:
+    def unknown(obj: Obj) -> list[str]:
+        return schema.unknown_fields(obj, root)
+    return unknown
+
+
 def _validator(root: Obj) -> Callable[[Obj, Obj | None, str], list[Cause]]:
     def validate(obj: Obj, old: Obj | None, subresource: str) -> list[Cause]:
         return schema.validate(obj, root)
@@ -258,7 +266,7 @@ def kinds_for(crd: Obj) -> list[ResourceKind]:
             verbs=ALL_VERBS, has_status="status" in _dict(v.get("subresources")), generation=True,
             strategic_merge=False,
             columns=(NAME, *columns) if columns else (NAME, AGE),
-            to_storage=_converter(root), validate=_validator(root),
+            to_storage=_converter(root), validate=_validator(root), unknown_fields=_unknown(root),
             storage="" if is_storage else storage_id))
     return out
 

@@ -63,6 +63,9 @@ class ResourceKind:
     # Validation on create and update, after defaulting: (new object, current object or None, subresource)
     # -> field errors (field path, cause reason, message); any error refuses the write with 422 Invalid.
     validate: Callable[[Obj, Obj | None, str], list[tuple[str, str, str]]] | None = None
+    # The fields of a request body the kind's schema does not know (paths), for fieldValidation=Strict/Warn;
+    # None: the kind has no schema here and every field is accepted.
+    unknown_fields: Callable[[Obj], list[str]] | None = None
     storage: str = ""                      # the stored kind's "<group>/<plural>" when this is another version
     to_storage: Callable[[Obj], Obj] | None = None
     from_storage: Callable[[Obj], Obj] | None = None

@@ -1,6 +1,7 @@
 """Structural OpenAPI v3 schemas (CustomResourceDefinition `openAPIV3Schema`) applied as kube-apiserver does.
 
-- `prune(obj, schema)` drops every field the schema does not specify, except below
+- `prune(obj, schema)` drops every field the schema does not specify (`unknown_fields` names them, for
+  strict field validation), except below
   `x-kubernetes-preserve-unknown-fields: true`, in `additionalProperties` maps, and the `apiVersion`/`kind`/
   `metadata` of the root and of `x-kubernetes-embedded-resource` objects; unknown `metadata` keys are dropped.
 - `apply_defaults(obj, schema)` fills missing properties that declare a `default` (and replaces a `null` in a
@@ -19,7 +20,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -92,33 +93,58 @@ def _pattern(text: str) -> re.Pattern[str] | None:
 # --------------------------------------------------------------------------------------------- pruning
 def prune(obj: Obj, schema: Obj) -> Obj:
     """The object without the fields `schema` (a root openAPIV3Schema) does not specify."""
-    out = _prune(obj, schema, root=True)
+    out = _Pruner(None).walk(obj, schema, "", root=True)
     return out if isinstance(out, dict) else obj
 
 
-def _prune(value: Any, schema: Obj | None, *, root: bool = False) -> Any:
-    if schema is None:
-        return value
-    if isinstance(value, dict):
+def unknown_fields(obj: Obj, schema: Obj) -> list[str]:
+    """The paths of the fields `prune` drops (`spec.bogus`, `spec.upstreams[0].colour`), in document order:
+    what a strict decoder reports as unknown."""
+    dropped: list[str] = []
+    _Pruner(dropped).walk(obj, schema, "", root=True)
+    return dropped
+
+
+class _Pruner:
+    def __init__(self, dropped: list[str] | None) -> None:
+        self.dropped = dropped
+
+    def _drop(self, path: str) -> None:
+        if self.dropped is not None:
+            self.dropped.append(path)
+
+    def walk(self, value: Any, schema: Obj | None, path: str, *, root: bool = False) -> Any:
+        if schema is None:
+            return value
+        if isinstance(value, list):
+            items = schema.get("items")
+            return [self.walk(v, items, f"{path}[{i}]") for i, v in enumerate(value)] \
+                if isinstance(items, dict) else value
+        if not isinstance(value, dict):
+            return value
         props: Obj = schema.get("properties") or {}
         addl = schema.get("additionalProperties")
         preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
         embedded = root or bool(schema.get("x-kubernetes-embedded-resource"))
         out: Obj = {}
         for key, item in value.items():
+            here = _join(path, key)
             if embedded and key in ("apiVersion", "kind"):
                 out[key] = item
-            elif embedded and key == "metadata":
-                out[key] = {k: v for k, v in item.items() if k in OBJECT_META_KEYS} \
-                    if isinstance(item, dict) else item
+            elif embedded and key == "metadata" and isinstance(item, dict):
+                out[key] = {k: v for k, v in item.items() if k in OBJECT_META_KEYS}
+                for k in item:
+                    if k not in OBJECT_META_KEYS:
+                        self._drop(f"{here}.{k}")
             elif key in props:
-                out[key] = _prune(item, props[key])
+                out[key] = self.walk(item, props[key], here)
             elif isinstance(addl, dict):
-                out[key] = _prune(item, addl)
+                out[key] = self.walk(item, addl, here)
             elif addl is True or preserve:
                 out[key] = item
+            else:
+                self._drop(here)
         return out
-    return _each_item(value, schema, _prune)
 
 
 # --------------------------------------------------------------------------------------------- defaults
@@ -146,14 +172,9 @@ def _default(value: Any, schema: Obj | None) -> Any:
             if key not in out and key not in value and isinstance(sub, dict) and "default" in sub:
                 out[key] = _default(copy.deepcopy(sub["default"]), sub)
         return out
-    return _each_item(value, schema, _default)
-
-
-def _each_item(value: Any, schema: Obj, walk: Callable[[Any, Obj], Any]) -> Any:
-    """`walk` applied to every item of a list value with the schema's `items` (other values as they are)."""
     items = schema.get("items")
     if isinstance(value, list) and isinstance(items, dict):
-        return [walk(v, items) for v in value]
+        return [_default(v, items) for v in value]
     return value
 
 
@@ -362,8 +383,8 @@ def _walk_structural(schema: Obj, path: str, errs: list[FieldError], *, root: bo
 def _default_errors(value: Any, schema: Obj) -> list[FieldError]:
     """A default must itself be valid (after its own pruning and defaulting), as the API server checks."""
     errs: list[FieldError] = []
-    wrapped = _default(_prune({"default": value}, {"properties": {"default": schema}}),
-                       {"properties": {"default": schema}})
+    holder = {"properties": {"default": schema}}
+    wrapped = _default(_Pruner(None).walk({"default": value}, holder, ""), holder)
     _validate(wrapped.get("default"), schema, "default", errs)
     return errs
 

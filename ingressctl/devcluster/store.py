@@ -233,6 +233,7 @@ class WriteResult:
     stored: Stored
     created: bool = False
     deleted: bool = False      # the object is gone (DELETE answered with its last state)
+    warnings: list[str] = field(default_factory=list)     # for the response's Warning headers
 
 
 def encode_continue(rv: int, start: str) -> str:
@@ -384,9 +385,14 @@ class Store:
         return [e for e in self._events[start:] if e.storage == storage]
 
     # ------------------------------------------------------------------------------------------- checks
-    def _check_body(self, kind: ResourceKind, body: Any) -> Obj:
+    def _check_body(self, kind: ResourceKind, body: Any, *, field_validation: str = "",
+                    warnings: list[str] | None = None) -> Obj:
         """Type checks a real API server's decoder makes; the body's apiVersion/kind must fit the URL.
-        Returns the object in storage form with a private top-level dict and metadata dict."""
+        Returns the object in storage form with a private top-level dict and metadata dict.
+
+        `field_validation` (the request's fieldValidation: "", Ignore, Warn or Strict) applies to kinds that
+        know their fields (`unknown_fields`): Strict refuses unknown fields (400), Warn adds one warning each.
+        """
         if not isinstance(body, dict):
             raise errors.bad_request(f"the body of the request must be a JSON object describing a "
                                      f"{kind.kind}")
@@ -418,6 +424,14 @@ class Store:
         if finalizers is not None and not (isinstance(finalizers, list)
                                            and all(isinstance(f, str) for f in finalizers)):
             raise errors.bad_request("metadata.finalizers: expected a list of strings")
+        if kind.unknown_fields is not None and field_validation in ("Strict", "Warn"):
+            unknown = kind.unknown_fields(obj)
+            if unknown and field_validation == "Strict":
+                raise errors.bad_request(
+                    f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: strict '
+                    "decoding error: " + ", ".join(f'unknown field "{path}"' for path in unknown))
+            if warnings is not None:
+                warnings.extend(f'unknown field "{path}"' for path in unknown)
         if kind.to_storage is not None:
             obj = kind.to_storage(obj)
         return obj
@@ -584,10 +598,13 @@ class Store:
 
     # ------------------------------------------------------------------------------------------- writes
     def create(self, kind: ResourceKind, namespace: str, body: Any, *, dry_run: bool = False,
-               reset_status: bool = True) -> WriteResult:
-        obj = self._check_body(kind, body)
+               reset_status: bool = True, field_validation: str = "") -> WriteResult:
+        warnings: list[str] = []
+        obj = self._check_body(kind, body, field_validation=field_validation, warnings=warnings)
         with self.lock:
-            return self._create_locked(kind, namespace, obj, dry_run=dry_run, reset_status=reset_status)
+            result = self._create_locked(kind, namespace, obj, dry_run=dry_run, reset_status=reset_status)
+        result.warnings = warnings
+        return result
 
     def _create_locked(self, kind: ResourceKind, namespace: str, obj: Obj, *, dry_run: bool,
                        reset_status: bool, validate: bool = True) -> WriteResult:
@@ -630,10 +647,13 @@ class Store:
         return WriteResult(self._commit(bucket, ADDED, key, obj, None).stored, created=True)
 
     def update(self, kind: ResourceKind, namespace: str, name: str, body: Any, *, subresource: str = "",
-               dry_run: bool = False) -> WriteResult:
-        obj = self._check_body(kind, body)
+               dry_run: bool = False, field_validation: str = "") -> WriteResult:
+        warnings: list[str] = []
+        obj = self._check_body(kind, body, field_validation=field_validation, warnings=warnings)
         with self.lock:
-            return self._update_locked(kind, namespace, name, obj, subresource=subresource, dry_run=dry_run)
+            result = self._update_locked(kind, namespace, name, obj, subresource=subresource, dry_run=dry_run)
+        result.warnings = warnings
+        return result
 
     def _check_identity(self, kind: ResourceKind, namespace: str, name: str, meta: Obj) -> None:
         body_name = meta.get("name") or ""
@@ -709,7 +729,7 @@ class Store:
 
     def patch(self, kind: ResourceKind, namespace: str, name: str, patch_type: str, patch: Any, *,
               subresource: str = "", dry_run: bool = False,
-              view: Callable[[Stored], Obj] | None = None) -> WriteResult:
+              view: Callable[[Stored], Obj] | None = None, field_validation: str = "") -> WriteResult:
         """Apply a patch to the current object and store the result like an update (optimistic concurrency
         included). patch_type: "merge", "json" or "strategic". `view` converts the stored object to the
         requested version.
@@ -736,8 +756,12 @@ class Store:
                 raise errors.unprocessable(str(e)) from None
             if not isinstance(result, dict):
                 raise errors.unprocessable("the patch did not produce a JSON object")
-            obj = self._check_body(kind, result)
-            return self._update_locked(kind, namespace, name, obj, subresource=subresource, dry_run=dry_run)
+            warnings: list[str] = []
+            obj = self._check_body(kind, result, field_validation=field_validation, warnings=warnings)
+            written = self._update_locked(kind, namespace, name, obj, subresource=subresource,
+                                          dry_run=dry_run)
+        written.warnings = warnings
+        return written
 
     def delete(self, kind: ResourceKind, namespace: str, name: str, *, precondition_uid: str = "",
                precondition_rv: str = "", dry_run: bool = False) -> WriteResult:

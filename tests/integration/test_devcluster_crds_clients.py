@@ -131,6 +131,29 @@ def test_a_bad_object_is_a_422_naming_the_field(installed: client.CustomObjectsA
         'spec.upstreams[0].port in body must be of type integer: "string", ')
 
 
+def test_field_validation_directives(installed: client.CustomObjectsApi) -> None:
+    body = vs("cafe")
+    body["spec"]["colour"] = "blue"
+    with pytest.raises(ApiException) as exc:
+        installed.create_namespaced_custom_object(GROUP, VERSION, "cafe", PLURAL, body,
+                                                  field_validation="Strict")
+    assert exc.value.status == 400
+    assert json.loads(exc.value.body)["message"] == (
+        'VirtualServer in version "v1" cannot be handled as a VirtualServer: strict decoding error: '
+        'unknown field "spec.colour"')
+    with pytest.raises(ApiException) as exc:
+        installed.create_namespaced_custom_object(GROUP, VERSION, "cafe", PLURAL, body,
+                                                  field_validation="Loose")
+    assert exc.value.status == 400
+    # Without a directive (the client's default), unknown fields are pruned.
+    created = installed.create_namespaced_custom_object(GROUP, VERSION, "cafe", PLURAL, body)
+    assert "colour" not in created["spec"]
+    with pytest.raises(ApiException) as exc:     # a patch's result is checked the same way
+        installed.patch_namespaced_custom_object(GROUP, VERSION, "cafe", PLURAL, "cafe",
+                                                 {"spec": {"size": 1}}, field_validation="Strict")
+    assert 'unknown field "spec.size"' in json.loads(exc.value.body)["message"]
+
+
 def test_watch_custom_objects(installed: client.CustomObjectsApi) -> None:
     co = installed
     rv = co.list_namespaced_custom_object(GROUP, VERSION, "cafe", PLURAL)["metadata"]["resourceVersion"]

@@ -262,13 +262,28 @@ def test_a_bad_field_is_refused_with_422_naming_the_field(crds: Kubectl) -> None
     assert "spec.cache.cacheZoneSize: Required value" in crds.apply(policy, check=False).stderr
 
 
-def test_unknown_fields_are_pruned_and_defaults_applied(crds: Kubectl) -> None:
+def test_unknown_fields_are_refused_by_strict_validation_else_pruned(crds: Kubectl) -> None:
     body = vs(tls={"secret": "cafe-secret", "redirect": {"enable": True}, "colour": "blue"})
     body["spec"]["bogus"] = {"deep": 1}
-    body["spec"]["routes"].append({"path": "/old", "action": {"redirect": {"url": "https://x.example.com"}},
-                                   "weight": 3})
+    redirect = {"redirect": {"url": "https://x.example.com"}}
+    body["spec"]["routes"].append({"path": "/old", "action": redirect, "weight": 3})
     body["metadata"]["bogus"] = "x"
-    crds.apply(body)
+    # kubectl asks for strict field validation by default: the API server refuses unknown fields (400).
+    strict = crds.apply(body, check=False)
+    assert strict.returncode == 1
+    assert strict.stderr.strip() == (
+        'Error from server (BadRequest): error when creating "STDIN": VirtualServer in version "v1" cannot '
+        'be handled as a VirtualServer: strict decoding error: unknown field "metadata.bogus", unknown '
+        'field "spec.bogus", unknown field "spec.routes[1].weight", unknown field "spec.tls.colour"')
+    assert crds.json("vs", "-n", "cafe")["items"] == []
+    # Warn: accepted and pruned, one warning per field; Ignore (--validate=false): pruned silently.
+    warn = crds.run("apply", "--validate=warn", "-f", "-", stdin=yaml.safe_dump(body))
+    assert [line for line in warn.stderr.splitlines() if line.startswith("Warning:")] == [
+        'Warning: unknown field "metadata.bogus"', 'Warning: unknown field "spec.bogus"',
+        'Warning: unknown field "spec.routes[1].weight"', 'Warning: unknown field "spec.tls.colour"']
+    crds.run("delete", "vs", "cafe", "-n", "cafe")
+    ignored = crds.run("apply", "--validate=false", "-f", "-", stdin=yaml.safe_dump(body))
+    assert ignored.stderr == ""
     got = crds.json("vs", "cafe", "-n", "cafe")
     assert "bogus" not in got["spec"] and "colour" not in got["spec"]["tls"]
     assert "weight" not in got["spec"]["routes"][1] and "bogus" not in got["metadata"]

@@ -127,6 +127,15 @@ def test_prune_drops_unknown_fields_but_keeps_preserved_and_map_fields() -> None
                    "status": {"state": "Valid"}}
 
 
+def test_unknown_fields_name_what_pruning_drops() -> None:
+    obj = {"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "n", "bogus": 1},
+           "spec": {"host": "a", "extra": {"deep": 1}, "free": {"any": 1}, "labels": {"k": "v"},
+                    "upstreams": [{"name": "u"}, {"name": "v", "colour": "red"}]}, "top": 1}
+    assert schema.unknown_fields(obj, SPEC) == ["metadata.bogus", "spec.extra", "spec.upstreams[1].colour",
+                                                "top"]
+    assert schema.unknown_fields(schema.prune(obj, SPEC), SPEC) == []
+
+
 def test_defaults_fill_missing_fields_at_every_depth_and_replace_nulls() -> None:
     obj = {"spec": {"host": "a", "upstreams": [{"name": "u", "tls": {}}, {"name": "v"}], "mode": None,
                     "port": None, "note": None}}
