@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingressctl.devcluster import jsonpath, schema
+from tests.helpers import contained
 
 SPEC: dict[str, Any] = {
     "type": "object",
@@ -192,20 +193,12 @@ _json = st.recursive(_scalars, lambda inner: st.one_of(
                                      "labels", "free", "x", "note"]), inner, max_size=4)), max_leaves=12)
 
 
-def _contained(small: Any, big: Any) -> bool:
-    if isinstance(small, dict):
-        return isinstance(big, dict) and all(k in big and _contained(v, big[k]) for k, v in small.items())
-    if isinstance(small, list):
-        return isinstance(big, list) and len(small) == len(big) and all(map(_contained, small, big))
-    return bool(small == big)
-
-
 @settings(max_examples=300, deadline=None)
 @given(spec=_json)
 def test_prune_and_defaults_are_idempotent_and_never_invent_unknown_fields(spec: Any) -> None:
     obj = {"metadata": {"name": "n"}, "spec": spec, "extra": spec}
     pruned = schema.prune(obj, SPEC)
-    assert _contained(pruned, obj)                          # pruning only removes
+    assert contained(pruned, obj)                          # pruning only removes
     assert schema.prune(pruned, SPEC) == pruned
     defaulted = schema.apply_defaults(pruned, SPEC)
     assert schema.apply_defaults(defaulted, SPEC) == defaulted
