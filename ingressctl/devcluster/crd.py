@@ -13,8 +13,9 @@ Guarantees, as kube-apiserver gives them:
   `/status` exists when the version declares it (the main resource then ignores status and `/status`
   ignores everything else); `metadata.generation` is kept; `kubectl get` shows the version's
   `additionalPrinterColumns` (Name and Age when it has none).
-- Updating a CRD replaces its rows (stored objects stay); deleting it deletes every object of the kind (one
-  DELETED event each), ends its watches and removes the kind from discovery.
+- Updating a CRD replaces its rows (stored objects stay). Deleting it first marks it (deletionTimestamp and
+  the `customresourcecleanup.apiextensions.k8s.io` finalizer), then deletes every object of the kind (one
+  DELETED event each), ends its watches, removes the kind from discovery, and finally removes the CRD.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ _LABEL_RULE = ("a lowercase RFC 1123 label must consist of lower case alphanumer
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 _COLUMN_TYPES = ("integer", "number", "string", "boolean", "date")
 APPROVAL = "api-approved.kubernetes.io"
+CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
 Cause = FieldError
 
 
@@ -283,7 +285,7 @@ class CustomResourceDefinitions:
             GROUP, "v1", PLURAL, "CustomResourceDefinition", namespaced=False,
             singular="customresourcedefinition", short_names=("crd", "crds"), categories=("api-extensions",),
             verbs=ALL_VERBS, has_status=True, generation=True, default=self._default,
-            validate=validate_crd,
+            validate=validate_crd, delete_finalizer=CLEANUP,
             columns=(NAME, Column("Created At", lambda o: o.get("metadata", {}).get("creationTimestamp"),
                                   type="date", description="CreationTimestamp is a timestamp representing "
                                   "the server time when this object was created.")))
@@ -354,13 +356,16 @@ class CustomResourceDefinitions:
         gone = event.type == DELETED or bool(crd["metadata"].get("deletionTimestamp"))
         established = any(c.get("type") == "Established" and c.get("status") == "True"
                           for c in _list(_dict(crd.get("status")).get("conditions")) if isinstance(c, dict))
-        if storage_id not in self._served and (gone or not established):
-            return                      # never served (its names were refused): nothing to remove
         if gone:
-            self.registry.replace(storage_id, [])
-            self.store.remove_bucket_locked(storage_id)
-            self._served.discard(storage_id)
+            if storage_id in self._served:
+                self.registry.replace(storage_id, [])
+                self.store.remove_bucket_locked(storage_id)
+                self._served.discard(storage_id)
+            if event.type != DELETED:     # the objects are gone: the CRD's deletion completes
+                self.store.remove_finalizer_locked(self.kind, crd["metadata"]["name"], CLEANUP)
             return
+        if storage_id not in self._served and not established:
+            return                      # never served (its names were refused)
         kinds = kinds_for(crd)
         self._served.add(storage_id)
         self.registry.replace(storage_id, kinds)

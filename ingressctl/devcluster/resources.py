@@ -54,6 +54,7 @@ class ResourceKind:
     allow_create_on_update: bool = False   # PUT of a missing object creates it (Leases, Events)
     return_deleted_object: bool = False    # DELETE answers with the object instead of a Status
     strategic_merge: bool = True           # accepts strategic merge patches (custom resources do not)
+    delete_finalizer: str = ""             # added by the first DELETE, which only marks the object (CRDs)
     patch_meta: FieldMeta = field(default_factory=lambda: object_patch_meta())
     # Defaulting on create and update: (new object, current object or None). It may set keys of the new
     # object's top-level and metadata dicts, but must replace (never modify) any nested value it changes.

@@ -338,6 +338,18 @@ class Store:
             watcher.end()
         del self._buckets[storage_id]
 
+    def remove_finalizer_locked(self, kind: ResourceKind, name: str, finalizer: str) -> None:
+        """Drop `finalizer` from a cluster-scoped object (lock held); the last one gone deletes a marked
+        object, as when a controller finishes its cleanup."""
+        cur = self.bucket(kind).objects.get(name)
+        if cur is None:
+            return
+        obj = cur.parse()
+        finalizers = obj["metadata"].get("finalizers") or []
+        if finalizer in finalizers:
+            obj["metadata"]["finalizers"] = [f for f in finalizers if f != finalizer]
+            self._update_locked(kind, "", name, obj, subresource="", dry_run=False, validate=False)
+
     def _admit(self, kind: ResourceKind, obj: Obj, old: Obj | None, subresource: str) -> None:
         """The kind's validation (after defaulting): any field error refuses the write with 422 Invalid."""
         if kind.validate is None:
@@ -783,8 +795,12 @@ class Store:
             if bucket.kind.storage_id == "/namespaces" and name in IMMORTAL_NAMESPACES:
                 raise errors.forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
             cur_meta = cur.parse()["metadata"]
+            own = bucket.kind.delete_finalizer
             if dry_run:
-                return WriteResult(cur, deleted=not cur_meta.get("finalizers"))
+                return WriteResult(cur, deleted=not (cur_meta.get("finalizers") or own))
+            if own and not cur_meta.get("deletionTimestamp"):
+                # The server's own finalizer: mark the object; its commit hook finishes the deletion.
+                return WriteResult(self._mark_deleting(bucket, key, cur, finalizer=own).stored)
             if cur_meta.get("finalizers"):
                 if cur_meta.get("deletionTimestamp"):
                     return WriteResult(cur)
@@ -795,9 +811,11 @@ class Store:
                 cur = bucket.objects[key]
             return WriteResult(self._delete_locked(bucket, key, cur).stored, deleted=True)
 
-    def _mark_deleting(self, bucket: Bucket, key: str, cur: Stored) -> Event:
+    def _mark_deleting(self, bucket: Bucket, key: str, cur: Stored, finalizer: str = "") -> Event:
         new = cur.parse()
         meta = new["metadata"]
+        if finalizer and finalizer not in (meta.get("finalizers") or []):
+            meta["finalizers"] = [*(meta.get("finalizers") or []), finalizer]
         meta["deletionTimestamp"] = self._clock()
         meta["deletionGracePeriodSeconds"] = 0
         if bucket.kind.generation:

@@ -12,7 +12,7 @@ from ingressctl.devcluster.crd import CustomResourceDefinitions
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.resources import Registry, ResourceKind
 from ingressctl.devcluster.selectors import parse_field_selector, parse_label_selector
-from ingressctl.devcluster.store import ADDED, DELETED, Matcher, Store
+from ingressctl.devcluster.store import ADDED, DELETED, MODIFIED, Matcher, Store
 
 GROUP = "example.com"
 
@@ -112,11 +112,23 @@ def test_deleting_the_crd_deletes_objects_and_ends_watches() -> None:
     for name in ("a", "b"):
         store.create(kind(store), "ns", widget(name))
     watcher, initial = store.watch(kind(store), "ns")
+    crd_watcher, _ = store.watch(crds.kind, "", resource_version=str(store.resource_version))
     assert [e.type for e in initial] == [ADDED, ADDED]
-    store.delete(crds.kind, "", f"widgets.{GROUP}")
+    marked = store.delete(crds.kind, "", f"widgets.{GROUP}")
+    assert not marked.deleted          # the first DELETE marks the CRD; its cleanup then removes it
+    meta = marked.stored.parse()["metadata"]
+    assert meta["finalizers"] == ["customresourcecleanup.apiextensions.k8s.io"] and meta["deletionTimestamp"]
     assert store.registry.by_path(GROUP, "v1", "widgets") is None
-    assert [(e.type, e.stored.name) for e in watcher.drain()] == [(DELETED, "a"), (DELETED, "b")]
+    objects = watcher.drain()
+    assert [(e.type, e.stored.name) for e in objects] == [(DELETED, "a"), (DELETED, "b")]
     assert watcher.ended
+    crd_events = crd_watcher.drain()
+    assert [e.type for e in crd_events] == [MODIFIED, DELETED]
+    # As kube-apiserver orders them: the CRD is marked, its objects go, then the CRD goes.
+    assert crd_events[0].rv < objects[0].rv < objects[1].rv < crd_events[1].rv
+    with pytest.raises(StatusError) as gone:
+        store.get(crds.kind, "", f"widgets.{GROUP}")
+    assert gone.value.code == 404
     with pytest.raises(StatusError) as exc:
         store.bucket(ResourceKind(GROUP, "v1", "widgets", "Widget"))
     assert exc.value.code == 404
