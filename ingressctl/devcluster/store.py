@@ -860,6 +860,8 @@ class Store:
         initial_state = send_initial_events if send_initial_events is not None else rv == 0
         watcher = Watcher(bucket, namespace)
         with self.lock:
+            if self._buckets.get(bucket.kind.storage_id) is not bucket:
+                raise errors.resource_not_found()      # the kind went away (its CRD was deleted) meanwhile
             if rv and rv < self._compacted:
                 raise errors.too_old_resource_version(rv, self._rv)
             if rv > self._rv:

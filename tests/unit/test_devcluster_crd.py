@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import threading
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.resources import Registry, ResourceKind
 from ingressctl.devcluster.selectors import parse_field_selector, parse_label_selector
 from ingressctl.devcluster.store import ADDED, DELETED, MODIFIED, Matcher, Store
+from tests.helpers import wait_until
 
 GROUP = "example.com"
 
@@ -190,3 +192,46 @@ def test_invalid_crds_are_refused(mutate: Any, message: str) -> None:
     with pytest.raises(StatusError) as exc:
         store.create(crds.kind, "", crd)
     assert exc.value.code == 422 and message in exc.value.message, exc.value.message
+
+
+def test_writers_racing_a_crd_deletion_get_404_never_an_internal_error() -> None:
+    store, crds = setup()
+    failures: list[BaseException] = []
+    created: list[str] = []
+    stop = threading.Event()
+
+    def writer(prefix: str) -> None:
+        i = 0
+        while not stop.is_set():
+            i += 1
+            try:
+                k = kind(store)
+                store.create(k, "ns", widget(f"{prefix}{i}"))
+                created.append(f"{prefix}{i}")
+                store.patch(k, "ns", f"{prefix}{i}", "merge", {"spec": {"colour": "red"}})
+                store.list_page(k, "ns", matcher=everything())
+                watcher, _ = store.watch(k, "ns")
+                store.unregister(watcher)
+            except AssertionError:
+                continue        # the kind is not in the table at this moment
+            except StatusError as e:
+                if e.code != 404:
+                    failures.append(e)
+            except Exception as e:
+                failures.append(e)
+
+    threads = [threading.Thread(target=writer, args=(p,)) for p in "abc"]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(30):
+            store.create(crds.kind, "", widget_crd())
+            before = len(created)
+            wait_until(lambda: len(created) > before, "a writer created an object")   # noqa: B023
+            store.delete(crds.kind, "", f"widgets.{GROUP}")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert failures == []
+    assert store.registry.by_path(GROUP, "v1", "widgets") is None
