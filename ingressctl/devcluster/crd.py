@@ -12,7 +12,7 @@ Guarantees, as kube-apiserver gives them:
   unknown fields are refused (400, "strict decoding error"), with `Warn` pruned with one warning each;
   `/status` exists when the version declares it (the main resource then ignores status and `/status`
   ignores everything else); `metadata.generation` is kept; `kubectl get` shows the version's
-  `additionalPrinterColumns` (Name and Age when it has none).
+  `additionalPrinterColumns` (Name and Age when it has none); its `selectableFields` are field selectors.
 - Updating a CRD replaces its rows (stored objects stay). Deleting it first marks it (deletionTimestamp and
   the `customresourcecleanup.apiextensions.k8s.io` finalizer), then deletes every object of the kind (one
   DELETED event each), ends its watches, removes the kind from discovery, and finally removes the CRD.
@@ -123,6 +123,52 @@ def _validate_columns(columns: Any, path: str, errs: list[Cause]) -> None:
                              "with ."))
 
 
+def _selectable_path(text: Any, root: Obj) -> str:
+    """The field-selector name of a selectableFields jsonPath (".spec.color" -> "spec.color"), or "" when the
+    path is not a simple field path to a string, integer or boolean field of the schema."""
+    try:
+        steps = jsonpath.compile_path(str(text))
+    except ValueError:
+        return ""
+    node: Any = root
+    for step in steps:
+        if step.kind != "field" or not isinstance(node, dict):
+            return ""
+        node = _dict(node.get("properties")).get(step.key)
+    if not isinstance(node, dict) or node.get("type") not in ("string", "integer", "boolean"):
+        return ""
+    return ".".join(step.key for step in steps)
+
+
+def _validate_selectable(version: Obj, path: str, errs: list[Cause]) -> None:
+    fields = _list(version.get("selectableFields"))
+    if len(fields) > 8:
+        errs.append((path, "FieldValueTooMany", f"Too many: {len(fields)}: must have at most 8 items"))
+    root = _dict(_dict(version.get("schema")).get("openAPIV3Schema"))
+    seen: set[str] = set()
+    for i, entry in enumerate(fields):
+        text = _dict(entry).get("jsonPath")
+        name = _selectable_path(text, root)
+        if not name:
+            errs.append((f"{path}[{i}].jsonPath", "FieldValueInvalid",
+                         f"Invalid value: {go_value(text)}: must be a simple path to a field of type string, "
+                         "boolean or integer in the schema"))
+        elif name in seen:
+            errs.append((f"{path}[{i}].jsonPath", "FieldValueDuplicate",
+                         f"Duplicate value: {go_value(text)}"))
+        seen.add(name)
+
+
+def _selector_getter(steps: tuple[jsonpath.Step, ...]) -> Callable[[Obj], str]:
+    def get(obj: Obj) -> str:
+        found = jsonpath.find(steps, obj)
+        if not found or found[0] is None:
+            return ""
+        value = found[0]
+        return ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return get
+
+
 def _validate_versions(spec: Obj, errs: list[Cause]) -> None:
     versions = _list(spec.get("versions"))
     if not versions:
@@ -147,6 +193,7 @@ def _validate_versions(spec: Obj, errs: list[Cause]) -> None:
         errs.extend(schema.structural_errors(_dict(v.get("schema")).get("openAPIV3Schema"),
                                              f"{here}.schema.openAPIV3Schema"))
         _validate_columns(v.get("additionalPrinterColumns"), f"{here}.additionalPrinterColumns", errs)
+        _validate_selectable(v, f"{here}.selectableFields", errs)
     if sum(1 for v in versions if _dict(v).get("storage") is True) != 1:
         errs.append(("spec.versions", "FieldValueInvalid", f"Invalid value: {go_value(versions)}: "
                      "must have exactly one version marked as storage version"))
@@ -260,6 +307,8 @@ def kinds_for(crd: Obj) -> list[ResourceKind]:
     for v in versions:
         root = v["schema"]["openAPIV3Schema"]
         columns = tuple(_column(c) for c in _list(v.get("additionalPrinterColumns")))
+        selectable = {_selectable_path(f.get("jsonPath"), root): _selector_getter(
+            jsonpath.compile_path(str(f.get("jsonPath")))) for f in _list(v.get("selectableFields"))}
         is_storage = bool(v.get("storage")) or (not stored and not out)
         out.append(ResourceKind(
             group, v["name"], plural, names["kind"], namespaced=spec["scope"] == "Namespaced",
@@ -267,7 +316,7 @@ def kinds_for(crd: Obj) -> list[ResourceKind]:
             short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
             verbs=ALL_VERBS, has_status="status" in _dict(v.get("subresources")), generation=True,
             strategic_merge=False,
-            columns=(NAME, *columns) if columns else (NAME, AGE),
+            columns=(NAME, *columns) if columns else (NAME, AGE), field_selectors=selectable,
             to_storage=_converter(root), validate=_validator(root), unknown_fields=_unknown(root),
             storage="" if is_storage else storage_id))
     return out

@@ -84,6 +84,7 @@ CLUSTER_SCOPED = {
                  "type": "object", "properties": {"spec": {"type": "object", "properties": {
                      "size": {"type": "integer", "default": 3},
                      "config": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}},
+                 "selectableFields": [{"jsonPath": ".spec.size"}],
                  "additionalPrinterColumns": [
                      {"name": "Size", "type": "integer", "jsonPath": ".spec.size"}]}]}}
 
@@ -93,11 +94,14 @@ def test_cluster_scoped_custom_resources(kubectl: Kubectl) -> None:
     for name in ("north", "south"):
         kubectl.apply({"apiVersion": "example.com/v1", "kind": "Zone", "metadata": {"name": name},
                        "spec": {"config": {"anything": {"goes": [1, "two"]}}}})
+    kubectl.run("patch", "zone", "south", "--type=merge", "-p", '{"spec":{"size":5}}')
     got = kubectl.json("zones", "north")
     assert "namespace" not in got["metadata"]
     assert got["spec"] == {"size": 3, "config": {"anything": {"goes": [1, "two"]}}}   # kept, and defaulted
     assert [line.split() for line in kubectl.run("get", "zones").stdout.splitlines()] == [
-        ["NAME", "SIZE"], ["north", "3"], ["south", "3"]]
+        ["NAME", "SIZE"], ["north", "3"], ["south", "5"]]
+    selected = kubectl.run("get", "zones", "--field-selector", "spec.size=5", "-o", "name").stdout.split()
+    assert selected == ["zone.example.com/south"]                               # a selectable field
     namespaced = kubectl.run("get", "zones", "-n", "default", "-o", "name").stdout.split()
     assert namespaced == ["zone.example.com/north", "zone.example.com/south"]    # -n is ignored, as for nodes
     assert kubectl.run("delete", "zones", "--all").stdout.count("deleted") == 2

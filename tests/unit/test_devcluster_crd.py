@@ -12,7 +12,7 @@ from ingressctl.devcluster import DEFAULT_KINDS
 from ingressctl.devcluster.crd import CustomResourceDefinitions
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.resources import Registry, ResourceKind
-from ingressctl.devcluster.selectors import parse_field_selector, parse_label_selector
+from ingressctl.devcluster.selectors import SelectorError, parse_field_selector, parse_label_selector
 from ingressctl.devcluster.store import ADDED, DELETED, MODIFIED, Matcher, Store
 from tests.helpers import wait_until
 
@@ -75,6 +75,26 @@ def test_an_established_crd_adds_its_kind_and_defaults_its_names() -> None:
     assert exc.value.code == 422 and exc.value.message == (
         'Widget.example.com "b" is invalid: spec.size: Invalid value: "string": spec.size in body must be of '
         'type integer: "string"')
+
+
+def test_selectable_fields_are_field_selectors() -> None:
+    store, crds = setup()
+    crd = widget_crd()
+    crd["spec"]["versions"][0]["selectableFields"] = [{"jsonPath": ".spec.colour"},
+                                                      {"jsonPath": ".spec.size"}]
+    store.create(crds.kind, "", crd)
+    for name, colour, size in (("a", "red", 1), ("b", "blue", 2), ("c", "red", 2)):
+        store.create(kind(store), "ns", widget(name, colour=colour, size=size))
+
+    def names(selector: str) -> list[str]:
+        fields = parse_field_selector(selector, kind(store).all_field_getters())
+        matcher = Matcher(parse_label_selector(""), fields)
+        return [s.name for s in store.list_page(kind(store), "ns", matcher=matcher).items]
+    assert names("spec.colour=red") == ["a", "c"]
+    assert names("spec.colour=red,spec.size=2") == ["c"]
+    assert names("spec.size!=2") == ["a"]
+    with pytest.raises(SelectorError, match=r"spec\.shape"):
+        names("spec.shape=round")
 
 
 def test_versions_share_one_storage() -> None:
@@ -177,6 +197,8 @@ def test_bulk_load_of_a_crd_and_its_objects_together() -> None:
     (lambda c: c["spec"].update(preserveUnknownFields=True),
      "spec.preserveUnknownFields: Invalid value: true"),
     (lambda c: c["spec"].update(group="example"), 'spec.group: Invalid value: "example": should be a domain'),
+    (lambda c: c["spec"]["versions"][0].update(selectableFields=[{"jsonPath": ".spec"}]),
+     'spec.versions[0].selectableFields[0].jsonPath: Invalid value: ".spec": must be a simple path'),
     (lambda c: c["spec"]["versions"][0].update(storage=False),
      "must have exactly one version marked as storage"),
     (lambda c: c["spec"]["versions"][0].update(additionalPrinterColumns=[
