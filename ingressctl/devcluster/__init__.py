@@ -28,9 +28,10 @@ Built-in kinds are validated where the controller's users could tell (`validatio
 Known differences from a real API server: no authorization (TLS mode checks one bearer token), no admission
 webhooks, no CEL rules (`x-kubernetes-validations`) or conversion webhooks for CRDs, most built-in kinds
 unvalidated and, having no schemas for them, `fieldValidation=Strict` applied to custom resources only, no
-server-side apply (415), no OpenAPI schemas (kubectl then validates nothing client-side and computes
-strategic merge patches from its compiled-in types), protobuf accepted only for the bodies kubectl's create
-generators send, and bookmarks every `bookmark_interval` seconds (default 2) rather than every minute.
+server-side apply (415), OpenAPI documents for custom resources only (`openapi.py`; for built-in kinds
+kubectl then validates nothing client-side and computes strategic merge patches from its compiled-in
+types), protobuf accepted only for the bodies kubectl's create generators send, and bookmarks every
+`bookmark_interval` seconds (default 2) rather than every minute.
 """
 
 from ingressctl.devcluster.cluster import INITIAL_NAMESPACES, DevCluster

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ingressctl.devcluster import errors, printing, protobuf
+from ingressctl.devcluster import errors, openapi, printing, protobuf
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.faults import Call, FaultInjector, RequestStats
 from ingressctl.devcluster.protobuf import ProtobufError
@@ -501,8 +501,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _openapi(self, parts: list[str]) -> None:
         if parts == ["openapi", "v2"]:
-            # No schemas are published: kubectl then skips client-side validation for every kind and computes
-            # strategic merge patches from its compiled-in types.
+            # No v2 schemas are published: kubectl then skips client-side validation for built-in kinds and
+            # computes strategic merge patches from its compiled-in types. Custom resources have v3 documents.
             if "protobuf" in self.headers.get("Accept", ""):
                 self._send(200, b"", _PROTO_OPENAPI)
             else:
@@ -511,7 +511,12 @@ class Handler(BaseHTTPRequestHandler):
                                                                  "version": f"v{major}.{minor}.{patch}"},
                                       "paths": {}, "definitions": {}})
         elif parts == ["openapi", "v3"]:
-            self._send_json(200, {"paths": {}})
+            self._send_json(200, openapi.root_document(self.server.store))
+        elif len(parts) == 5 and parts[:3] == ["openapi", "v3", "apis"]:
+            doc = openapi.group_version_document(self.server.store, parts[3], parts[4])
+            if doc is None:
+                raise errors.resource_not_found()
+            self._send_json(200, doc)
         else:
             raise errors.resource_not_found()
 

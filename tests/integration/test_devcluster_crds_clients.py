@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -233,3 +235,35 @@ def test_kubeclient_raw_json_lifecycle(installed: client.CustomObjectsApi, clust
             in str(exc.value)
     finally:
         kube.close()
+
+
+def test_openapi_v3_documents_for_crd_group_versions(installed: client.CustomObjectsApi,
+                                                     cluster: DevCluster) -> None:
+    def get(path: str) -> Any:
+        with urllib.request.urlopen(cluster.url + path, timeout=10) as resp:
+            return json.loads(resp.read())
+    root = get("/openapi/v3")
+    assert list(root["paths"]) == ["apis/k8s.nginx.org/v1"]            # built-in kinds have none
+    url = root["paths"]["apis/k8s.nginx.org/v1"]["serverRelativeURL"]
+    assert url.startswith("/openapi/v3/apis/k8s.nginx.org/v1?hash=")
+    doc = get(url)
+    schemas = doc["components"]["schemas"]
+    assert sorted(schemas) == ["org.nginx.k8s.v1.GlobalConfiguration", "org.nginx.k8s.v1.Policy",
+                               "org.nginx.k8s.v1.TransportServer", "org.nginx.k8s.v1.VirtualServer",
+                               "org.nginx.k8s.v1.VirtualServerRoute"]
+    assert schemas["org.nginx.k8s.v1.VirtualServer"]["x-kubernetes-group-version-kind"] == [
+        {"group": GROUP, "version": VERSION, "kind": "VirtualServer"}]
+    item = doc["paths"]["/apis/k8s.nginx.org/v1/namespaces/{namespace}/virtualservers/{name}"]
+    assert [p["name"] for p in item["patch"]["parameters"]] == ["fieldValidation"]
+    assert "/apis/k8s.nginx.org/v1/namespaces/{namespace}/virtualservers/{name}/status" in doc["paths"]
+    assert "/apis/k8s.nginx.org/v1/namespaces/{namespace}/globalconfigurations/{name}/status" \
+        not in doc["paths"]
+    # A changed CRD changes its document's hash (clients cache by it).
+    ext = client.ApiextensionsV1Api(installed.api_client)
+    crd = ext.read_custom_resource_definition("globalconfigurations.k8s.nginx.org")
+    crd.spec.versions[0].schema.open_apiv3_schema.description = "changed"
+    ext.replace_custom_resource_definition("globalconfigurations.k8s.nginx.org", crd)
+    assert get("/openapi/v3")["paths"]["apis/k8s.nginx.org/v1"]["serverRelativeURL"] != url
+    with pytest.raises(urllib.error.HTTPError) as exc:
+        get("/openapi/v3/apis/networking.k8s.io/v1")
+    assert exc.value.code == 404
