@@ -3,13 +3,14 @@
 Each function is a `ResourceKind.validate` hook: (new object, current object or None, subresource) -> field
 errors with the field paths and wording of kube-apiserver 1.32 (`networking/validation`, `core/validation`),
 which the store turns into one 422 Invalid Status.
-- Ingress (networking.k8s.io/v1): rule and TLS hosts (DNS-1123 subdomains, a wildcard only as the whole first
-  label, no IP addresses), `http.paths` present, `pathType` required and one of Exact/ImplementationSpecific/
-  Prefix, absolute paths without `//`, `/./`, `/../`, `%2f` or a trailing `/.`/`/..` for Exact and Prefix,
-  backends with exactly one of service (a DNS-1035 name and one of port name/number 1-65535) or resource,
-  `ingressClassName` a DNS-1123 subdomain and, on create, equal to a `kubernetes.io/ingress.class`
-  annotation when both are set; on `/status`, load-balancer IPs that are IPs and hostnames that
-  are not.
+- Ingress (networking.k8s.io/v1): rule and TLS hosts (DNS-1123 subdomains, a wildcard only as the whole
+  first label, no IP addresses), TLS secret names (DNS-1123 subdomains, unless an update keeps the invalid
+  names of the current object), `http.paths` present, `pathType` required and one of Exact,
+  ImplementationSpecific or Prefix, absolute paths without `//`, `/./`, `/../`, `%2f` or a trailing `/.` or
+  `/..` for Exact and Prefix, backends with exactly one of service (a DNS-1035 name and one of port name or
+  number 1-65535) or resource, `ingressClassName` a DNS-1123 subdomain and, on create, equal to a
+  `kubernetes.io/ingress.class` annotation when both are set; on `/status`, load-balancer IPs that are IPs
+  and hostnames that are not.
 - Secret (v1): data keys that are valid config keys, `tls.crt` and `tls.key` for `kubernetes.io/tls`, and an
   immutable `type`.
 """
@@ -192,9 +193,14 @@ def validate_ingress(obj: Obj, old: Obj | None, subresource: str) -> list[FieldE
         errs.extend(_backend_errors(spec["defaultBackend"], "spec.defaultBackend"))
     for i, rule in enumerate(rules):
         errs.extend(_rule_errors(rule, f"spec.rules[{i}]"))
+    # An update may keep the invalid secret names an older API server accepted (as kube-apiserver allows).
+    check_secret_names = old is None or not _has_invalid_secret_name(old)
     for i, tls in enumerate(_list(spec.get("tls"))):
         for j, host in enumerate(_list(_dict(tls).get("hosts"))):
             errs.extend(subdomain_errors(str(host), f"spec.tls[{i}].hosts[{j}]", wildcard_ok=True))
+        secret = _dict(tls).get("secretName")
+        if secret and check_secret_names:
+            errs.extend(subdomain_errors(str(secret), f"spec.tls[{i}].secretName", wildcard_ok=False))
     cls = spec.get("ingressClassName")
     if cls:
         errs.extend(subdomain_errors(str(cls), "spec.ingressClassName", wildcard_ok=False))
@@ -203,6 +209,11 @@ def validate_ingress(obj: Obj, old: Obj | None, subresource: str) -> list[FieldE
         errs.append(_invalid(f"annotations.{CLASS_ANNOTATION}", annotation,
                              "must match `ingressClassName` when both are specified"))
     return errs
+
+
+def _has_invalid_secret_name(obj: Obj) -> bool:
+    return any(subdomain_errors(str(_dict(tls).get("secretName")), "", wildcard_ok=False)
+               for tls in _list(_dict(obj.get("spec")).get("tls")) if _dict(tls).get("secretName"))
 
 
 def _ingress_status_errors(obj: Obj) -> list[FieldError]:

@@ -91,6 +91,14 @@ def test_ingress_errors(obj: dict[str, Any], expected: list[str]) -> None:
     assert got == expected
 
 
+def test_tls_secret_names_with_ratcheting_on_update() -> None:
+    bad = ing(tls=[{"hosts": ["a.example.com"], "secretName": "Cafe_Secret"}])
+    assert messages(bad) == [f'spec.tls[0].secretName: Invalid value: "Cafe_Secret": {SUBDOMAIN}']
+    assert messages(bad, old=bad) == []                        # an object that already has one may keep it
+    good = ing(tls=[{"hosts": ["a.example.com"], "secretName": "cafe-secret"}])
+    assert messages(bad, old=good) == [f'spec.tls[0].secretName: Invalid value: "Cafe_Secret": {SUBDOMAIN}']
+
+
 def test_class_annotation_must_match_the_class_field_on_create() -> None:
     both = ing(ingressClassName="other")
     both["metadata"]["annotations"] = {"kubernetes.io/ingress.class": "nginx"}
