@@ -13,9 +13,11 @@ Guarantees, as kube-apiserver gives them:
   `/status` exists when the version declares it (the main resource then ignores status and `/status`
   ignores everything else); `metadata.generation` is kept; `kubectl get` shows the version's
   `additionalPrinterColumns` (Name and Age when it has none); its `selectableFields` are field selectors.
-- Updating a CRD replaces its rows (stored objects stay). Deleting it first marks it (deletionTimestamp and
-  the `customresourcecleanup.apiextensions.k8s.io` finalizer), then deletes every object of the kind (one
-  DELETED event each), ends its watches, removes the kind from discovery, and finally removes the CRD.
+- Updating a CRD replaces its rows; stored objects stay, read from then on through the new schema (pruned
+  and defaulted by it, with no event and their resourceVersions unchanged). Deleting a CRD first marks it
+  (deletionTimestamp and the `customresourcecleanup.apiextensions.k8s.io` finalizer), then deletes every
+  object of the kind (one DELETED event each), ends its watches, removes the kind from discovery, and
+  finally removes the CRD.
 """
 
 from __future__ import annotations
@@ -416,6 +418,12 @@ class CustomResourceDefinitions:
         if storage_id not in self._served and not established:
             return                      # never served (its names were refused)
         kinds = kinds_for(crd)
+        schema_changed = storage_id in self._served and event.prev is not None and \
+            _dict(event.prev.parse().get("spec")).get("versions") != spec.get("versions")
         self._served.add(storage_id)
         self.registry.replace(storage_id, kinds)
-        self.store.add_bucket_locked(self.registry.stored_kind(kinds[0]))
+        stored_kind = self.registry.stored_kind(kinds[0])
+        self.store.add_bucket_locked(stored_kind)
+        if schema_changed and stored_kind.to_storage is not None:
+            # Objects read back with the new schema are pruned and defaulted by it.
+            self.store.convert_stored_locked(stored_kind, stored_kind.to_storage)

@@ -338,6 +338,22 @@ class Store:
             watcher.end()
         del self._buckets[storage_id]
 
+    def convert_stored_locked(self, kind: ResourceKind, convert: Callable[[Obj], Obj]) -> int:
+        """Pass every stored object of `kind` through `convert` (lock held), keeping its resourceVersion and
+        committing no event: what a real API server does when it reads objects back with a changed schema
+        (pruned and defaulted on decode). Returns how many objects changed."""
+        bucket = self.bucket(kind)
+        changed = 0
+        for key in bucket.keys:
+            cur = bucket.objects[key]
+            obj = cur.parse()
+            new = normalise(convert(obj))
+            new["metadata"]["resourceVersion"] = str(cur.rv)
+            if new != obj:
+                bucket.objects[key] = Stored(dumps(new), cur.rv, new["metadata"])
+                changed += 1
+        return changed
+
     def remove_finalizer_locked(self, kind: ResourceKind, name: str, finalizer: str) -> None:
         """Drop `finalizer` from a cluster-scoped object (lock held); the last one gone deletes a marked
         object, as when a controller finishes its cleanup."""
