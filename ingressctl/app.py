@@ -247,6 +247,7 @@ class App:
             self.client, configuration=configuration, configurator=self.configurator,
             secret_store=LocalSecretStore(self.configurator), status_updater=self.status,
             recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
+            kinds=self._custom_resource_kinds(),
         )
         if self.metrics is not None:
             for kind in self.controller.kinds:
@@ -266,6 +267,31 @@ class App:
             if self._stopping.is_set():
                 return
             raise StartupError("the informer caches did not sync")
+
+    def _custom_resource_kinds(self) -> list[Any]:
+        """The registry entries of the custom resources (`--enable-custom-resources`), if the cluster serves
+        them: without their CRDs (or the RBAC to list them) the controller serves Ingresses only and says
+        why, rather than waiting forever for a cache that cannot sync."""
+        s = self.settings
+        if not s.controller.enable_custom_resources:
+            return []
+        from ingressctl.configs.templates import TemplateError
+        from ingressctl.controller.vs_kind import VIRTUALSERVERS, virtualserver_kind_factory
+        from ingressctl.k8s.client import ApiError
+
+        namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
+        try:
+            self.client.list(VIRTUALSERVERS, namespace, limit=1)
+        except ApiError as e:
+            log.error("custom resources are enabled, but VirtualServers cannot be listed: serving Ingresses "
+                      "only; install the k8s.nginx.org CRDs (charts/ingressctl/crds) and the RBAC for them, "
+                      "or pass --enable-custom-resources=false", error=str(e))
+            return []
+        try:
+            template = s.nginx.virtualserver_template_path
+            return [virtualserver_kind_factory(self.client, template_path=template)]
+        except TemplateError as e:
+            raise StartupError(f"invalid template: {e}") from e
 
     # ------------------------------------------------------------------------------------------ metrics
 
