@@ -65,8 +65,6 @@ VAR_PREFIXES = ("arg_", "http_", "cookie_")
 
 # NGINX Plus fields of an upstream, accepted and ignored on open-source NGINX.
 PLUS_UPSTREAM_FIELDS = ("healthCheck", "slow-start", "sessionCookie", "queue", "ntlm", "backup", "backupPort")
-_OSS_LB = re.compile(r"(round_robin|least_conn|ip_hash|random|random two|random two least_conn|"
-                     r"hash \S+( consistent)?)")
 
 
 def _d(v: Any) -> dict[str, Any]:
@@ -193,8 +191,9 @@ def _validate_upstream(field: str, up: Mapping[str, Any]) -> list[FieldError]:
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         errs.append(invalid(f"{field}.port", port, "must be between 1 and 65535, inclusive"))
     lb = up.get("lb-method")
-    if lb not in (None, "") and not (isinstance(lb, str) and _OSS_LB.fullmatch(lb)):
-        errs.append(invalid(f"{field}.lb-method", lb, "load balancing method is not valid"))
+    if lb not in (None, ""):
+        errs.extend(_checked(f"{field}.lb-method", lb if isinstance(lb, str) else "?",
+                             parsing.parse_lb_method))
     for t in ("fail-timeout", "connect-timeout", "read-timeout", "send-timeout", "next-upstream-timeout"):
         errs.extend(validate_time(f"{field}.{t}", up.get(t)))
     for n in ("max-fails", "max-conns", "keepalive", "next-upstream-tries"):
@@ -351,6 +350,12 @@ def _validate_condition(field: str, cond: Mapping[str, Any]) -> list[FieldError]
             errs.append(invalid(f"{field}.value", value, 'a valid value must have all \'"\' escaped'))
         if value.endswith("\\") and not value.endswith("\\\\"):
             errs.append(invalid(f"{field}.value", value, "must not end with a lone \\"))
+        regex = value.lstrip("!")
+        if regex.startswith("~"):
+            try:
+                re.compile(regex[2:] if regex.startswith("~*") else regex[1:])
+            except re.error as e:
+                errs.append(invalid(f"{field}.value", value, f"must be a valid regular expression: {e}"))
     return errs
 
 
