@@ -18,6 +18,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -196,6 +197,12 @@ def _policy_refs(refs: list[Any], namespace: str) -> list[str]:
     return out
 
 
+def unescape(value: Any) -> str:
+    """A user string as NGINX reads NIC's rendering of it: validation requires every `"` to be escaped as
+    `\\"`; the template's quoting escapes again, so the escapes are undone first."""
+    return re.sub(r'\\(["\\])', r"\1", str(value or ""))
+
+
 def map_key(value: str) -> str:
     """A match value as a map key (the template quotes it): NIC's escaping of map's special words."""
     if value in _MAP_SPECIAL:
@@ -283,15 +290,15 @@ class _Generator:
             if pd.get("redirect") is not None:
                 r = _d(pd["redirect"])
                 code = int(r.get("code") or 301)
-                out.append((" ".join(map(str, codes)), f"={code}", str(r.get("url") or "")))
+                out.append((" ".join(map(str, codes)), f"={code}", unescape(r.get("url"))))
                 continue
             r = _d(pd.get("return"))
             name = f"@error_page_{self.error_page_count}_{j}"
-            headers = [Header(str(_d(h).get("name")), str(_d(h).get("value") or ""), True)
+            headers = [Header(str(_d(h).get("name")), unescape(_d(h).get("value")), True)
                        for h in _l(r.get("headers"))]
             code = int(r.get("code") or 0)
             self.named_returns.append(NamedReturn(name, 200, str(r.get("type") or "text/html"),
-                                                  str(r.get("body") or ""), headers))
+                                                  unescape(r.get("body")), headers))
             if code:
                 out.append((" ".join(map(str, codes)), f"={code}", name))
             else:   # keep the original status: one line per code
@@ -309,13 +316,13 @@ class _Generator:
         loc.error_pages = self._error_pages(_l(route.get("errorPages")))
         if action.get("redirect") is not None:
             r = _d(action["redirect"])
-            loc.redirect = (int(r.get("code") or 301), str(r.get("url") or ""))
+            loc.redirect = (int(r.get("code") or 301), unescape(r.get("url")))
             return loc
         if action.get("return") is not None:
             r = _d(action["return"])
             loc.return_ = (int(r.get("code") or 200), str(r.get("type") or "text/plain"),
-                           str(r.get("body") or ""))
-            loc.return_headers = [Header(str(_d(h).get("name")), str(_d(h).get("value") or ""), True)
+                           unescape(r.get("body")))
+            loc.return_headers = [Header(str(_d(h).get("name")), unescape(_d(h).get("value")), True)
                                   for h in _l(r.get("headers"))]
             return loc
         proxy = _d(action.get("proxy"))
@@ -355,7 +362,7 @@ class _Generator:
                 uri = rewrite_path
         loc.proxy_pass = upstream + uri
         req = _d(proxy.get("requestHeaders"))
-        user_set = [Header(str(_d(h).get("name")), str(_d(h).get("value") or "")) for h in _l(req.get("set"))]
+        user_set = [Header(str(_d(h).get("name")), unescape(_d(h).get("value"))) for h in _l(req.get("set"))]
         names = {h.name.lower() for h in user_set}
         defaults = [Header(n, v) for n, v in (*_DEFAULT_HEADERS, ("X-Forwarded-Proto", self.forwarded_proto))
                     if n.lower() not in names]
@@ -366,7 +373,7 @@ class _Generator:
         loc.hide_headers = [str(h) for h in _l(resp.get("hide"))]
         loc.pass_headers = [str(h) for h in _l(resp.get("pass"))]
         loc.ignore_headers = [str(h) for h in _l(resp.get("ignore"))]
-        loc.add_headers = [Header(str(_d(h).get("name")), str(_d(h).get("value") or ""),
+        loc.add_headers = [Header(str(_d(h).get("name")), unescape(_d(h).get("value")),
                                   bool(_d(h).get("always"))) for h in _l(resp.get("add"))]
         return loc
 
