@@ -276,7 +276,11 @@ class App:
         if not s.controller.enable_custom_resources:
             return []
         from ingressctl.configs.templates import TemplateError
-        from ingressctl.controller.vs_kind import VIRTUALSERVERS, virtualserver_kind_factory
+        from ingressctl.controller.vs_kind import (
+            VIRTUALSERVERS,
+            virtualserver_kind_factory,
+            virtualserverroute_kind_factory,
+        )
         from ingressctl.k8s.client import ApiError
 
         namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
@@ -289,7 +293,8 @@ class App:
             return []
         try:
             template = s.nginx.virtualserver_template_path
-            return [virtualserver_kind_factory(self.client, template_path=template)]
+            return [virtualserver_kind_factory(self.client, template_path=template),
+                    virtualserverroute_kind_factory(self.client)]
         except TemplateError as e:
             raise StartupError(f"invalid template: {e}") from e
 

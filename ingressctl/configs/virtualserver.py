@@ -28,6 +28,7 @@ from ingressctl.configs.ingress_ex import SecretReference
 from ingressctl.keys import ResourceKey
 
 VS_KIND = "virtualserver"
+VSR_KIND = "virtualserverroute"
 VS_TYPES = ("total",)
 
 _DEFAULT_HEADERS = (("X-Real-IP", "$remote_addr"), ("X-Forwarded-For", "$proxy_add_x_forwarded_for"),
@@ -40,8 +41,10 @@ class VirtualServerEx:
     """A VirtualServer with what the cluster says about its references."""
 
     vs: dict[str, Any]
-    endpoints: dict[str, list[str]]              # upstream name -> "ip:port" (empty: no endpoints)
+    endpoints: dict[str, list[str]]              # upstream name -> "ip:port" (empty: no endpoints); a VSR's
+                                                 # upstreams under `vsr_endpoints_key`
     tls_secret: SecretReference | None = None    # None: no spec.tls.secret
+    vsrs: list[dict[str, Any]] = field(default_factory=list)   # the VirtualServerRoutes delegated to
 
     @property
     def namespace(self) -> str:
@@ -203,6 +206,11 @@ def unescape(value: Any) -> str:
     return re.sub(r'\\(["\\])', r"\1", str(value or ""))
 
 
+def vsr_endpoints_key(namespace: str, name: str, upstream: str) -> str:
+    """The key of a VirtualServerRoute upstream's endpoints in `VirtualServerEx.endpoints`."""
+    return f"vsr/{namespace}/{name}/{upstream}"
+
+
 def map_key(value: str) -> str:
     """A match value as a map key (the template quotes it): NIC's escaping of map's special words."""
     if value in _MAP_SPECIAL:
@@ -231,8 +239,9 @@ class _Generator:
         self.ns, self.name = ex.namespace, ex.name
         self.var_prefix = f"vs_{self.ns}_{self.name}".replace("-", "_")
         self.warnings: list[str] = []
-        self.upstreams: dict[str, dict[str, Any]] = {
-            str(_d(u).get("name")): _d(u) for u in _l(self.spec.get("upstreams"))}
+        self.upstreams: dict[str, dict[str, Any]] = {}      # upstream block name -> its spec
+        self.endpoint_keys: dict[str, str] = {}             # upstream block name -> key in ex.endpoints
+        self.vs_scope = self._register(_l(self.spec.get("upstreams")))
         self.split_clients: list[SplitClient] = []
         self.maps: list[VSMap] = []
         self.named_returns: list[NamedReturn] = []
@@ -248,6 +257,22 @@ class _Generator:
     def upstream_name(self, name: str) -> str:
         return f"vs_{self.ns}_{self.name}_{name}"
 
+    def _register(self, upstreams: list[Any], vsr: tuple[str, str] | None = None) -> dict[str, str]:
+        """Name the upstreams of the VirtualServer (or of one of its VirtualServerRoutes); returns the scope
+        (the resource's upstream names -> upstream block names)."""
+        scope: dict[str, str] = {}
+        for u in upstreams:
+            local = str(_d(u).get("name"))
+            if vsr is None:
+                name, key = self.upstream_name(local), local
+            else:
+                name = self.upstream_name(f"vsr_{vsr[0]}_{vsr[1]}_{local}")
+                key = vsr_endpoints_key(*vsr, local)
+            scope[local] = name
+            self.upstreams[name] = _d(u)
+            self.endpoint_keys[name] = key
+        return scope
+
     # -------------------------------------------------------------------------------------- upstreams
 
     def build_upstreams(self) -> list[VSUpstream]:
@@ -255,7 +280,7 @@ class _Generator:
         out = []
         for name in sorted(self.upstreams):
             u = self.upstreams[name]
-            addresses = sorted(self.ex.endpoints.get(name) or [])
+            addresses = sorted(self.ex.endpoints.get(self.endpoint_keys[name]) or [])
             max_fails = int(u.get("max-fails", c.max_fails))
             fail_timeout = str(u.get("fail-timeout") or c.fail_timeout)
             max_conns = int(u.get("max-conns", 0))
@@ -268,7 +293,7 @@ class _Generator:
             if u.get("use-cluster-ip") or lb == "round_robin":
                 lb = ""
             keepalive = int(u.get("keepalive", c.keepalive))
-            out.append(VSUpstream(self.upstream_name(name), servers, lb, keepalive))
+            out.append(VSUpstream(name, servers, lb, keepalive))
         return out
 
     # -------------------------------------------------------------------------------------- routes
@@ -308,7 +333,7 @@ class _Generator:
 
     def _action_location(self, modifier: str, path: str, action: Mapping[str, Any],
                          route: Mapping[str, Any], *, internal: bool, route_modifier: str, route_path: str,
-                         return_500: bool) -> VSLocation:
+                         return_500: bool, scope: Mapping[str, str]) -> VSLocation:
         loc = VSLocation(modifier=modifier, path=path, internal=internal, return_500=return_500)
         snippets = route.get("location-snippets")
         if self.static.enable_snippets:
@@ -326,7 +351,7 @@ class _Generator:
                                   for h in _l(r.get("headers"))]
             return loc
         proxy = _d(action.get("proxy"))
-        up_name = str(action.get("pass") or proxy.get("upstream") or "")
+        up_name = scope.get(str(action.get("pass") or proxy.get("upstream") or ""), "")
         u = self.upstreams.get(up_name, {})
         c = self.config
         loc.service = str(u.get("service") or "")
@@ -346,7 +371,7 @@ class _Generator:
         loc.next_upstream_tries = int(u.get("next-upstream-tries") or 0)
         tls = bool(_d(u.get("tls")).get("enable"))
         scheme = ("grpcs" if tls else "grpc") if loc.grpc else ("https" if tls else "http")
-        upstream = f"{scheme}://{self.upstream_name(up_name)}"
+        upstream = f"{scheme}://{up_name}"
         rewrite_path = str(proxy.get("rewritePath") or "")
         uri = ""
         if internal:
@@ -383,7 +408,7 @@ class _Generator:
             return regex, rewrite_path, "break"
         return f"^{_regex_escape(path)}(.*)$", rewrite_path + "$1", "break"
 
-    def add_route(self, route: Mapping[str, Any], spec_500: bool) -> None:
+    def add_route(self, route: Mapping[str, Any], scope: Mapping[str, str]) -> None:
         path = str(route.get("path") or "")
         modifier, plain = self._route_path(path)
         policies = _policy_refs(_l(route.get("policies")), self.ns)
@@ -392,7 +417,8 @@ class _Generator:
         return_500 = bool(policies)
         matches = _l(route.get("matches"))
         splits = _l(route.get("splits"))
-        kw: dict[str, Any] = {"route_modifier": modifier, "route_path": plain, "return_500": return_500}
+        kw: dict[str, Any] = {"route_modifier": modifier, "route_path": plain, "return_500": return_500,
+                              "scope": scope}
         if matches:
             variable = self._matches(route, matches, splits, kw)
             self.locations.append(VSLocation(modifier, plain, rewrite_to=variable))
@@ -462,12 +488,24 @@ class _Generator:
         spec_policies = _policy_refs(_l(spec.get("policies")), self.ns)
         for p in spec_policies:
             self.warnings.append(f"Policy {p} is missing or invalid")
+        vsrs = {f"{_d(v.get('metadata')).get('namespace')}/{_d(v.get('metadata')).get('name')}": v
+                for v in self.ex.vsrs}
         for route in _l(spec.get("routes")):
             rd = _d(route)
-            if rd.get("route"):
-                self.warnings.append(f"VirtualServerRoute {rd['route']} doesn't exist or invalid")
+            if not rd.get("route"):
+                self.add_route(rd, self.vs_scope)
                 continue
-            self.add_route(rd, bool(spec_policies))
+            vsr_ref = str(rd["route"])
+            vsr = vsrs.get(vsr_ref if "/" in vsr_ref else f"{self.ns}/{vsr_ref}")
+            if vsr is None:     # missing or unfit: the VirtualServer's warning says so; not served
+                continue
+            meta, vsr_spec = _d(vsr.get("metadata")), _d(vsr.get("spec"))
+            scope = self._register(_l(vsr_spec.get("upstreams")),
+                                   (str(meta.get("namespace")), str(meta.get("name"))))
+            # NIC: the delegating route's error pages, snippets and policies reach subroutes without theirs.
+            inherited = {k: rd[k] for k in ("errorPages", "location-snippets", "policies") if rd.get(k)}
+            for subroute in _l(vsr_spec.get("subroutes")):
+                self.add_route({**inherited, **_d(subroute)}, scope)
         server = VSServer(server_name=str(spec.get("host") or ""), http_port=static.http_port,
                           https_port=static.https_port, disable_ipv6=static.disable_ipv6, namespace=self.ns,
                           name=self.name, gunzip=bool(spec.get("gunzip")), server_tokens=c.server_tokens,

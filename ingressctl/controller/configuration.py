@@ -260,6 +260,10 @@ class Configuration:
         owner = self._hosts.get(e.claims[0]) if e.claims else None
         if owner is None or self._entries[owner].role != "parent":
             return None
+        # A parent takes children of its `child_kinds` (by default its own kind: Ingress masters and minions).
+        model = self._kinds[owner.kind]
+        if e.key.kind not in getattr(model, "child_kinds", (model.kind,)):
+            return None
         return owner
 
     def _resolve_keys(self, keys: Iterable[ResourceKey]) -> list[Resource]:

@@ -15,12 +15,13 @@ Guarantees:
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from ingressctl.configs.ingress_ex import SecretReference
-from ingressctl.configs.virtualserver import VS_KIND, VS_TYPES, VirtualServerEx
+from ingressctl.configs.virtualserver import VS_KIND, VS_TYPES, VSR_KIND, VirtualServerEx, vsr_endpoints_key
 from ingressctl.configs.vs_renderer import VirtualServerRenderer
 from ingressctl.controller.endpoints import BackendError, cluster_ip_endpoint, resolve_backend_endpoints
 from ingressctl.controller.handlers import _safe, resource_version, tombstone_key, unwrap
@@ -28,7 +29,12 @@ from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, Resource
 from ingressctl.controller.model import Resource
 from ingressctl.controller.status import FLUSH_FAILED, FLUSH_UNCHANGED, FLUSH_WRITTEN, Address
 from ingressctl.controller.task import Task
-from ingressctl.controller.vs_model import VirtualServerModel, vs_class_is_ours
+from ingressctl.controller.vs_model import (
+    VirtualServerConfiguration,
+    VirtualServerModel,
+    VirtualServerRouteModel,
+    vs_class_is_ours,
+)
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.keys import ResourceKey, object_key, split_key
 from ingressctl.logging import get_logger
@@ -36,6 +42,7 @@ from ingressctl.logging import get_logger
 log = get_logger(__name__)
 
 VIRTUALSERVERS = ResourceType("k8s.nginx.org", "v1", "virtualservers", "VirtualServer")
+VIRTUALSERVERROUTES = ResourceType("k8s.nginx.org", "v1", "virtualserverroutes", "VirtualServerRoute")
 
 STATE_VALID, STATE_WARNING, STATE_INVALID = "Valid", "Warning", "Invalid"
 
@@ -45,27 +52,28 @@ def _d(v: Any) -> dict[str, Any]:
 
 
 class VirtualServerHandler:
-    """See the module docstring."""
+    """See the module docstring (VirtualServers and VirtualServerRoutes alike)."""
 
-    def __init__(self, enqueue: Enqueue, ingress_class: str) -> None:
+    def __init__(self, enqueue: Enqueue, ingress_class: str, kind: str = VS_KIND) -> None:
         self._enqueue = enqueue
         self._class = ingress_class
+        self._kind = kind
 
     @_safe
     def on_add(self, obj: dict[str, Any], is_initial_list: bool = False) -> None:
         if vs_class_is_ours(obj, self._class):
-            self._enqueue(Task(VS_KIND, object_key(obj)))
+            self._enqueue(Task(self._kind, object_key(obj)))
 
     @_safe
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         if resource_version(old) == resource_version(new) or old.get("spec") == new.get("spec"):
             return
         if vs_class_is_ours(old, self._class) or vs_class_is_ours(new, self._class):
-            self._enqueue(Task(VS_KIND, object_key(new)))
+            self._enqueue(Task(self._kind, object_key(new)))
 
     @_safe
     def on_delete(self, obj: Any) -> None:
-        self._enqueue(Task(VS_KIND, tombstone_key(obj) or object_key(unwrap(obj))))
+        self._enqueue(Task(self._kind, tombstone_key(obj) or object_key(unwrap(obj))))
 
 
 class Caches(Protocol):
@@ -93,33 +101,47 @@ class VirtualServerBuilder:
     def forget(self, key: ResourceKey) -> None:
         pass
 
-    def create_ex(self, vs: dict[str, Any]) -> tuple[VirtualServerEx, list[str]]:
+    def create_ex(self, vs: dict[str, Any], vsrs: list[dict[str, Any]] | None = None
+                  ) -> tuple[VirtualServerEx, list[str]]:
         meta, spec = _d(vs.get("metadata")), _d(vs.get("spec"))
         ns = str(meta.get("namespace") or "")
         warnings: list[str] = []
         endpoints: dict[str, list[str]] = {}
-        for i, up in enumerate(spec.get("upstreams") or []):
+        self._resolve(ns, spec.get("upstreams") or [], lambda up: up, endpoints, warnings, "spec")
+        for vsr in vsrs or []:
+            vm = _d(vsr.get("metadata"))
+            vns, vname = str(vm.get("namespace") or ""), str(vm.get("name") or "")
+            self._resolve(vns, _d(vsr.get("spec")).get("upstreams") or [],
+                          functools.partial(vsr_endpoints_key, vns, vname), endpoints, warnings,
+                          f"VirtualServerRoute {vns}/{vname}: spec")
+        secret = _d(spec.get("tls")).get("secret")
+        ref = self._secrets.get_secret_reference(f"{ns}/{secret}") if secret else None
+        return VirtualServerEx(vs=vs, endpoints=endpoints, tls_secret=ref, vsrs=list(vsrs or [])), warnings
+
+    def _resolve(self, ns: str, upstreams: list[Any], key: Callable[[str], str],
+                 endpoints: dict[str, list[str]], warnings: list[str], where: str) -> None:
+        """Each upstream's endpoints, into `endpoints[key(name)]`."""
+        for i, up in enumerate(upstreams):
             u = _d(up)
             name, svc_name, port = str(u.get("name")), str(u.get("service")), u.get("port")
             if u.get("subselector"):
-                warnings.append(f"spec.upstreams[{i}].subselector is not supported: all ready endpoints of "
-                                f"service {svc_name} are used")
+                warnings.append(f"{where}.upstreams[{i}].subselector is not supported: all ready endpoints "
+                                f"of service {svc_name} are used")
             svc = self._caches.get_object("services", f"{ns}/{svc_name}")
             try:
                 if u.get("use-cluster-ip") and svc is not None:
-                    endpoints[name] = cluster_ip_endpoint(svc, int(port or 0))
+                    endpoints[key(name)] = cluster_ip_endpoint(svc, int(port or 0))
                 else:
-                    endpoints[name] = resolve_backend_endpoints(
+                    endpoints[key(name)] = resolve_backend_endpoints(
                         ns, svc_name, int(port or 0), svc, self._caches.endpoint_slices(ns, svc_name))
             except BackendError as e:
                 log.debug("virtualserver upstream without endpoints", upstream=name, error=str(e))
-                endpoints[name] = []
-        secret = _d(spec.get("tls")).get("secret")
-        ref = self._secrets.get_secret_reference(f"{ns}/{secret}") if secret else None
-        return VirtualServerEx(vs=vs, endpoints=endpoints, tls_secret=ref), warnings
+                endpoints[key(name)] = []
 
     def apply(self, resource: Resource) -> Applied:
-        ex, warnings = self.create_ex(resource.obj)
+        if not isinstance(resource, VirtualServerConfiguration):
+            raise TypeError(f"not a VirtualServer: {resource.key_with_kind}")
+        ex, warnings = self.create_ex(resource.obj, [obj for _, obj in resource.vsrs])
         rendered = self._configurator.add_or_update(resource.key_with_kind, ex)
         return Applied(resource, list(resource.warnings) + warnings + list(rendered))
 
@@ -128,7 +150,7 @@ def state_of(event_type: str, reason: str, message: str) -> str:
     """NIC's state for an event reason."""
     if reason == "AddedOrUpdated":
         return STATE_VALID
-    if reason.endswith("WithWarning"):
+    if reason.endswith("WithWarning") or reason in ("NoVirtualServerFound", "Ignored"):
         return STATE_WARNING
     if reason == "Rejected" and event_type == "Warning" and (
             "with warning(s)" in message or "taken by" in message):
@@ -147,7 +169,9 @@ class VirtualServerStatusWriter:
     """See the module docstring. Thread-safe."""
 
     def __init__(self, client: StatusClient, *, get_cached: Callable[[str], dict[str, Any] | None],
-                 is_leader: Callable[[], bool], addresses: Callable[[], list[Address]]) -> None:
+                 is_leader: Callable[[], bool], addresses: Callable[[], list[Address]],
+                 rt: ResourceType = VIRTUALSERVERS) -> None:
+        self._rt = rt
         self._client = client
         self._get_cached = get_cached
         self._is_leader = is_leader
@@ -208,22 +232,32 @@ class VirtualServerStatusWriter:
             return False
         ns, name = split_key(key)
         try:
-            self._client.update_status(VIRTUALSERVERS, ns, name, {**cached, "status": desired})
+            self._client.update_status(self._rt, ns, name, {**cached, "status": desired})
         except Exception as first:
             log.debug("virtualserver status update failed, retrying with a fresh read", virtualserver=key,
                       error=str(first))
             try:
-                fresh = self._client.get(VIRTUALSERVERS, ns, name)
+                fresh = self._client.get(self._rt, ns, name)
             except Exception as e:
                 if getattr(e, "is_not_found", False):
                     return False
                 raise
             if self._current(fresh) == desired:
                 return False
-            self._client.update_status(VIRTUALSERVERS, ns, name, {**fresh, "status": desired})
+            self._client.update_status(self._rt, ns, name, {**fresh, "status": desired})
         with self._lock:
             self._writes += 1
         return True
+
+
+class VirtualServerRouteBuilder:
+    """A VirtualServerRoute has no file of its own: it is rendered inside its VirtualServer's."""
+
+    def apply(self, resource: Resource) -> Applied:
+        raise TypeError(f"{resource.key_with_kind} is configured through its VirtualServer")
+
+    def forget(self, key: ResourceKey) -> None:
+        pass
 
 
 class ControllerLike(Protocol):
@@ -239,24 +273,46 @@ class ControllerLike(Protocol):
     def endpoint_slices(self, namespace: str, service: str) -> list[dict[str, Any]]: ...
 
 
+def _status_writer(client: StatusClient, lbc: ControllerLike, kind: str,
+                   rt: ResourceType) -> VirtualServerStatusWriter:
+    return VirtualServerStatusWriter(client, get_cached=lambda key: lbc.get_object(kind, key),
+                                     is_leader=lbc.status.is_leader, addresses=lbc.status.addresses, rt=rt)
+
+
 def virtualserver_kind_factory(client: StatusClient, *, template_path: str | None = None
                                ) -> Callable[[ControllerLike], ResourceKind]:
-    """The registry entry's factory (the controller calls it with itself). The template is compiled here, so a
-    broken `--virtualserver-template-path` fails before anything starts (`TemplateError`)."""
+    """The VirtualServer's registry entry's factory (the controller calls it with itself). The template is
+    compiled here, so a broken `--virtualserver-template-path` fails before anything starts
+    (`TemplateError`)."""
     renderer = VirtualServerRenderer(template_path)
 
     def factory(lbc: ControllerLike) -> ResourceKind:
         ingress_class = lbc.options.ingress_class
         lbc.configurator.register_renderer(renderer)
-        status = VirtualServerStatusWriter(
-            client, get_cached=lambda key: lbc.get_object(VS_KIND, key), is_leader=lbc.status.is_leader,
-            addresses=lbc.status.addresses)
 
         def handler(enqueue: Enqueue) -> EventHandler:
             return VirtualServerHandler(enqueue, ingress_class)
 
         return ResourceKind(name=VS_KIND, rt=VIRTUALSERVERS, handler=handler,
                             builder=VirtualServerBuilder(lbc, lbc.secret_store, lbc.configurator),
-                            status=status, model=VirtualServerModel(ingress_class), metric_types=VS_TYPES)
+                            status=_status_writer(client, lbc, VS_KIND, VIRTUALSERVERS),
+                            model=VirtualServerModel(ingress_class), metric_types=VS_TYPES)
+
+    return factory
+
+
+def virtualserverroute_kind_factory(client: StatusClient) -> Callable[[ControllerLike], ResourceKind]:
+    """The VirtualServerRoute's registry entry's factory."""
+
+    def factory(lbc: ControllerLike) -> ResourceKind:
+        ingress_class = lbc.options.ingress_class
+
+        def handler(enqueue: Enqueue) -> EventHandler:
+            return VirtualServerHandler(enqueue, ingress_class, VSR_KIND)
+
+        return ResourceKind(name=VSR_KIND, rt=VIRTUALSERVERROUTES, handler=handler,
+                            builder=VirtualServerRouteBuilder(),
+                            status=_status_writer(client, lbc, VSR_KIND, VIRTUALSERVERROUTES),
+                            model=VirtualServerRouteModel(ingress_class))
 
     return factory

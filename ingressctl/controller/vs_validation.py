@@ -530,3 +530,34 @@ def plus_only_warnings(spec: Mapping[str, Any], prefix: str = "spec") -> list[st
     if spec.get("internalRoute"):
         out.append(f"{prefix}.internalRoute requires NGINX Plus; it is ignored")
     return out
+
+
+def validate_virtual_server_route(obj: Mapping[str, Any]) -> list[FieldError]:
+    """Every error of a VirtualServerRoute on its own (its fit with the VirtualServer is checked there)."""
+    spec = _d(obj.get("spec"))
+    errs = validate_host("spec.host", spec.get("host"))
+    up_errs, upstreams = validate_upstreams("spec.upstreams", _l(spec.get("upstreams")))
+    errs.extend(up_errs)
+    paths: set[str] = set()
+    for i, route in enumerate(_l(spec.get("subroutes"))):
+        rd = _d(route)
+        errs.extend(validate_route(f"spec.subroutes[{i}]", rd, upstreams, allow_route=False))
+        p = rd.get("path")
+        if isinstance(p, str) and p:
+            if _normalised(p) in paths:
+                errs.append(duplicate(f"spec.subroutes[{i}].path", p))
+            paths.add(_normalised(p))
+    return errs
+
+
+def vsr_fit_errors(route_path: str, vsr: Mapping[str, Any]) -> list[str]:
+    """How a valid VirtualServerRoute fails the VirtualServer route delegating `route_path` to it (NIC):
+    under a prefix every subroute path starts with that prefix; under an exact or regex path there is exactly
+    one subroute, with that path."""
+    subroutes = [_d(r) for r in _l(_d(vsr.get("spec")).get("subroutes"))]
+    if route_path[:1] in ("=", "~"):
+        if len(subroutes) != 1 or _normalised(_s(subroutes[0].get("path"))) != _normalised(route_path):
+            return [f"spec.subroutes: must have exactly one subroute with the path {route_path!r}"]
+        return []
+    return [f"spec.subroutes[{i}].path: Invalid value: {_s(r.get('path'))!r}: must start with {route_path!r}"
+            for i, r in enumerate(subroutes) if not _s(r.get("path")).startswith(route_path)]

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from ingressctl.controller.vs_kind import VIRTUALSERVERS
+from ingressctl.controller.vs_kind import VIRTUALSERVERROUTES, VIRTUALSERVERS
 from ingressctl.k8s.client import ApiError
 from ingressctl.k8s.resource import ResourceType
 from tests.helpers import wait_until
@@ -66,3 +66,27 @@ def wait_vs_state(env: Env, name: str, state: str, reason: str, contains: str = 
 
     wait_until(ok, f"VirtualServer {name} state {state}/{reason}")
     return vs_status(env, name, namespace)
+
+
+def virtual_server_route(name: str, host: str, namespace: str, *, upstreams: list[dict[str, Any]],
+                         subroutes: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "k8s.nginx.org/v1", "kind": "VirtualServerRoute",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"host": host, "upstreams": upstreams, "subroutes": subroutes}}
+
+
+def apply_vsr(env: Env, obj: dict[str, Any]) -> dict[str, Any]:
+    """Create, or replace the spec of, a VirtualServerRoute."""
+    md = obj["metadata"]
+    try:
+        return dict(env.kube.create(VIRTUALSERVERROUTES, md["namespace"], obj))
+    except ApiError as e:
+        if not e.is_already_exists:
+            raise
+    cur = env.kube.get(VIRTUALSERVERROUTES, md["namespace"], md["name"])
+    body = {**cur, "spec": obj["spec"]}
+    return dict(env.kube.update(VIRTUALSERVERROUTES, md["namespace"], md["name"], body))
+
+
+def vsr_status(env: Env, name: str, namespace: str) -> dict[str, Any]:
+    return dict(env.kube.get(VIRTUALSERVERROUTES, namespace, name).get("status") or {})
