@@ -10,14 +10,12 @@ Guarantees:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 
 import jinja2
 
-from ingressctl.configs.quoting import NginxValueError
 from ingressctl.configs.renderers import RenderContext, Rendered
-from ingressctl.configs.templates import TemplateError, TemplateRenderError, new_environment
+from ingressctl.configs.templates import TemplateError, new_environment, render_model
 from ingressctl.configs.virtualserver import VS_KIND, VirtualServerEx, generate_vs_config
 from ingressctl.keys import ResourceKey
 
@@ -49,16 +47,7 @@ class VirtualServerRenderer:
         if not isinstance(resource, VirtualServerEx):
             raise TypeError(f"not a VirtualServer: {type(resource).__name__}")
         cfg, warnings = generate_vs_config(resource, ctx.static, ctx.config)
-        model = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
-        try:
-            text = self._template.render(model)
-        except NginxValueError as e:
-            raise TemplateRenderError(f"virtualserver template: unsafe value: {e}") from e
-        except jinja2.TemplateError as e:
-            raise TemplateRenderError(f"virtualserver template: {e}") from e
-        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
-            raise TemplateRenderError(f"virtualserver template: {type(e).__name__}: {e}") from e
-        return Rendered(text, warnings)
+        return Rendered(render_model(self._template, cfg, "virtualserver"), warnings)
 
     def counts(self, resources: Iterable[object]) -> dict[str, int]:
         return {"total": sum(1 for _ in resources)}

@@ -244,6 +244,23 @@ def _validate_headers(field: str, headers: Iterable[Any], *,
     return errs
 
 
+def _validate_return(field: str, r: Mapping[str, Any], body_vars: frozenset[str], header_vars: frozenset[str],
+                     prefixes: tuple[str, ...]) -> list[FieldError]:
+    """The `type`, `body` and `headers` of a return action or an error page's return."""
+    errs: list[FieldError] = []
+    typ = r.get("type")
+    if typ is not None and not (isinstance(typ, str) and _RETURN_TYPE.fullmatch(typ)
+                                and not _CONTROL.search(typ)):
+        errs.append(invalid(f"{field}.type", typ, 'must not include `"`, `{`, `}` or `;`'))
+    body = r.get("body")
+    if not isinstance(body, str) or body == "":
+        errs.append(required(f"{field}.body"))
+    else:
+        errs.extend(validate_variables(f"{field}.body", body, body_vars, prefixes=prefixes))
+    errs.extend(_validate_headers(f"{field}.headers", _l(r.get("headers")), values=header_vars))
+    return errs
+
+
 def _validate_action(field: str, action: Mapping[str, Any], upstreams: set[str]) -> list[FieldError]:
     set_fields = [k for k in ("pass", "redirect", "return", "proxy") if action.get(k) not in (None, "")]
     if len(set_fields) != 1:
@@ -271,16 +288,7 @@ def _validate_action(field: str, action: Mapping[str, Any], upstreams: set[str])
         if code is not None and (isinstance(code, bool) or not isinstance(code, int)
                                  or not (200 <= code <= 299 or 400 <= code <= 599)):
             errs.append(invalid(f"{field}.return.code", code, "must be 2XX, 4XX or 5XX"))
-        typ = r.get("type")
-        if typ is not None and not (isinstance(typ, str) and _RETURN_TYPE.fullmatch(typ)
-                                    and not _CONTROL.search(typ)):
-            errs.append(invalid(f"{field}.return.type", typ, 'must not include `"`, `{`, `}` or `;`'))
-        body = r.get("body")
-        if not isinstance(body, str) or body == "":
-            errs.append(required(f"{field}.return.body"))
-        else:
-            errs.extend(validate_variables(f"{field}.return.body", body, RETURN_VARS))
-        errs.extend(_validate_headers(f"{field}.return.headers", _l(r.get("headers")), values=HEADER_VARS))
+        errs.extend(_validate_return(f"{field}.return", r, RETURN_VARS, HEADER_VARS, VAR_PREFIXES))
     else:
         p = _d(action["proxy"])
         up = p.get("upstream")
@@ -388,18 +396,8 @@ def _validate_error_pages(field: str, pages: list[Any]) -> list[FieldError]:
             if code is not None and code != 0 and (isinstance(code, bool) or not isinstance(code, int)
                                                    or not 200 <= code <= 599):
                 errs.append(invalid(f"{pf}.return.code", code, "must be in the range [200, 599]"))
-            typ = r.get("type")
-            if typ is not None and not (isinstance(typ, str) and _RETURN_TYPE.fullmatch(typ)
-                                        and not _CONTROL.search(typ)):
-                errs.append(invalid(f"{pf}.return.type", typ, 'must not include `"`, `{`, `}` or `;`'))
-            body = r.get("body")
-            if not isinstance(body, str) or not body:
-                errs.append(required(f"{pf}.return.body"))
-            else:
-                errs.extend(validate_variables(f"{pf}.return.body", body, ERROR_PAGE_RETURN_VARS,
-                                               prefixes=()))
-            errs.extend(_validate_headers(f"{pf}.return.headers", _l(r.get("headers")),
-                                          values=ERROR_PAGE_RETURN_VARS))
+            errs.extend(_validate_return(f"{pf}.return", r, ERROR_PAGE_RETURN_VARS, ERROR_PAGE_RETURN_VARS,
+                                         ()))
     return errs
 
 
