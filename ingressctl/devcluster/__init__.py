@@ -21,7 +21,8 @@ Python:
         dc.stats.count("watch", "ingresses"); dc.stats.max_in_flight("list", "ingresses"); dc.stats.calls()
 
 Known differences from a real API server: no authorization (TLS mode checks one bearer token), no admission
-or schema validation beyond metadata, no server-side apply (415), no OpenAPI schemas (kubectl then validates
+plugins or schema validation beyond metadata (validating admission webhooks are called, see
+`ingressctl.devcluster.admission`), no server-side apply (415), no OpenAPI schemas (kubectl then validates
 nothing client-side and computes strategic merge patches from its compiled-in types), protobuf accepted only
 for the bodies kubectl's create generators send, and bookmarks every `bookmark_interval` seconds (default 2)
 rather than every minute.

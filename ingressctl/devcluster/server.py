@@ -30,6 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ingressctl.devcluster import errors, printing, protobuf
+from ingressctl.devcluster.admission import AdmissionAttributes, WebhookAdmission
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.faults import Call, FaultInjector, RequestStats
 from ingressctl.devcluster.protobuf import ProtobufError
@@ -129,6 +130,7 @@ class DevHTTPServer(ThreadingHTTPServer):
         self.stats = stats
         self.config = config
         self.ssl_context = ssl_context
+        self.admission: WebhookAdmission | None = None   # validating webhooks (devcluster.admission)
         self.stopping = threading.Event()
         self._conns: set[socket.socket] = set()
         self._conns_lock = threading.Lock()
@@ -191,6 +193,10 @@ class Handler(BaseHTTPRequestHandler):
                  f"Content-Length: {len(body)}", "Cache-Control: no-cache, private"]
         for k, v in (headers or {}).items():
             lines.append(f"{k}: {v}")
+        for w in getattr(self, "_warnings", ()):
+            escaped = "".join(c if " " <= c <= "~" else "?" for c in w)
+            escaped = escaped.replace("\\", "\\\\").replace('"', '\\"')
+            lines.append(f'Warning: 299 - "{escaped}"')
         if self.close_connection:
             lines.append("Connection: close")
         self._status = code
@@ -284,6 +290,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self) -> None:
         self._body_read = False
+        self._warnings: list[str] = []
         self._status = 0
         if _stdlog.isEnabledFor(logging.DEBUG):
             started = time.monotonic()
@@ -586,13 +593,53 @@ class Handler(BaseHTTPRequestHandler):
         body = b",".join(self._item_bytes(kind, s) for s in result.items)
         self._send(200, head + body + b"]}")
 
+    # ------------------------------------------------------------------------------------------- admission
+    def _admission(self, req: ResourceRequest, operation: str) -> WebhookAdmission | None:
+        adm = self.server.admission
+        return adm if adm is not None and adm.wanted(req.kind, req.subresource, operation) else None
+
+    def _admit(self, adm: WebhookAdmission, req: ResourceRequest, operation: str, new: Stored | None,
+               old: Stored | None, dry_run: bool) -> None:
+        """Send the write's preview (and the current object) to the matching webhooks; raises on a denial."""
+        def full(s: Stored | None) -> Obj | None:
+            if s is None:
+                return None
+            kind = req.kind
+            return {"apiVersion": kind.api_version, "kind": kind.kind, **self._object_dict(kind, s)}
+
+        obj, old_obj = full(new), full(old)
+        meta = (obj or old_obj or {}).get("metadata") or {}
+        self._warnings.extend(adm.admit(AdmissionAttributes(
+            req.kind, req.subresource, operation, str(meta.get("namespace") or req.namespace),
+            str(meta.get("name") or req.name), obj, old_obj, dry_run)))
+
+    def _current(self, req: ResourceRequest) -> Stored | None:
+        try:
+            return self.server.store.get(req.kind, req.namespace, req.name)
+        except StatusError:
+            return None
+
     def _verb_create(self, req: ResourceRequest, raw: bytes) -> None:
         body = self._json_body(raw)
-        result = self.server.store.create(req.kind, req.namespace, body, dry_run=self._dry_run(req))
+        dry_run = self._dry_run(req)
+        adm = self._admission(req, "CREATE")
+        if adm is not None:
+            preview = self.server.store.create(req.kind, req.namespace, body, dry_run=True).stored
+            self._admit(adm, req, "CREATE", preview, None, dry_run)
+            if isinstance(body, dict) and not (body.get("metadata") or {}).get("name"):
+                # generateName: store the name the webhooks saw
+                body = {**body, "metadata": {**(body.get("metadata") or {}), "name": preview.name}}
+        result = self.server.store.create(req.kind, req.namespace, body, dry_run=dry_run)
         self._respond_object(201, req, result.stored)
 
     def _verb_update(self, req: ResourceRequest, raw: bytes) -> None:
         body = self._json_body(raw)
+        adm = self._admission(req, "UPDATE") or self._admission(req, "CREATE")
+        if adm is not None:
+            old = self._current(req)
+            preview = self.server.store.update(req.kind, req.namespace, req.name, body,
+                                               subresource=req.subresource, dry_run=True).stored
+            self._admit(adm, req, "UPDATE" if old is not None else "CREATE", preview, old, self._dry_run(req))
         result = self.server.store.update(req.kind, req.namespace, req.name, body,
                                           subresource=req.subresource,
                                           dry_run=self._dry_run(req))
@@ -613,6 +660,13 @@ class Handler(BaseHTTPRequestHandler):
             raise errors.bad_request(f"error decoding patch: {e}") from None
         if patch is None:
             raise errors.bad_request("the patch body is empty")
+        adm = self._admission(req, "UPDATE")
+        if adm is not None:
+            old = self._current(req)
+            preview = self.server.store.patch(req.kind, req.namespace, req.name, patch_type, patch,
+                                              subresource=req.subresource, dry_run=True,
+                                              view=self._view(req.kind)).stored
+            self._admit(adm, req, "UPDATE", preview, old, self._dry_run(req))
         result = self.server.store.patch(req.kind, req.namespace, req.name, patch_type, patch,
                                          subresource=req.subresource, dry_run=self._dry_run(req),
                                          view=self._view(req.kind))
@@ -632,6 +686,10 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(pre, dict):
             raise errors.bad_request("preconditions must be an object")
         dry_run = self._dry_run(req) or opts.get("dryRun") == ["All"]
+        adm = self._admission(req, "DELETE")
+        old = self._current(req) if adm is not None else None
+        if adm is not None and old is not None:
+            self._admit(adm, req, "DELETE", None, old, dry_run)
         result = self.server.store.delete(req.kind, req.namespace, req.name,
                                           precondition_uid=pre.get("uid") or "",
                                           precondition_rv=pre.get("resourceVersion") or "", dry_run=dry_run)
