@@ -47,17 +47,18 @@ DEFAULT_READ_TIMEOUT = 10.0                  # seconds; kube-apiserver's default
 
 
 class _CertificateLoader:
-    """A server SSLContext built from cert/key files, rebuilt when either file's mtime or size changes."""
+    """A server SSLContext built from cert/key files, rebuilt when either file changes (mtime, size, inode:
+    a Secret volume swaps its files by renaming a directory)."""
 
     def __init__(self, cert_file: str, key_file: str) -> None:
         self._files = (cert_file, key_file)
-        self._stamp: tuple[tuple[float, int], ...] = ()
+        self._stamp: tuple[tuple[int, int, int], ...] = ()
         self._context: ssl.SSLContext | None = None
         self._lock = threading.Lock()
         self.context()   # fail at start-up, not at the first request
 
-    def _current_stamp(self) -> tuple[tuple[float, int], ...]:
-        return tuple((st.st_mtime, st.st_size) for st in map(os.stat, self._files))
+    def _current_stamp(self) -> tuple[tuple[int, int, int], ...]:
+        return tuple((st.st_mtime_ns, st.st_size, st.st_ino) for st in map(os.stat, self._files))
 
     def context(self) -> ssl.SSLContext:
         with self._lock:

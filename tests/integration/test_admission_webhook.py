@@ -13,7 +13,7 @@ import pytest
 
 from ingressctl.k8s.client import ApiError
 from ingressctl.settings import AdmissionWebhookSettings
-from tests.helpers import wait_until
+from tests.helpers import tls_secret, wait_until
 from tests.integration.harness import NS, Controller, Env
 from tests.webhooks import SERVICE, SERVICE_NS, Kubectl, WebhookCert, ingress, vwc, webhook_cert
 
@@ -125,3 +125,20 @@ def test_webhook_down_with_fail_refuses(env: Env, webhooked: Controller, kubectl
     assert good.returncode != 0
     assert 'failed calling webhook "ingresses.validate.ingressctl"' in good.stderr
     assert _absent(env, "good")
+
+
+def test_certificate_from_a_tls_secret(env: Env, kubectl: Kubectl,
+                                      tmp_path_factory: pytest.TempPathFactory) -> None:
+    cert = webhook_cert(str(tmp_path_factory.mktemp("secret-cert")))
+    with open(cert.cert_file, "rb") as f:
+        chain = f.read()
+    with open(cert.key_file, "rb") as f:
+        key = f.read()
+    env.create(tls_secret("webhook-cert", "default", chain, key))
+    s = dataclasses.replace(env.settings(), admission_webhook=AdmissionWebhookSettings(
+        enabled=True, port=0, tls_secret="default/webhook-cert"))
+    c = env.controller(s)
+    env.cluster.admission.set_service(f"{SERVICE_NS}/{SERVICE}", f"127.0.0.1:{c.app.webhook.port}")
+    env.cluster.load([vwc("ingressctl", cert.ca_bundle, failure_policy="Fail")])
+    bad = kubectl.apply(ingress("bad", "Bad_Host"))
+    assert bad.returncode != 0 and DENIED in bad.stderr   # the call succeeded: TLS verified with the CA

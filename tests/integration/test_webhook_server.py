@@ -265,3 +265,23 @@ def test_random_and_hostile_reviews_are_answered_correctly(client: Client, confi
             assert response["allowed"] is False
     else:
         assert response["allowed"] is True
+
+
+def test_a_rotated_certificate_is_used_for_new_connections(tmp_path: Any, config: Configuration) -> None:
+    first = webhook_cert(str(tmp_path), "127.0.0.1")
+    s = AdmissionWebhookServer(config=config, cert_file=first.cert_file, key_file=first.key_file,
+                               host="127.0.0.1", port=0, workers=2)
+    s.start()
+    try:
+        good = json.dumps(make_review(ingress("web", "a.example.com"))).encode()
+        old_client = Client(s.port, first)
+        assert old_client.send(good)[0] == 200
+        old_client.close()
+        second = webhook_cert(str(tmp_path), "127.0.0.1")   # overwrites both files with another CA's pair
+        new_client = Client(s.port, second)
+        assert new_client.send(good)[0] == 200
+        new_client.close()
+        with pytest.raises(ssl.SSLCertVerificationError):
+            Client(s.port, first).send(good)
+    finally:
+        s.stop()
