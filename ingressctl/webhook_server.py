@@ -8,9 +8,9 @@ Guarantees:
   no or an invalid Content-Length, a chunked body, non-JSON and a malformed AdmissionReview get 400; a media
   type other than JSON 415; another path 404; another method 405. A validator bug answers 500 and costs that
   request only. No input can stop the server.
-- Connections are served by a fixed pool of worker threads (`workers`); the accept loop does no I/O with
-  clients (the TLS handshake runs in the worker), and every socket read has a timeout (`read_timeout`), so a
-  slow or idle client holds one worker for at most that long. The sync thread's locks are never taken.
+- Requests are served by a fixed pool of worker threads (`workers`) through `ingressctl.pooled_https`: idle
+  keep-alive connections hold no worker, TLS handshakes run on the pool, every read has a timeout
+  (`read_timeout`), connections are capped. The sync thread's locks are never taken.
 - The certificate and key are re-read when either file changes (a rotated Secret mounted as files takes
   effect for new connections without a restart).
 - `port=0` binds an ephemeral port, exposed as `.port`; `stop()` returns once the server is closed.
@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import ssl
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from ingressctl.controller.admission import (
@@ -37,6 +35,7 @@ from ingressctl.controller.admission import (
 )
 from ingressctl.http_serving import serve_in_background
 from ingressctl.logging import get_logger
+from ingressctl.pooled_https import PooledHTTPSServer
 
 log = get_logger(__name__)
 
@@ -86,49 +85,6 @@ class _CertificateLoader:
             return self._context
 
 
-class _PooledHTTPServer(HTTPServer):
-    """HTTPServer whose connections run on a fixed ThreadPoolExecutor, TLS handshakes included."""
-
-    allow_reuse_address = True
-    request_queue_size = 128
-
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], *,
-                 certificates: _CertificateLoader, workers: int, read_timeout: float) -> None:
-        self.certificates = certificates
-        self.read_timeout = read_timeout
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="admission-webhook")
-        super().__init__(address, handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        try:
-            self.pool.submit(self._work, request, client_address)
-        except RuntimeError:   # the pool is shut down: the server is stopping
-            self.shutdown_request(request)
-
-    def _work(self, request: socket.socket, client_address: Any) -> None:
-        try:
-            # Headers and body leave in separate writes: without this, Nagle + delayed ACKs add 40 ms.
-            request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            tls = self.certificates.context().wrap_socket(request, server_side=True,
-                                                          do_handshake_on_connect=False)
-            tls.settimeout(self.read_timeout)
-            tls.do_handshake()
-        except (OSError, ssl.SSLError, ValueError) as e:
-            log.debug("admission webhook TLS handshake failed", client=str(client_address), error=str(e))
-            self.shutdown_request(request)
-            return
-        try:
-            self.finish_request(tls, client_address)
-        except Exception as e:   # a broken connection must cost that connection only
-            log.debug("admission webhook connection error", client=str(client_address), error=str(e))
-        finally:
-            self.shutdown_request(tls)
-
-    def server_close(self) -> None:
-        super().server_close()
-        self.pool.shutdown(wait=False, cancel_futures=True)
-
-
 class AdmissionWebhookServer:
     """Serves `POST /validate` over HTTPS (see the module docstring)."""
 
@@ -144,7 +100,7 @@ class AdmissionWebhookServer:
         self._max_body = max_body_bytes
         self._read_timeout = read_timeout
         self._lookup = lookup
-        self._server: _PooledHTTPServer | None = None
+        self._server: PooledHTTPSServer | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -233,8 +189,9 @@ class AdmissionWebhookServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = _PooledHTTPServer((self._host, self._port), Handler, certificates=self._certificates,
-                                         workers=self._workers, read_timeout=self._read_timeout)
+        self._server = PooledHTTPSServer((self._host, self._port), Handler,
+                                         ssl_context=self._certificates.context, workers=self._workers,
+                                         read_timeout=self._read_timeout, name="admission-webhook")
         self._thread = serve_in_background(self._server, "admission-webhook")
         log.info("admission webhook listening", port=self.port, path=VALIDATE_PATH)
 
