@@ -142,3 +142,15 @@ def test_certificate_from_a_tls_secret(env: Env, kubectl: Kubectl,
     env.cluster.load([vwc("ingressctl", cert.ca_bundle, failure_policy="Fail")])
     bad = kubectl.apply(ingress("bad", "Bad_Host"))
     assert bad.returncode != 0 and DENIED in bad.stderr   # the call succeeded: TLS verified with the CA
+
+
+def test_an_unreadable_certificate_stops_the_start_with_a_clear_error(env: Env, tmp_path_factory:
+                                                                      pytest.TempPathFactory) -> None:
+    from ingressctl.app import StartupError
+
+    missing = str(tmp_path_factory.mktemp("none") / "missing.pem")
+    s = dataclasses.replace(env.settings(), admission_webhook=AdmissionWebhookSettings(
+        enabled=True, port=0, tls_cert_file=missing, tls_key_file=missing))
+    c = env.controller(s, start=False)
+    with pytest.raises(StartupError, match="cannot load the admission webhook certificate"):
+        c.app.start()

@@ -299,3 +299,13 @@ def test_generate_name_keeps_the_name_the_webhook_saw(cluster: DevCluster, hook:
     assert code == 201 and created["metadata"]["name"] == hook.requests()[-1]["name"]
 
 
+
+
+def test_the_command_line_routes_webhook_services() -> None:
+    from ingressctl.devcluster.__main__ import parse_args
+
+    a = parse_args(["--kubeconfig-out", "/tmp/kc", "--webhook-service", "ns/svc:443=127.0.0.1:8443",
+                    "--webhook-service", "ns/other=[::1]:9443"])
+    assert dict(a.webhook_service) == {"ns/svc:443": "127.0.0.1:8443", "ns/other": "[::1]:9443"}
+    with pytest.raises(SystemExit):
+        parse_args(["--kubeconfig-out", "/tmp/kc", "--webhook-service", "svc=127.0.0.1"])
