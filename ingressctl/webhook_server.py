@@ -33,7 +33,7 @@ from ingressctl.controller.admission import (
     review,
     validator_for,
 )
-from ingressctl.http_serving import serve_in_background
+from ingressctl.http_serving import BackgroundServer
 from ingressctl.logging import get_logger
 from ingressctl.pooled_https import PooledHTTPSServer
 
@@ -85,7 +85,7 @@ class _CertificateLoader:
             return self._context
 
 
-class AdmissionWebhookServer:
+class AdmissionWebhookServer(BackgroundServer):
     """Serves `POST /validate` over HTTPS (see the module docstring)."""
 
     def __init__(self, *, config: ConfigurationView, cert_file: str, key_file: str, host: str = "",
@@ -100,14 +100,6 @@ class AdmissionWebhookServer:
         self._max_body = max_body_bytes
         self._read_timeout = read_timeout
         self._lookup = lookup
-        self._server: PooledHTTPSServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            return self._port
-        return int(self._server.server_address[1])
 
     def answer(self, body: bytes) -> tuple[int, bytes]:
         """The HTTP status and body for a request body (the server's whole logic past the framing)."""
@@ -189,20 +181,11 @@ class AdmissionWebhookServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = PooledHTTPSServer((self._host, self._port), Handler,
-                                         ssl_context=self._certificates.context, workers=self._workers,
-                                         read_timeout=self._read_timeout, name="admission-webhook")
-        self._thread = serve_in_background(self._server, "admission-webhook")
+        self._serve(PooledHTTPSServer((self._host, self._port), Handler,
+                                      ssl_context=self._certificates.context, workers=self._workers,
+                                      read_timeout=self._read_timeout, name="admission-webhook"),
+                    "admission-webhook")
         log.info("admission webhook listening", port=self.port, path=VALIDATE_PATH)
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(5)
-            self._thread = None
 
 
 def _error_body(message: str) -> bytes:
