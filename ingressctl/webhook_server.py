@@ -2,8 +2,9 @@
 
 Guarantees:
 - Answers `admission.k8s.io/v1` AdmissionReviews with `ingressctl.controller.admission.review`: the
-  controller's own validation, never NGINX. Nothing in a request is written to disk, logged verbatim or
-  passed to a process; the only files read are the serving certificate and key.
+  controller's own validation, never NGINX. Nothing in a request is written to disk or passed to a
+  process; a denial is logged with its message cut to 500 characters (as the controller logs a rejection);
+  the only files read are the serving certificate and key.
 - Bounded: a body over `max_body_bytes` is refused with 413 before it is read (and the connection closed);
   no or an invalid Content-Length, a chunked body, non-JSON and a malformed AdmissionReview get 400; a media
   type other than JSON 415; another path 404; another method 405. A validator bug answers 500 and costs that
