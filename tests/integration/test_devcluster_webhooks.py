@@ -212,10 +212,12 @@ def test_a_denial_is_returned_as_the_api_server_returns_it(cluster: DevCluster, 
 def test_warnings_become_warning_headers(cluster: DevCluster, hook: RecordingWebhook,
                                          cert: WebhookCert) -> None:
     cluster.load([vwc("v", cert.ca_bundle)])
-    hook.answer = lambda r: {"uid": r["uid"], "allowed": True, "warnings": ['host "a" is taken', "second"]}
+    hook.answer = lambda r: {"uid": r["uid"], "allowed": True,
+                             "warnings": ['host "a" is taken', "second \u00e9\n"]}
     code, _, warnings = create(cluster, ingress("web", "a.example.com"))
     assert code == 201
-    assert warnings == ['299 - "host \\"a\\" is taken"', '299 - "second"']
+    # One header, the warnings comma-separated (as the store's own warnings); not latin-1 text replaced.
+    assert warnings == ['299 - "host \\"a\\" is taken", 299 - "second ??"']
 
 
 def _silent_listener() -> socket.socket:
