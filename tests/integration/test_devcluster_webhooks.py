@@ -311,3 +311,42 @@ def test_the_command_line_routes_webhook_services() -> None:
     assert dict(a.webhook_service) == {"ns/svc:443": "127.0.0.1:8443", "ns/other": "[::1]:9443"}
     with pytest.raises(SystemExit):
         parse_args(["--kubeconfig-out", "/tmp/kc", "--webhook-service", "svc=127.0.0.1"])
+
+
+def test_custom_resource_kinds_are_sent_too(cluster: DevCluster, hook: RecordingWebhook, cert: WebhookCert,
+                                            tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A kind a CustomResourceDefinition adds (NIC's VirtualServer) is matched and sent like a built-in one;
+    kubectl prints the denial."""
+    from pathlib import Path
+
+    import yaml
+
+    from tests.webhooks import Kubectl
+
+    crds = Path(__file__).resolve().parents[2] / "charts" / "ingressctl" / "crds"
+    crd = crds / "k8s.nginx.org_virtualservers.yaml"
+    assert call(cluster, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                yaml.safe_load(crd.read_text()))[0] == 201
+    rule = {**INGRESS_RULE, "apiGroups": ["k8s.nginx.org"], "resources": ["virtualservers"]}
+    cluster.load([vwc("v", cert.ca_bundle, failure_policy="Fail", webhook_name="virtualservers.validate.test",
+                      rules=[rule])])
+    hook.answer = lambda r: ({"uid": r["uid"], "allowed": True} if r["object"]["spec"].get("upstreams")
+                             else {"uid": r["uid"], "allowed": False,
+                                   "status": {"message": "spec.upstreams: Required value"}})
+    tmp = str(tmp_path_factory.mktemp("vs"))
+    kubectl = Kubectl(cluster.write_kubeconfig(f"{tmp}/kubeconfig"), tmp)
+    vs = {"apiVersion": "k8s.nginx.org/v1", "kind": "VirtualServer",
+          "metadata": {"name": "cafe", "namespace": "demo"},
+          "spec": {"host": "cafe.example.com", "routes": [{"path": "/", "action": {"pass": "tea"}}]}}
+    bad = kubectl.apply(vs)
+    assert bad.returncode != 0
+    assert ('admission webhook "virtualservers.validate.test" denied the request: '
+            "spec.upstreams: Required value") in bad.stderr
+    assert cluster.objects("virtualservers", "demo") == []
+    req = hook.requests()[-1]
+    assert req["kind"] == {"group": "k8s.nginx.org", "version": "v1", "kind": "VirtualServer"}
+    assert req["resource"]["resource"] == "virtualservers" and req["object"]["kind"] == "VirtualServer"
+    vs["spec"]["upstreams"] = [{"name": "tea", "service": "tea-svc", "port": 80}]
+    good = kubectl.apply(vs)
+    assert good.returncode == 0, good.stderr
+    assert [o["metadata"]["name"] for o in cluster.objects("virtualservers", "demo")] == ["cafe"]
