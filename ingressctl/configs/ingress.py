@@ -7,8 +7,10 @@ Guarantees:
   (the default backend has an empty host: `<ns>-<ing>--<svc>-<port>`).
 - An upstream without ready endpoints points at the 502 server (`unix:<run_dir>/nginx-502-server.sock`), so
   its requests get a 502 at once instead of hanging.
-- pathType: `Exact` -> `location = /p`; `Prefix` follows Kubernetes' element-wise rule (`location = /p` and
-  `location /p/`, a trailing slash ignored; `/` -> `location /`); `ImplementationSpecific` -> `location /p`.
+- pathType: `Exact` -> `location = /p` (`location ~ "^/p/$"` for a path ending in `/`: no automatic 301 from
+  `/p`; anchored regex locations come first in their server); `Prefix` follows Kubernetes' element-wise rule
+  (`location = /p` and `location /p/`, a trailing slash ignored; `/` -> `location /`);
+  `ImplementationSpecific` -> `location /p`.
   With `nginx.org/path-regex`: `case_sensitive` -> `location ~ "^<path>"`, `case_insensitive` ->
   `location ~* "^<path>"` (an Exact path is also anchored at the end), `exact` -> `location = <path>`.
   When two paths would produce the same location, an Exact path wins over a Prefix one, otherwise the first
@@ -106,6 +108,8 @@ def location_keys(path: str, path_type: str, path_regex: str = "") -> list[tuple
     if path_regex in ("case_sensitive", "case_insensitive"):
         modifier = REGEX if path_regex == "case_sensitive" else REGEX_CASE_INSENSITIVE
         return [(modifier, "^" + path + ("$" if path_type == PATH_TYPE_EXACT else ""))]
+    if path_type == PATH_TYPE_EXACT and path_regex != "exact" and len(path) > 1 and path.endswith("/"):
+        return [exact_trailing_slash_location(path)]
     if path_regex == "exact" or path_type == PATH_TYPE_EXACT:
         return [(EXACT, path)]
     if path_type == PATH_TYPE_PREFIX:
@@ -114,6 +118,20 @@ def location_keys(path: str, path_type: str, path_regex: str = "") -> list[tuple
             return [(PREFIX, "/")]
         return [(EXACT, trimmed), (PREFIX, trimmed + "/")]
     return [(PREFIX, path)]
+
+
+def exact_trailing_slash_location(path: str) -> tuple[str, str]:
+    """An Exact path ending in `/` as an anchored regex location. `location = /foo/` would make NGINX answer
+    `/foo` with a 301 to `/foo/` (its automatic redirect for a proxied location ending in a slash); a regex
+    location has no such redirect, so `/foo` goes wherever it would go without this path."""
+    return REGEX, "^" + re.escape(path) + "$"
+
+
+def _exact_first(locations: list[Location]) -> list[Location]:
+    """Anchored regex locations (`^...$`: Exact paths) before the others: NGINX takes the first matching
+    regex, and an Exact path wins for its URI."""
+    return sorted(locations, key=lambda loc: not (loc.modifier in (REGEX, REGEX_CASE_INSENSITIVE)
+                                                  and loc.path.startswith("^") and loc.path.endswith("$")))
 
 
 @dataclass
@@ -426,6 +444,7 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     b = parts.builder
     p = b.params
     static = b.static
+    locations = _exact_first(locations)
     if (PREFIX, "/") not in {(loc.modifier, loc.path) for loc in locations} and parts.default_upstream:
         locations = [*locations, b.location(PREFIX, "/", parts.default_upstream, parts.default_service,
                                             trailing_slash=False)]
