@@ -178,6 +178,14 @@ class Server:
     set_real_ip_from: tuple[str, ...] = ()
     real_ip_recursive: bool = False
     grpc_only: bool = False  # every location is gRPC: no plain-text listeners (NIC's GRPCOnly)
+    # A wildcard host (`*.foo.com`) matches exactly one label: other hosts NGINX's `server_name *.foo.com`
+    # lets in get `unmatched_host_return` (as the default server answers). "" for other servers.
+    host_regex: str = ""
+    unmatched_host_return: str = "404"
+    # The class-wide catch-all: `server_name ~^ ""` (every host no other server names), with the health
+    # endpoint of the default server when `health_status_uri` is set.
+    catch_all: bool = False
+    health_status_uri: str = ""
 
 
 @dataclass(frozen=True)

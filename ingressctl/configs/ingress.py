@@ -62,7 +62,13 @@ from ingressctl.configs.config import (
     UpstreamServer,
 )
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
+from ingressctl.configs.ingress_ex import (
+    CATCH_ALL_HOST,
+    IngressEx,
+    MergeableIngresses,
+    SecretReference,
+    backend_key,
+)
 
 ERROR_SERVER_SOCKET = "nginx-502-server.sock"
 TLS_SECRET_TYPE = "kubernetes.io/tls"
@@ -396,6 +402,7 @@ class _Parts:
     servers: list[_ServerParts]
     default_upstream: str
     default_service: str
+    spec: dict[str, Any] = field(default_factory=dict)
 
 
 def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, annotations: dict[str, str],
@@ -436,7 +443,37 @@ def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, 
         parts = servers.setdefault(host, _ServerParts(host))
         for path_entry in _list(_dict(rule.get("http")).get("paths")):
             b.add_path(parts.locations, host, path_entry)
-    return _Parts(b, list(servers.values()), default_upstream, default_service)
+    if _is_catch_all(ing_ex, spec) and default_upstream and minion_host is None:
+        servers[CATCH_ALL_HOST] = _ServerParts(CATCH_ALL_HOST)  # `_server` adds the default backend's `/`
+    return _Parts(b, list(servers.values()), default_upstream, default_service, spec)
+
+
+def _is_catch_all(ing_ex: IngressEx, spec: dict[str, Any]) -> bool:
+    """An Ingress without rules that owns the class-wide catch-all."""
+    return not _list(spec.get("rules")) and ing_ex.valid_hosts.get(CATCH_ALL_HOST, False)
+
+
+def one_label_host_regex(host: str) -> str:
+    """For a wildcard host `*.foo.com`, the regex of the hosts it matches under the Ingress spec: exactly one
+    label in place of the `*` (`bar.foo.com`, neither `baz.bar.foo.com` nor `foo.com`); "" for other hosts."""
+    if not host.startswith("*."):
+        return ""
+    return "^[^.]+" + re.escape(host[1:]) + "$"
+
+
+def _catch_all_tls(b: _Builder, spec: dict[str, Any]) -> tuple[bool, str, bool, bool]:
+    """(ssl, pem path, reject handshake, own certificate) of the catch-all server: the Secret of a `spec.tls`
+    entry without hosts (the Ingress spec's "all hosts"), else the default server's certificate, else TLS
+    handshakes are refused as the default server refuses them."""
+    for tls in _list(spec.get("tls")):
+        if isinstance(tls, dict) and not _list(tls.get("hosts")):
+            secret = tls.get("secretName") or ""
+            secret = secret if isinstance(secret, str) else ""
+            ssl, pem, reject = b.tls(CATCH_ALL_HOST, {CATCH_ALL_HOST: secret})
+            return ssl, pem, reject, not reject
+    if b.static.default_server_tls_path:
+        return True, b.static.default_server_tls_path, False, False
+    return True, "", True, False
 
 
 def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict[str, str]) -> Server:
@@ -449,7 +486,12 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         locations = [*locations, b.location(PREFIX, "/", parts.default_upstream, parts.default_service,
                                             trailing_slash=False)]
     fallback = 0 if (PREFIX, "/") in {(loc.modifier, loc.path) for loc in locations} else 404
-    ssl, pem, reject = b.tls(host, tls_hosts)
+    catch_all = host == CATCH_ALL_HOST
+    if catch_all:
+        ssl, pem, reject, own_certificate = _catch_all_tls(b, parts.spec)
+    else:
+        ssl, pem, reject = b.tls(host, tls_hosts)
+        own_certificate = ssl and not reject
     ports = p.ports or (static.http_port,)
     ssl_ports = p.ssl_ports or (static.https_port,)
     if ssl and set(ports) & set(ssl_ports):
@@ -460,7 +502,7 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     return Server(
         name=host, locations=tuple(locations), ports=ports, ssl_ports=ssl_ports,
         ssl=ssl, ssl_certificate=pem, ssl_certificate_key=pem, ssl_reject_handshake=reject,
-        ssl_redirect=ssl and not reject and p.ssl_redirect,
+        ssl_redirect=own_certificate and p.ssl_redirect,
         redirect_to_https=p.redirect_to_https,
         http2=p.http2, server_tokens=p.server_tokens, disable_ipv6=static.disable_ipv6,
         snippets=p.server_snippets, fallback_status=fallback,
@@ -469,6 +511,9 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         proxy_hide_headers=p.proxy_hide_headers, proxy_pass_headers=p.proxy_pass_headers,
         basic_auth=b.basic_auth, real_ip_header=p.real_ip_header, set_real_ip_from=p.set_real_ip_from,
         real_ip_recursive=p.real_ip_recursive, grpc_only=grpc_only and ssl,
+        host_regex=one_label_host_regex(host), unmatched_host_return=p.default_server_return,
+        catch_all=catch_all, health_status_uri=static.health_status_uri if catch_all and static.health_status
+        else "",
     )
 
 
