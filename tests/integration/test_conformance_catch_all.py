@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -171,10 +172,17 @@ def test_catch_all_over_https_with_the_default_server_certificate_or_its_own(env
 def test_without_a_default_server_certificate_tls_handshakes_are_refused(env: Env) -> None:
     echo(env, "echo-service")
     env.ingress("default-backend", default_backend=default_backend("echo-service"))
-    c = env.controller()
+    c = env.controller(health_status=True)
     c.wait_backend("unknown.example.com", "/", "echo-service")
     with pytest.raises(OSError):
         c.https("unknown.example.com", "/")
+    # The health endpoint of the default server stays, and requests without a Host header reach the catch-all.
+    health = c.get("unknown.example.com", "/nginx-health")
+    assert health.status == 200 and health.body == "healthy\n"
+    with socket.create_connection(("127.0.0.1", c.http_port), timeout=10) as conn:
+        conn.sendall(b"GET /no-host HTTP/1.0\r\n\r\n")
+        answer = b"".join(iter(lambda: conn.recv(65536), b""))
+    assert answer.startswith(b"HTTP/1.1 200") and b"X-Backend: echo-service" in answer
 
 
 def test_ingress_without_class_gets_the_default_class_other_classes_get_nothing(env: Env) -> None:
