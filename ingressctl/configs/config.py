@@ -147,6 +147,7 @@ class Location:
     basic_auth: BasicAuth | None = None  # a minion's basic auth (a regular Ingress's is on the server)
     limit_req: LimitReq | None = None
     minion: IngressMeta | None = None  # the minion this location comes from (mergeable Ingresses)
+    exact_regex: bool = False  # a regex location of an Exact path: listed before the other regex locations
 
 
 @dataclass(frozen=True)

@@ -134,10 +134,9 @@ def exact_trailing_slash_location(path: str) -> tuple[str, str]:
 
 
 def _exact_first(locations: list[Location]) -> list[Location]:
-    """Anchored regex locations (`^...$`: Exact paths) before the others: NGINX takes the first matching
-    regex, and an Exact path wins for its URI."""
-    return sorted(locations, key=lambda loc: not (loc.modifier in (REGEX, REGEX_CASE_INSENSITIVE)
-                                                  and loc.path.startswith("^") and loc.path.endswith("$")))
+    """The regex locations of Exact paths before the others (otherwise in order): NGINX takes the first
+    matching regex, and an Exact path wins for its URI."""
+    return sorted(locations, key=lambda loc: not loc.exact_regex)
 
 
 @dataclass
@@ -373,6 +372,8 @@ class _Builder:
         for modifier, location_path in location_keys(path, path_type, self.anns.path_regex):
             loc = self.location(modifier, location_path, upstream, backend.service,
                                 trailing_slash=path_type == PATH_TYPE_PREFIX and modifier == PREFIX)
+            if is_exact and modifier in (REGEX, REGEX_CASE_INSENSITIVE):
+                loc = dataclasses.replace(loc, exact_regex=True)
             if not _put_location(locations, loc, is_exact):
                 duplicate = True
         if duplicate:

@@ -101,3 +101,14 @@ def test_exact_and_prefix_of_one_path_render_both_exact_winning() -> None:
     text, warnings = render(ex)
     assert warnings == []
     assert "-e-80;" in block(text, "location = /foo") and "-p-80;" in block(text, "location /foo/")
+
+
+def test_with_path_regex_the_locations_of_exact_paths_come_first() -> None:
+    ex = IngressEx(ingress(rules=[rule("h.example.com", path("/foo", "p"),
+                                       path("/foo/bar", "e", path_type="Exact"),
+                                       path("/x", "i", path_type="ImplementationSpecific"))],
+                           annotations={"nginx.org/path-regex": "case_sensitive"}),
+                   {"h.example.com": True}, {})
+    cfg, _ = generate_nginx_config(ex, STATIC, ConfigParams())
+    assert [(loc.path, loc.exact_regex) for loc in cfg.servers[0].locations] == [
+        ("^/foo/bar$", True), ("^/foo", False), ("^/x", False)]
