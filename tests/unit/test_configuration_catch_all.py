@@ -87,3 +87,13 @@ def test_an_ingress_with_neither_rules_nor_default_backend_is_rejected() -> None
     obj = ing("empty")
     changes, problems = started().add_or_update_ingress(obj)
     assert changes == [] and [p.message for p in problems] == ["spec.rules: Required value"]
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_every_start_up_mode_picks_the_same_catch_all(legacy: bool) -> None:
+    conf = Configuration(ingress_class="nginx", legacy_startup=legacy)
+    for item in (catch_all("z", ts=3), catch_all("b", ts=4), catch_all("y", ts=3)):
+        conf.add_or_update_ingress(item)
+    conf.set_startup_complete()
+    assert conf.host_owner(CATCH_ALL_HOST) == "default/y"
+    assert [r.key for r in conf.get_resources()] == ["default/y"]
