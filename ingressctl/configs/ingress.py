@@ -18,6 +18,12 @@ Guarantees:
 - A host, path, service, port or endpoint that is not a safe, well-formed value is left out with a warning; it
   never reaches the template. (The templates quote everything again.)
 - An invalid annotation value raises `AnnotationError` (the Ingress is rejected; its last good config stays).
+- The catch-all (an Ingress without rules owning `CATCH_ALL_HOST`): one server, `server_name ~^ ""`, its
+  default backend at `/`, HTTPS with the certificate of a `spec.tls` entry without hosts, else the default
+  server's, else refused handshakes. With `to_catch_all`, the other servers send their unmatched paths (a
+  `location /` when they have none) and, for a wildcard host, the hosts deeper than one label to
+  `$ingressctl_catch_all`; without it those get 404 and the default server's answer.
+- A wildcard host matches exactly one label (`if ($host !~ ...)` in its server).
 - TLS: a host listed in `spec.tls` gets its Secret's PEM, or `ssl_reject_handshake on` with a warning when the
   Secret is missing, invalid or of the wrong type (HTTP keeps working, without the SSL redirect).
 - Basic auth (`nginx.org/basic-auth-secret`): the htpasswd file of the Secret. A missing, invalid or
@@ -404,6 +410,7 @@ class _Parts:
     default_upstream: str
     default_service: str
     spec: dict[str, Any] = field(default_factory=dict)
+    to_catch_all: bool = False  # a catch-all exists: unmatched paths and hosts go to it
 
 
 def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, annotations: dict[str, str],
@@ -486,8 +493,11 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     if (PREFIX, "/") not in {(loc.modifier, loc.path) for loc in locations} and parts.default_upstream:
         locations = [*locations, b.location(PREFIX, "/", parts.default_upstream, parts.default_service,
                                             trailing_slash=False)]
-    fallback = 0 if (PREFIX, "/") in {(loc.modifier, loc.path) for loc in locations} else 404
     catch_all = host == CATCH_ALL_HOST
+    to_catch_all = parts.to_catch_all and not catch_all
+    if to_catch_all:
+        locations = [*locations, *_catch_all_locations(b, locations, host)]
+    fallback = 0 if (PREFIX, "/") in {(loc.modifier, loc.path) for loc in locations} else 404
     if catch_all:
         ssl, pem, reject, own_certificate = _catch_all_tls(b, parts.spec)
     else:
@@ -514,24 +524,55 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         real_ip_recursive=p.real_ip_recursive, grpc_only=grpc_only and ssl,
         host_regex=one_label_host_regex(host), unmatched_host_return=p.default_server_return,
         catch_all=catch_all, health_status_uri=static.health_status_uri if catch_all and static.health_status
-        else "",
+        else "", to_catch_all=to_catch_all,
     )
 
 
+CATCH_ALL_NAMED_LOCATION = "@ingressctl_catch_all"
+
+
+def _catch_all_locations(b: _Builder, locations: list[Location], host: str) -> list[Location]:
+    """While a catch-all exists, what a server adds to reach it: `location /` when it has none (its unmatched
+    paths), and for a wildcard host the named location its other hosts are sent to. Both use the server's own
+    proxy settings and `$ingressctl_catch_all`, the upstream nginx.conf names, so no file refers to another
+    file's upstream."""
+    paths = []
+    if (PREFIX, "/") not in {(loc.modifier, loc.path) for loc in locations}:
+        paths.append("/")
+    if one_label_host_regex(host):
+        paths.append(CATCH_ALL_NAMED_LOCATION)
+    return [dataclasses.replace(b.location(PREFIX, path, "", "", trailing_slash=False), catch_all=True)
+            for path in paths]
+
+
+def catch_all_upstream(ing_ex: IngressEx) -> str:
+    """The upstream of a catch-all Ingress (its defaultBackend's); "" when `ing_ex` is not the catch-all."""
+    spec = _dict(ing_ex.ingress.get("spec"))
+    if not _is_catch_all(ing_ex, spec):
+        return ""
+    backend, _ = _backend(spec.get("defaultBackend"))
+    if backend is None:
+        return ""
+    return upstream_name(ing_ex.namespace, ing_ex.name, "", backend.service, backend.port)
+
+
 def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_params: ConfigParams, *,
-                          replicas: int = 1) -> tuple[IngressNginxConfig, list[str]]:
+                          replicas: int = 1,
+                          to_catch_all: bool = False) -> tuple[IngressNginxConfig, list[str]]:
     """The template model for one regular Ingress, and warnings for what was left out or degraded.
 
     Raises AnnotationError for invalid annotation values and ValueError for an invalid namespace/name.
-    `replicas`: the number of controller replicas, for `nginx.org/limit-req-scale`."""
+    `replicas`: the number of controller replicas, for `nginx.org/limit-req-scale`. `to_catch_all`: a
+    catch-all exists (its upstream named in nginx.conf); unmatched paths and wildcard hosts go there."""
     annotations = _annotations(ing_ex.ingress)
     warnings: list[str] = []
     parts = _build(ing_ex, static, config_params, annotations, warnings, replicas=replicas)
+    parts.to_catch_all = to_catch_all
     b = parts.builder
     tls_hosts = _tls_hosts(_dict(ing_ex.ingress.get("spec")))
     servers = [_server(parts, sp.host, [loc for loc, _ in sp.locations.values()], tls_hosts)
                for sp in parts.servers]
-    used = {loc.upstream for server in servers for loc in server.locations}
+    used = {loc.upstream for server in servers for loc in server.locations if not loc.catch_all}
     if parts.default_upstream:
         used.add(parts.default_upstream)
     cfg = IngressNginxConfig(
@@ -554,7 +595,8 @@ class MergeableResult:
 
 
 def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: StaticConfigParams,
-                                        config_params: ConfigParams, *, replicas: int = 1) -> MergeableResult:
+                                        config_params: ConfigParams, *, replicas: int = 1,
+                                        to_catch_all: bool = False) -> MergeableResult:
     """The template model for a master and its minions (NIC's generateNginxCfgForMergeableIngresses).
 
     Raises AnnotationError for invalid annotation values of the master; a minion with invalid values is left
@@ -603,7 +645,7 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
                                                       keepalive=master_keepalive)
             if used and mparts.builder.limit_req is not None:  # the zone of the minion's served locations
                 zones.update(mparts.builder.limit_req_zones)
-        master_parts = _Parts(b, parts.servers, "", "")
+        master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all)
         servers.append(_server(master_parts, host, [loc for loc, _ in locations.values()],
                                _tls_hosts(spec)))
     cfg = IngressNginxConfig(

@@ -202,3 +202,32 @@ def test_ingress_without_class_gets_the_default_class_other_classes_get_nothing(
     assert c.get("other-class.example.com", "/").backend == "echo-service"
     c.wait_idle()
     assert lb_ips(env, "other-class") == [] and env.events("other-class") == []
+
+
+def test_unmatched_paths_and_hosts_of_other_ingresses_go_to_the_catch_all(env: Env) -> None:
+    echo(env, "echo-service")
+    echo(env, "api")
+    echo(env, "wild")
+    env.ingress("api", [rule("api.example.com", ("/api", "api"))])
+    env.ingress("wild", [rule("*.wild.example.com", ("/", "wild"))])
+    c = env.controller()
+    c.wait_backend("api.example.com", "/api", "api")
+    assert c.get("api.example.com", "/other").status == 404
+    assert c.get("deep.x.wild.example.com", "/").status == 404
+    reloads = c.reloads
+    env.ingress("default-backend", default_backend=default_backend("echo-service"))
+    c.wait_backend("api.example.com", "/other", "echo-service")
+    r, body = request(c, "PATCH", "deep.x.wild.example.com", "/p?q=1")
+    assert r.getheader("X-Backend") == "echo-service"
+    seen = json.loads(body)
+    assert seen["path"] == "/p?q=1" and seen["headers"]["host"] == "deep.x.wild.example.com"
+    # Their own rules still win.
+    assert c.get("api.example.com", "/api/x").backend == "api"
+    assert c.get("one.wild.example.com", "/x").backend == "wild"
+    c.wait_idle()
+    assert c.reloads == reloads + 1  # the catch-all and the servers that send to it: one reload
+    # The catch-all goes: 404 again.
+    env.delete("ingresses", "default-backend")
+    c.wait_status("api.example.com", "/other", 404)
+    assert c.get("deep.x.wild.example.com", "/").status == 404
+    assert c.get("unknown.example.com", "/").status == 404

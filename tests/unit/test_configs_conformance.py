@@ -8,9 +8,14 @@ import re
 
 from ingressctl.configs.config import EXACT, PREFIX, REGEX
 from ingressctl.configs.configmaps import ConfigParams
-from ingressctl.configs.ingress import generate_nginx_config, location_keys, one_label_host_regex
+from ingressctl.configs.ingress import (
+    catch_all_upstream,
+    generate_nginx_config,
+    location_keys,
+    one_label_host_regex,
+)
 from ingressctl.configs.ingress_ex import CATCH_ALL_HOST, IngressEx, SecretReference, backend_key
-from tests.unit.test_configs_ingress import STATIC, backend, block, ingress, path, render, rule
+from tests.unit.test_configs_ingress import STATIC, TEMPLATES, backend, block, ingress, path, render, rule
 
 
 def catch_all_ex(**kw: object) -> IngressEx:
@@ -112,3 +117,40 @@ def test_with_path_regex_the_locations_of_exact_paths_come_first() -> None:
     cfg, _ = generate_nginx_config(ex, STATIC, ConfigParams())
     assert [(loc.path, loc.exact_regex) for loc in cfg.servers[0].locations] == [
         ("^/foo/bar$", True), ("^/foo", False), ("^/x", False)]
+
+
+def test_while_a_catch_all_exists_unmatched_paths_and_hosts_go_to_it() -> None:
+    ex = IngressEx(ingress(rules=[rule("api.example.com", path("/api", "a")),
+                                  rule("*.wild.example.com", path("/x", "w")),
+                                  rule("root.example.com", path("/", "r"))]),
+                   {"api.example.com": True, "*.wild.example.com": True, "root.example.com": True}, {})
+    cfg, warnings = generate_nginx_config(ex, STATIC, ConfigParams(), to_catch_all=True)
+    assert warnings == []
+    api, wild, root = cfg.servers
+    assert [(loc.path, loc.catch_all) for loc in api.locations] == [("/api", False), ("/api/", False),
+                                                                   ("/", True)]
+    assert [(loc.path, loc.catch_all) for loc in wild.locations][-2:] == [("/", True),
+                                                                         ("@ingressctl_catch_all", True)]
+    assert not any(loc.catch_all for loc in root.locations)  # its own "/" serves its unmatched paths
+    assert api.fallback_status == 0 and wild.to_catch_all
+    assert {u.name for u in cfg.upstreams} == {"default-reports-api.example.com-a-80",
+                                               "default-reports-*.wild.example.com-w-80",
+                                               "default-reports-root.example.com-r-80"}
+    text = TEMPLATES.execute_ingress_template(cfg)
+    assert "proxy_pass http://$ingressctl_catch_all;" in block(text, "location @ingressctl_catch_all")
+    start, end = text.index("server_name *.wild.example.com;"), text.index("server_name root.example.com;")
+    wild_text = text[start:end]
+    assert "error_page 418 = @ingressctl_catch_all;" in wild_text and "return 418;" in wild_text
+    # Without a catch-all: 404 as before, and no reference to it.
+    text, _ = render(ex)
+    assert "ingressctl_catch_all" not in text
+
+
+def test_catch_all_upstream_names_the_catch_alls_default_backend() -> None:
+    assert catch_all_upstream(catch_all_ex()) == "default-fallback--echo-8080"
+    not_owner = catch_all_ex()
+    not_owner.valid_hosts = {CATCH_ALL_HOST: False}
+    assert catch_all_upstream(not_owner) == ""
+    with_rules = IngressEx(ingress(rules=[rule("a.example.com", path("/", "a"))],
+                                   default_backend=backend("d", 80)), {"a.example.com": True}, {})
+    assert catch_all_upstream(with_rules) == ""
