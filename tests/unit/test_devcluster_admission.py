@@ -10,6 +10,7 @@ from ingressctl.devcluster.resources import DEFAULT_KINDS, INGRESSCLASSES, INGRE
 from ingressctl.devcluster.store import Store
 
 DEFAULT = {"ingressclass.kubernetes.io/is-default-class": "true"}
+BACKEND = {"service": {"name": "echo", "port": {"number": 80}}}
 
 
 class Clock:
@@ -34,8 +35,7 @@ def ingress_class(name: str, annotations: dict[str, str] | None = None) -> dict[
 def create_ingress(store: Store, name: str, spec: dict[str, Any] | None = None,
                    annotations: dict[str, str] | None = None) -> dict[str, Any]:
     body = {"metadata": {"name": name, "annotations": annotations or {}},
-            "spec": spec if spec is not None else {"defaultBackend": {"service": {"name": "echo",
-                                                                                   "port": {"number": 80}}}}}
+            "spec": spec if spec is not None else {"defaultBackend": BACKEND}}
     obj: dict[str, Any] = store.create(INGRESSES, "ns", body).stored.parse()
     return obj
 
@@ -57,19 +57,21 @@ def test_the_default_class_is_filled_in_on_create_only() -> None:
     del ing["spec"]["ingressClassName"]
     updated = store.update(INGRESSES, "ns", "a", ing).stored.parse()
     assert "ingressClassName" not in updated["spec"]
-    # A spec without anything else still gets the field.
-    assert create_ingress(store, "b", spec={})["spec"] == {"ingressClassName": "nginx"}
+    # A spec holding rules only gets the field as well.
+    rules = [{"host": "a.example.com"}]
+    assert create_ingress(store, "b", spec={"rules": rules})["spec"] == {"rules": rules,
+                                                                        "ingressClassName": "nginx"}
 
 
 def test_an_explicit_class_or_the_class_annotation_wins() -> None:
     store = make_store(Clock())
     store.create(INGRESSCLASSES, "", ingress_class("nginx", DEFAULT))
-    explicit = create_ingress(store, "a", spec={"ingressClassName": "other"})
+    explicit = create_ingress(store, "a", spec={"ingressClassName": "other", "defaultBackend": BACKEND})
     assert explicit["spec"]["ingressClassName"] == "other"
     # An empty string is a value that was set: not defaulted (kube-apiserver checks for nil).
-    empty = create_ingress(store, "b", spec={"ingressClassName": ""})
+    empty = create_ingress(store, "b", spec={"ingressClassName": "", "defaultBackend": BACKEND})
     assert empty["spec"]["ingressClassName"] == ""
-    annotated = create_ingress(store, "c", spec={}, annotations={"kubernetes.io/ingress.class": "other"})
+    annotated = create_ingress(store, "c", annotations={"kubernetes.io/ingress.class": "other"})
     assert "ingressClassName" not in annotated["spec"]
 
 
