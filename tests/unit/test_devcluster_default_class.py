@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingressctl.devcluster.admission import default_ingress_class
+from ingressctl.devcluster.default_class import default_ingress_class
 from ingressctl.devcluster.resources import DEFAULT_KINDS, INGRESSCLASSES, INGRESSES, NAMESPACES, Registry
 from ingressctl.devcluster.store import Store
 
