@@ -6,7 +6,11 @@ Guarantees:
   and resource builder); Ingresses are built in. Every map is keyed by `ResourceKey`, so resources of
   different kinds with the same namespace and name never collide.
 - Host ownership spans kinds: of all valid, non-child resources claiming a host, the one with the OLDEST
-  creationTimestamp (second resolution) owns it; on a tie the greater `metadata.uid` string wins. Listeners
+  creationTimestamp (second resolution) owns it; on a tie the greater `metadata.uid` string wins.
+  The catch-all (an Ingress without rules and with a `defaultBackend` claims `CATCH_ALL_HOST`) is resolved
+  like a host except on a tie (oldest wins, then the smaller `ns/name`); the others are problems naming the
+  winner and take over when it goes. (NIC rejects such an Ingress; the Ingress spec says its default
+  backend serves what no rule matches.) Listeners
   (stream resources) are owned by the same rule, in their own name space. The result does not depend on the
   order in which resources arrive or are deleted. A resource that loses some hosts keeps the others and gets
   one warning per lost host, naming the winner; one that loses all of them is not configured and is reported
@@ -47,7 +51,7 @@ from ingressctl.controller.model import (
     host_taken_warning,
     listener_claim,
     make_entry,
-    rank_of,
+    rank_for,
 )
 from ingressctl.keys import ResourceKey, object_key
 from ingressctl.logging import get_logger
@@ -86,8 +90,8 @@ class ResourceChange:
 Changes = tuple[list[ResourceChange], list[ConfigurationProblem]]
 
 
-def _best(entries: Iterable[Entry]) -> Entry | None:
-    return min(entries, key=rank_of, default=None)
+def _best(entries: Iterable[Entry], host: str) -> Entry | None:
+    return min(entries, key=rank_for(host), default=None)
 
 
 # Indexes map a claim (host, Service, Secret) to the keys of the resources using it. Nearly always one per
@@ -340,7 +344,7 @@ class Configuration:
         for h in hosts:
             old_owner = self._hosts.get(h)
             claimants = _index_get(self._claims, h)
-            best = _best(self._entries[k] for k in claimants)
+            best = _best((self._entries[k] for k in claimants), h)
             if best is None:
                 self._hosts.pop(h, None)
             else:
@@ -364,7 +368,7 @@ class Configuration:
                 continue
             for h in e.claims:
                 holder = hosts.get(h)
-                if holder is None or e.wins(self._entries[holder]):
+                if holder is None or _best((e, self._entries[holder]), h) is e:
                     hosts[h] = key
         self._hosts = hosts
         keys = set(self._entries) | set(self._resources)

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ingressctl.configs.ingress_ex import INGRESS_KIND
+from ingressctl.configs.ingress_ex import CATCH_ALL_HOST, INGRESS_KIND
 from ingressctl.controller.ingress_refs import ingress_secrets, service_names
 from ingressctl.controller.model import Claims, ConfigurationProblem, Entry, Resource
 from ingressctl.controller.validation import (
@@ -37,6 +37,15 @@ MESSAGE_NO_MASTER = "Ingress master is invalid or doesn't exist"
 def path_taken_warning(path: str) -> str:
     return f"path {path} is taken by another resource"
 
+
+
+def claimed_hosts(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The hosts an Ingress's spec claims: its rules' hosts, or the catch-all for an Ingress without rules
+    that has a defaultBackend (the Ingress spec: it serves requests no rule matches)."""
+    rules = spec.get("rules") or []
+    if not rules and spec.get("defaultBackend") is not None:
+        return (CATCH_ALL_HOST,)
+    return tuple(str((r or {}).get("host", "")) for r in rules)
 
 @dataclass(slots=True)
 class MinionConfiguration:
@@ -86,7 +95,7 @@ class IngressConfiguration:
 
     @staticmethod
     def valid_hosts_of(obj: Mapping[str, Any]) -> list[str]:
-        return [str(r.get("host", "")) for r in (obj.get("spec") or {}).get("rules") or []]
+        return list(claimed_hosts(obj.get("spec") or {}))
 
     def is_equal(self, other: Resource) -> bool:
         """Whether re-rendering could not change anything (NIC's `IsEqual`, also comparing uid and spec)."""

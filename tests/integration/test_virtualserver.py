@@ -5,6 +5,7 @@ Each test shows one group of features through real HTTP requests, with the Virtu
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections import Counter
 from typing import Any
@@ -132,13 +133,21 @@ def test_an_invalid_virtualserver_is_rejected_and_harms_nothing_else(env: Env, c
     wait_vs_state(env, "cafe", "Valid", "AddedOrUpdated")
 
 
+def _a_second_after(obj: dict[str, Any]) -> None:
+    """Creation times have whole seconds: wait until the next object is younger than `obj`."""
+    created = datetime.datetime.fromisoformat(obj["metadata"]["creationTimestamp"])
+    wait_until(lambda: datetime.datetime.now(datetime.UTC) - created >= datetime.timedelta(seconds=1.1),
+               "a second passes", deadline=5)
+
+
 def test_host_conflicts_with_an_ingress_in_both_arrival_orders(env: Env) -> None:
     install_crds(env)
     _backends(env, "tea", "web")
     # The Ingress first (older): it owns the host; the VirtualServer is rejected with a warning.
-    env.ingress("web", [rule(CAFE, ("/", "web"))])
+    web = env.ingress("web", [rule(CAFE, ("/", "web"))])
     c = env.controller()
     c.wait_backend(CAFE, "/", "web")
+    _a_second_after(web)
     apply_vs(env, virtual_server("cafe", CAFE, upstreams=[{"name": "tea", "service": "tea", "port": 80}],
                                  routes=[{"path": "/", "action": {"pass": "tea"}}]))
     st = wait_vs_state(env, "cafe", "Warning", "Rejected")
@@ -150,6 +159,7 @@ def test_host_conflicts_with_an_ingress_in_both_arrival_orders(env: Env) -> None
     c.wait_backend(CAFE, "/", "tea")
     wait_vs_state(env, "cafe", "Valid", "AddedOrUpdated")
     # A younger Ingress for the same host loses to the VirtualServer (the other arrival order).
+    _a_second_after(env.kube.get(VIRTUALSERVERS, NS, "cafe"))
     env.ingress("late", [rule(CAFE, ("/", "web"))])
     env.wait_event("late", "Rejected", f"host {CAFE} by VirtualServer {NS}/cafe")
     c.wait_idle()
