@@ -15,9 +15,10 @@ Guarantees:
 - A resource whose config cannot be rendered (an invalid annotation, an unsafe value, a broken custom
   template) keeps its previous file; the error is returned in `ReloadOutcome.failed` by the next
   `reload_if_needed()`.
-- The catch-all (an Ingress without rules that owns the class's catch-all): nginx.conf names its upstream
-  (`$ingressctl_catch_all`), and while one exists every other Ingress server sends its unmatched paths and
-  hosts there; when one appears or goes, every Ingress is rendered again (written only where bytes change).
+- The catch-all (an Ingress without rules that owns the class's catch-all, as its renderer tells): nginx.conf
+  names its upstream (`$ingressctl_catch_all`), and while one exists every other server sends its unmatched
+  paths and hosts there; when one appears or goes, every resource is rendered again (written only where
+  bytes change).
 - Mergeable Ingresses: a master and its minions are one resource, keyed and named by the master; minions have
   no file. `get_ingress_counts()` counts regular Ingresses, masters and their minions.
 - Not thread-safe: one sync thread owns the Configurator, as it owns NGINX.
@@ -32,7 +33,6 @@ from collections.abc import Mapping, Sequence
 from ingressctl.configs.config import shared_zone_size
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
 from ingressctl.configs.files import REASON_ENDPOINTS, REASON_OTHER, ConfigFiles, ReloadOutcome
-from ingressctl.configs.ingress import catch_all_upstream
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, MergeableIngresses
 from ingressctl.configs.renderers import IngressRenderer, RenderContext, Renderer
 from ingressctl.configs.templates import TemplateError, TemplateExecutor, TemplateRenderError
@@ -73,7 +73,7 @@ class Configurator:
         self._zone_bytes: dict[ResourceKey, int] = {}  # key -> what its upstreams reserve in the shared zone
         self._zone_total = 0
         self._zone_size = shared_zone_size(0)  # as nginx.conf declares it
-        self._catch_alls: dict[ResourceKey, str] = {}  # key -> upstream of a catch-all Ingress rendered here
+        self._catch_alls: dict[ResourceKey, str] = {}  # key -> upstream of a catch-all rendered here
         self.register_renderer(IngressRenderer())
 
         if prune_stale_configs:
@@ -151,19 +151,15 @@ class Configurator:
         """Render one resource with its kind's renderer and write its file if the bytes changed; returns the
         warnings (an unknown kind is a render failure of that resource)."""
         self._resources[key] = resource
-        if key.kind == INGRESS_KIND:
-            self._set_catch_all(key, catch_all_upstream(resource) if isinstance(resource, IngressEx) else "")
-        return self._render(key, resource)
-
-    def _render(self, key: ResourceKey, resource: object) -> list[str]:
         self._child_warnings.pop(key, None)
         renderer = self._renderers.get(key.kind)
         if renderer is None:
             self.files.fail(key, f"error generating configuration for {key.ns_name}: no renderer for the "
                                  f"kind {key.kind!r}")
             return []
+        self._set_catch_all(key, renderer.catch_all(resource))
         ctx = RenderContext(self._static, self._config, self._templates, self._replicas,
-                            to_catch_all=bool(self._catch_all_upstream()))
+                            self._catch_all_upstream())
         try:
             rendered = renderer.render(resource, ctx)
         except (ValueError, TemplateRenderError) as e:
@@ -194,7 +190,7 @@ class Configurator:
 
     def _set_catch_all(self, key: ResourceKey, upstream: str) -> None:
         """Track whether `key` is the catch-all (`upstream` non-empty). When the catch-all's upstream changes,
-        nginx.conf names the new one; when a catch-all appears or goes, every Ingress is rendered again
+        nginx.conf names the new one; when a catch-all appears or goes, every other resource is rendered again
         (unmatched paths and wildcard hosts go to the catch-all, or get 404 again)."""
         before = self._catch_all_upstream()
         if upstream:
@@ -206,9 +202,8 @@ class Configurator:
             return
         self._update_main()
         if bool(after) != bool(before):
-            for k, res in list(self._resources.items()):
-                if k.kind == INGRESS_KIND:
-                    self._render(k, res)
+            for other, resource in list(self._resources.items()):
+                self.add_or_update(other, resource)
 
     # ------------------------------------------------------------------ Ingresses
 

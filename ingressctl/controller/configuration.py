@@ -6,16 +6,16 @@ Guarantees:
   and resource builder); Ingresses are built in. Every map is keyed by `ResourceKey`, so resources of
   different kinds with the same namespace and name never collide.
 - Host ownership spans kinds: of all valid, non-child resources claiming a host, the one with the OLDEST
-  creationTimestamp (second resolution) owns it; on a tie the greater `metadata.uid` string wins.
-  The catch-all (an Ingress without rules and with a `defaultBackend` claims `CATCH_ALL_HOST`) is resolved
-  like a host except on a tie (oldest wins, then the smaller `ns/name`); the others are problems naming the
-  winner and take over when it goes. (NIC rejects such an Ingress; the Ingress spec says its default
-  backend serves what no rule matches.) Listeners
+  creationTimestamp (second resolution) owns it; on a tie the greater `metadata.uid` string wins. Listeners
   (stream resources) are owned by the same rule, in their own name space. The result does not depend on the
   order in which resources arrive or are deleted. A resource that loses some hosts keeps the others and gets
   one warning per lost host, naming the winner; one that loses all of them is not configured and is reported
   as a problem naming each host and its winner (and, if it was configured, its Delete carries those warnings).
   Warnings and problems always name the current winner.
+- The catch-all: an Ingress without rules and with a `defaultBackend` claims `CATCH_ALL_HOST`, resolved like
+  a host except on a tie (oldest wins, then the smaller `ns/name`); the others are problems naming the
+  winner and take over when it goes. (NIC rejects such an Ingress; the Ingress spec says its default backend
+  serves what no rule matches.)
 - Children (Ingress minions): a child attaches to the owner of its host, if that owner is a parent (a master);
   the parent's kind decides what the child gets (for minions, the paths it wins). A child whose host is not
   owned by a parent is a problem of its kind (`NoIngressMasterFound` for minions).
@@ -48,10 +48,10 @@ from ingressctl.controller.model import (
     Entry,
     Resource,
     all_hosts_taken_message,
+    best,
     host_taken_warning,
     listener_claim,
     make_entry,
-    rank_for,
 )
 from ingressctl.keys import ResourceKey, object_key
 from ingressctl.logging import get_logger
@@ -88,10 +88,6 @@ class ResourceChange:
 
 
 Changes = tuple[list[ResourceChange], list[ConfigurationProblem]]
-
-
-def _best(entries: Iterable[Entry], host: str) -> Entry | None:
-    return min(entries, key=rank_for(host), default=None)
 
 
 # Indexes map a claim (host, Service, Secret) to the keys of the resources using it. Nearly always one per
@@ -344,17 +340,17 @@ class Configuration:
         for h in hosts:
             old_owner = self._hosts.get(h)
             claimants = _index_get(self._claims, h)
-            best = _best((self._entries[k] for k in claimants), h)
-            if best is None:
+            winner = best((self._entries[k] for k in claimants), h)
+            if winner is None:
                 self._hosts.pop(h, None)
             else:
-                self._hosts[h] = best.key
-                keys.add(best.key)
+                self._hosts[h] = winner.key
+                keys.add(winner.key)
             # The old and the new owner may see their valid hosts change; when the owner changes, the other
             # claimants keep losing the host but their warnings and problems now name the new winner.
             if old_owner is not None:
                 keys.add(old_owner)
-            if best is not None and old_owner != best.key:
+            if winner is not None and old_owner != winner.key:
                 keys.update(claimants)
             problem_keys.update(_index_get(self._children_by_host, h))
         problem_keys.update(keys)
@@ -363,12 +359,12 @@ class Configuration:
     def _rebuild_hosts(self) -> Changes:
         """Full resolution from scratch (NIC's `rebuildHosts`): O(number of resources)."""
         hosts: dict[str, ResourceKey] = {}
-        for key, e in self._entries.items():  # any order: `wins` is a total order
+        for key, e in self._entries.items():  # any order: ownership is a total order
             if e.role == "child":
                 continue
             for h in e.claims:
                 holder = hosts.get(h)
-                if holder is None or _best((e, self._entries[holder]), h) is e:
+                if holder is None or best((e, self._entries[holder]), h) is e:
                     hosts[h] = key
         self._hosts = hosts
         keys = set(self._entries) | set(self._resources)

@@ -34,11 +34,6 @@ REASON_NO_INGRESS_MASTER_FOUND = "NoIngressMasterFound"
 MESSAGE_NO_MASTER = "Ingress master is invalid or doesn't exist"
 
 
-def path_taken_warning(path: str) -> str:
-    return f"path {path} is taken by another resource"
-
-
-
 def claimed_hosts(spec: Mapping[str, Any]) -> tuple[str, ...]:
     """The hosts an Ingress's spec claims: its rules' hosts, or the catch-all for an Ingress without rules
     that has a defaultBackend (the Ingress spec: it serves requests no rule matches)."""
@@ -46,6 +41,11 @@ def claimed_hosts(spec: Mapping[str, Any]) -> tuple[str, ...]:
     if not rules and spec.get("defaultBackend") is not None:
         return (CATCH_ALL_HOST,)
     return tuple(str((r or {}).get("host", "")) for r in rules)
+
+
+def path_taken_warning(path: str) -> str:
+    return f"path {path} is taken by another resource"
+
 
 @dataclass(slots=True)
 class MinionConfiguration:
@@ -94,8 +94,8 @@ class IngressConfiguration:
                        warnings=warnings)
 
     @staticmethod
-    def valid_hosts_of(obj: Mapping[str, Any]) -> list[str]:
-        return list(claimed_hosts(obj.get("spec") or {}))
+    def valid_hosts_of(obj: Mapping[str, Any]) -> tuple[str, ...]:
+        return claimed_hosts(obj.get("spec") or {})
 
     def is_equal(self, other: Resource) -> bool:
         """Whether re-rendering could not change anything (NIC's `IsEqual`, also comparing uid and spec)."""
@@ -147,7 +147,7 @@ class IngressModel:
         refs = ingress_secrets(obj)
         return Claims(
             role="parent" if mtype == "master" else "child" if mtype == "minion" else "regular",
-            hosts=tuple(IngressConfiguration.valid_hosts_of(obj)),
+            hosts=claimed_hosts(obj.get("spec") or {}),
             services=tuple(sorted({(ns, s) for s in service_names(obj)})),
             secrets=tuple(sorted({(ns, s) for s in refs.names})),
             uses_default_tls_secret=refs.uses_default_tls,

@@ -8,14 +8,13 @@ Guarantees:
   Secrets) and is kept small: one exists for every resource in the cluster.
 - Ranking: the older creationTimestamp (whole seconds) wins; on a tie the greater UID; then the smaller key.
   An object without a creationTimestamp loses to every object that has one.
-- Messages name the winner with its kind, e.g. `host a.com is taken by another resource (Ingress ns/name)`.
-- The catch-all (`CATCH_ALL_HOST`, claimed by an Ingress without rules and with a defaultBackend) is ranked
-  by age, then the smaller key (predictable for its users); messages call it "the catch-all".
+- Messages name the winner with its kind, e.g. `host a.com is taken by another resource (Ingress ns/name)`;
+  the class-wide catch-all (`CATCH_ALL_HOST`) is named as such.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol
@@ -34,21 +33,20 @@ Role = Literal["regular", "parent", "child"]
 CATCH_ALL_LABEL = "the catch-all (an Ingress without rules, with a defaultBackend)"
 
 
-def _host_label(host: str) -> str:
+def host_label(host: str) -> str:
     return CATCH_ALL_LABEL if host == CATCH_ALL_HOST else f"host {host}"
 
 
 def host_taken_warning(host: str, winner: str | None = None, winner_kind: str = "Ingress") -> str:
     """NIC's warning, naming the winning resource when known."""
     if winner:
-        return f"{_host_label(host)} is taken by another resource ({winner_kind} {winner})"
-    return f"{_host_label(host)} is taken by another resource"
+        return f"{host_label(host)} is taken by another resource ({winner_kind} {winner})"
+    return f"{host_label(host)} is taken by another resource"
 
 
 def all_hosts_taken_message(taken: Mapping[str, tuple[str, str] | None]) -> str:
     """NIC's problem message, followed by each host and the resource (name, kind) that holds it."""
-    details = ", ".join(f"{_host_label(h)} by {w[1]} {w[0]}" if w else _host_label(h)
-                        for h, w in taken.items())
+    details = ", ".join(f"{host_label(h)} by {w[1]} {w[0]}" if w else host_label(h) for h, w in taken.items())
     return f"{MESSAGE_ALL_HOSTS_TAKEN}: {details}" if details else MESSAGE_ALL_HOSTS_TAKEN
 
 
@@ -169,10 +167,10 @@ def rank_of(e: Entry) -> tuple[int, _Descending, ResourceKey]:
 
 
 def catch_all_rank(e: Entry) -> tuple[int, ResourceKey]:
-    """The catch-all goes to the oldest, then the smaller namespace/name."""
+    """The catch-all goes to the oldest, then the smaller namespace/name: predictable for its users."""
     return e.seconds, e.key
 
 
-def rank_for(host: str) -> Callable[[Entry], Any]:
-    """The ranking of the claimants of `host`."""
-    return catch_all_rank if host == CATCH_ALL_HOST else rank_of
+def best(entries: Iterable[Entry], host: str | None = None) -> Entry | None:
+    """The owner of `host` among its claimants."""
+    return min(entries, key=catch_all_rank if host == CATCH_ALL_HOST else rank_of, default=None)
