@@ -49,5 +49,9 @@ class VirtualServerRenderer:
         cfg, warnings = generate_vs_config(resource, ctx.static, ctx.config)
         return Rendered(render_model(self._template, cfg, "virtualserver"), warnings)
 
+    def catch_all(self, resource: object) -> str:
+        """A VirtualServer is never the class-wide catch-all (an Ingress without rules is)."""
+        return ""
+
     def counts(self, resources: Iterable[object]) -> dict[str, int]:
         return {"total": sum(1 for _ in resources)}

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ingressctl.configs.ingress_ex import SecretReference
+from ingressctl.configs.renderers import Renderer
 from ingressctl.configs.virtualserver import VS_KIND, VS_TYPES, VSR_KIND, VirtualServerEx, vsr_endpoints_key
 from ingressctl.configs.vs_renderer import VirtualServerRenderer
 from ingressctl.controller.endpoints import BackendError, cluster_ip_endpoint, resolve_backend_endpoints
@@ -263,7 +264,7 @@ class VirtualServerRouteBuilder:
 class ControllerLike(Protocol):
     """What the VirtualServer kind needs from the LoadBalancerController."""
 
-    configurator: Any
+    configurator: Any   # the Configurator (register_renderer, add_or_update)
     secret_store: Any
     status: Any
     options: Any
@@ -284,7 +285,7 @@ def virtualserver_kind_factory(client: StatusClient, *, template_path: str | Non
     """The VirtualServer's registry entry's factory (the controller calls it with itself). The template is
     compiled here, so a broken `--virtualserver-template-path` fails before anything starts
     (`TemplateError`)."""
-    renderer = VirtualServerRenderer(template_path)
+    renderer: Renderer = VirtualServerRenderer(template_path)   # checked against the Configurator's protocol
 
     def factory(lbc: ControllerLike) -> ResourceKind:
         ingress_class = lbc.options.ingress_class
