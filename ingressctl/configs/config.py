@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ingressctl.configs.directive_values import AddHeader
 from ingressctl.configs.parsing import size_bytes
 
 # Location modifiers (NGINX `location [modifier] path`).
@@ -147,6 +148,15 @@ class Location:
     basic_auth: BasicAuth | None = None  # a minion's basic auth (a regular Ingress's is on the server)
     limit_req: LimitReq | None = None
     minion: IngressMeta | None = None  # the minion this location comes from (mergeable Ingresses)
+    client_body_buffer_size: str = ""
+    proxy_busy_buffers_size: str = ""
+    proxy_next_upstream: str = ""  # space-separated conditions
+    proxy_next_upstream_timeout: str = ""
+    proxy_next_upstream_tries: int = 0
+    rewrite_pattern: str = ""  # nginx.org/rewrite-target: `rewrite <pattern> <target> break;`
+    rewrite_target: str = ""
+    add_headers: tuple[AddHeader, ...] = ()  # a minion's nginx.org/add-header
+    proxy_redirect: tuple[str, str] = ("", "")  # a minion's (from, to); ("default", "") is emitted here
 
 
 @dataclass(frozen=True)
@@ -178,6 +188,12 @@ class Server:
     set_real_ip_from: tuple[str, ...] = ()
     real_ip_recursive: bool = False
     grpc_only: bool = False  # every location is gRPC: no plain-text listeners (NIC's GRPCOnly)
+    http_redirect_code: int = 301
+    add_headers: tuple[AddHeader, ...] = ()
+    app_root: str = ""  # `/` redirects (302) here
+    proxy_redirect: tuple[str, str] = ("", "")  # (from, to); "default" emits nothing at server level
+    ssl_ciphers: str = ""
+    ssl_prefer_server_ciphers: bool = False
 
 
 @dataclass(frozen=True)
@@ -236,6 +252,8 @@ class MainConfig:
     worker_cpu_affinity: str = ""
     ssl_ciphers: str = ""
     ssl_prefer_server_ciphers: bool = False
+    add_headers: tuple[AddHeader, ...] = ()  # ConfigMap add-header (http level)
+    client_body_buffer_size: str = ""
     ssl_dhparam: str = ""  # path of the DH parameters file
     upstream_zone: str = UPSTREAM_ZONE
     upstream_zone_size: str = "1m"  # the shared upstream zone; the Configurator sizes it from the upstreams

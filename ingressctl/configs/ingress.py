@@ -211,7 +211,8 @@ class _Builder:
     def _check_buffers(self) -> bool:
         p = self.params
         problem = parsing.buffers_problem(p.proxy_buffers, p.proxy_buffer_size, p.proxy_max_temp_file_size,
-                                          os.sysconf("SC_PAGESIZE") if hasattr(os, "sysconf") else 4096)
+                                          os.sysconf("SC_PAGESIZE") if hasattr(os, "sysconf") else 4096,
+                                          proxy_busy_buffers_size=p.proxy_busy_buffers_size)
         if problem:
             self.warnings.append(f"proxy buffer settings are ignored (NGINX would refuse them): {problem}")
         return not problem
@@ -266,9 +267,21 @@ class _Builder:
         )
         return name
 
+    def _rewrite_pattern(self, path: str) -> str:
+        """The regex of `nginx.org/rewrite-target`'s `rewrite`: the path (literal unless path-regex)."""
+        if not self.params.rewrite_target:
+            return ""
+        regex = self.anns.path_regex
+        if regex == "case_sensitive":
+            return "^" + path
+        if regex == "case_insensitive":
+            return "(?i)^" + path
+        return "^" + re.escape(path)
+
     def location(self, modifier: str, path: str, upstream: str, service: str, *,
-                 trailing_slash: bool) -> Location:
+                 trailing_slash: bool, ingress_path: str = "") -> Location:
         p = self.params
+        minion = self.minion_host is not None
         rewrite = self.anns.rewrites.get(service, "")
         if rewrite and trailing_slash:
             rewrite = rewrite.rstrip("/") + "/"
@@ -286,6 +299,14 @@ class _Builder:
             proxy_set_headers=self.proxy_set_headers,
             basic_auth=self.basic_auth if self.minion_host is not None else None,
             limit_req=self.limit_req, minion=self.minion_meta,
+            client_body_buffer_size=p.client_body_buffer_size,
+            proxy_busy_buffers_size=p.proxy_busy_buffers_size if ok else "",
+            proxy_next_upstream=p.proxy_next_upstream,
+            proxy_next_upstream_timeout=p.proxy_next_upstream_timeout,
+            proxy_next_upstream_tries=p.proxy_next_upstream_tries,
+            rewrite_pattern=self._rewrite_pattern(ingress_path or path), rewrite_target=p.rewrite_target,
+            add_headers=p.add_headers if minion else (),
+            proxy_redirect=p.proxy_redirect if minion else ("", ""),
         )
 
     def tls(self, host: str, tls_hosts: dict[str, str]) -> tuple[bool, str, bool]:
@@ -348,7 +369,8 @@ class _Builder:
         duplicate = False
         for modifier, location_path in location_keys(path, path_type, self.anns.path_regex):
             loc = self.location(modifier, location_path, upstream, backend.service,
-                                trailing_slash=path_type == PATH_TYPE_PREFIX and modifier == PREFIX)
+                                trailing_slash=path_type == PATH_TYPE_PREFIX and modifier == PREFIX,
+                                ingress_path=path)
             if not _put_location(locations, loc, is_exact):
                 duplicate = True
         if duplicate:
@@ -450,6 +472,10 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         proxy_hide_headers=p.proxy_hide_headers, proxy_pass_headers=p.proxy_pass_headers,
         basic_auth=b.basic_auth, real_ip_header=p.real_ip_header, set_real_ip_from=p.set_real_ip_from,
         real_ip_recursive=p.real_ip_recursive, grpc_only=grpc_only and ssl,
+        http_redirect_code=p.http_redirect_code, add_headers=p.add_headers, app_root=p.app_root,
+        proxy_redirect=p.proxy_redirect if p.proxy_redirect[0] != "default" else ("", ""),
+        ssl_ciphers=p.server_ssl_ciphers if ssl else "",
+        ssl_prefer_server_ciphers=p.server_ssl_prefer_server_ciphers and ssl,
     )
 
 

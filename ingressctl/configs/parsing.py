@@ -304,6 +304,19 @@ def parse_variable_expression(value: str) -> str:
     return value
 
 
+_VARIABLES_ONLY = re.compile(rf"(?:{_VARIABLE})+")
+
+
+def parse_limit_req_key(value: str) -> str:
+    """A `limit_req_zone` key: NGINX variable references only (`${binary_remote_addr}`, `$host$uri`), as NIC
+    5.5 requires."""
+    if len(value) > 512 or not _VARIABLES_ONLY.fullmatch(value):
+        raise ValueError("must be NGINX variables only, such as ${binary_remote_addr} or "
+                         "$binary_remote_addr$uri (no other characters)")
+    _known_variables(value)
+    return value
+
+
 def parse_log_format(value: str) -> tuple[str, ...]:
     """The lines of a log format: each becomes one quoted argument; its `$variables` must be known."""
     lines = parse_lines(value)
@@ -428,11 +441,12 @@ def parse_dhparam(value: str) -> str:
 
 
 def buffers_problem(proxy_buffers: str, proxy_buffer_size: str, proxy_max_temp_file_size: str,
-                    page_size: int = 4096) -> str:
+                    page_size: int = 4096, *, proxy_busy_buffers_size: str = "") -> str:
     """Why NGINX would refuse this combination of proxy buffer settings ("" if it accepts it).
 
     NGINX's defaults: `proxy_buffers 8 <page>`, `proxy_buffer_size <page>`, `proxy_busy_buffers_size` twice
-    the larger of the buffer size and one buffer, which must be less than all buffers but one."""
+    the larger of the buffer size and one buffer. The busy size must be at least that larger size and at most
+    all buffers but one."""
     num, one = 8, page_size
     if proxy_buffers:
         n, s = proxy_buffers.split()
@@ -442,7 +456,14 @@ def buffers_problem(proxy_buffers: str, proxy_buffer_size: str, proxy_max_temp_f
         if one == 0:
             return "the proxy buffer size must not be 0"
     size = max(size_bytes(proxy_buffer_size) if proxy_buffer_size else page_size, one)
-    if 2 * size > (num - 1) * one:
+    if proxy_busy_buffers_size:
+        busy = size_bytes(proxy_busy_buffers_size)
+        if busy < size:
+            return ("proxy-busy-buffers-size must be equal to or greater than the larger of "
+                    "proxy-buffer-size and one proxy buffer")
+        if busy > (num - 1) * one:
+            return "proxy-busy-buffers-size must be less than the size of all proxy buffers minus one buffer"
+    elif 2 * size > (num - 1) * one:
         return ("twice the larger of proxy-buffer-size and one proxy buffer must be less than the size of "
                 "all proxy buffers minus one buffer")
     if proxy_max_temp_file_size:
