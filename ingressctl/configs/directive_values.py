@@ -143,10 +143,13 @@ def parse_uint(value: str) -> int:
 
 
 def _redirect_part(text: str, what: str) -> str:
+    """No whitespace, quotes, `;{}#` or backtick; a backslash only in a regular expression (`~`)."""
     if not text or len(text) > 2048:
         raise ValueError(f"{what} must not be empty")
-    if any(c.isspace() for c in text) or _CONTROL.search(text) or set(text) & _REDIRECT_FORBIDDEN:
-        raise ValueError(f"{what} must not contain whitespace, quotes, backslashes or any of ;{{}}#`")
+    forbidden = _REDIRECT_FORBIDDEN - {"\\"} if text.startswith("~") else _REDIRECT_FORBIDDEN
+    if any(c.isspace() for c in text) or _CONTROL.search(text) or set(text) & forbidden:
+        raise ValueError(f"{what} must not contain whitespace, quotes, any of ;{{}}#` or (outside a regular "
+                         "expression) backslashes")
     return text
 
 
