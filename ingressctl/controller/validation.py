@@ -645,6 +645,10 @@ def validate_path(path: str, path_type: str, field: str) -> list[FieldError]:
     if not _PATH_RE.fullmatch(path):
         return [invalid(field, path, regex_error(_PATH_MSG, _PATH_FMT, "/", "/path", "/path/subpath-123"))]
     errs: list[FieldError] = []
+    if path.startswith("//"):
+        errs.append(invalid(field, path, "must not start with '//' (a protocol-relative URL)"))
+    if ".." in re.split(r"[/\\]", path):
+        errs.append(invalid(field, path, "must not contain '..' path segments"))
     if path_type in ("Exact", "Prefix"):
         for seq in _INVALID_PATH_SEQUENCES:
             if seq in path:
@@ -661,7 +665,7 @@ def validate_path(path: str, path_type: str, field: str) -> list[FieldError]:
                                          "an unescaped '\\' (backslash)"))
     if _CURLY_WITH_LETTERS_RE.search(path):
         errs.append(invalid(field, path, "must not include curly braces containing alphabetical characters"))
-    if _ILLEGAL_PATH_RE.fullmatch(path):
+    if _ILLEGAL_PATH_RE.search(path):  # anywhere in the path, as NIC 5.5
         errs.append(invalid(field, path, "must not contain invalid paths"))
     return errs
 

@@ -259,3 +259,26 @@ def test_invalid_new_annotations_reject_the_ingress_through_validation() -> None
     assert "annotations.nginx.org/proxy-next-upstream-tries" in message
     with pytest.raises(AnnotationError):
         render(cafe({"nginx.org/rewrite-target": "/../x"}))
+
+
+@pytest.mark.parametrize(("path_value", "path_type", "detail"), [
+    ("//evil.example.com/x", "ImplementationSpecific", "must not start with '//'"),
+    ("/a/../b", "ImplementationSpecific", "must not contain '..' path segments"),
+    ("/a/..", "ImplementationSpecific", "must not contain '..' path segments"),
+    ("/a\\..\\b", "ImplementationSpecific", "must not contain '..' path segments"),
+    ("/static/var/x", "Prefix", "must not contain invalid paths"),
+    ("/home/root", "Exact", "must not contain invalid paths"),
+])
+def test_paths_rejected_as_nic_5_5_does(path_value: str, path_type: str, detail: str) -> None:
+    ing = ingress("cafe", rules=[rule(HOST, path(path_value, "tea", path_type=path_type))])
+    message = aggregate_message(validate_ingress(ing))
+    assert "spec.rules[0].http.paths[0].path: Invalid value" in message and detail in message, message
+
+
+def test_paths_nic_5_5_still_accepts() -> None:
+    for p in ("/a..b/c", "/api/v1.2/", "/(..)/x", "/va"):
+        ing = ingress("cafe", rules=[rule(HOST, path(p, "tea", path_type="ImplementationSpecific"))])
+        assert validate_ingress(ing) == [], p
+    # As in NIC 5.5.4 (not yet its main branch), /var and /root match anywhere, even inside a word.
+    ing = ingress("cafe", rules=[rule(HOST, path("/variety", "tea", path_type="ImplementationSpecific"))])
+    assert "must not contain invalid paths" in aggregate_message(validate_ingress(ing))
