@@ -147,6 +147,7 @@ class StaticConfigParams:
     default_server_access_log_off: bool = False  # the default; the ConfigMap key overrides it
     secrets_dir: str = ""  # "" -> <conf_dir>/secrets
     worker_user: str = ""  # `user` for worker processes; set it when NGINX's master runs as root
+    enable_directive_autoadjust: bool = False  # rebalance proxy buffer settings NGINX would refuse
 
     @classmethod
     def from_settings(cls, settings: Settings) -> StaticConfigParams:
@@ -158,6 +159,7 @@ class StaticConfigParams:
             health_status_uri=n.health_status_uri, nginx_status=n.status, nginx_status_port=n.status_port,
             nginx_status_allow_cidrs=n.status_allow_cidrs, conf_dir=n.conf_dir, run_dir=n.run_dir,
             enable_snippets=settings.controller.enable_snippets,
+            enable_directive_autoadjust=settings.controller.enable_directive_autoadjust,
             disable_ipv6=n.disable_ipv6 or not ipv6_available(),
             default_server_access_log_off=n.default_server_access_log_off,
         )

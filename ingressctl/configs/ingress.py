@@ -209,10 +209,27 @@ class _Builder:
         self.minion_meta = IngressMeta(name=self.name, namespace=self.namespace) if minion_host else None
 
     def _check_buffers(self) -> bool:
+        """True if NGINX accepts the buffer settings; -enable-directive-autoadjust adjusts them first."""
         p = self.params
+        page = os.sysconf("SC_PAGESIZE") if hasattr(os, "sysconf") else 4096
         problem = parsing.buffers_problem(p.proxy_buffers, p.proxy_buffer_size, p.proxy_max_temp_file_size,
-                                          os.sysconf("SC_PAGESIZE") if hasattr(os, "sysconf") else 4096,
-                                          proxy_busy_buffers_size=p.proxy_busy_buffers_size)
+                                          page, proxy_busy_buffers_size=p.proxy_busy_buffers_size)
+        if problem and self.static.enable_directive_autoadjust:
+            buffers, size, busy, temp = parsing.balance_proxy_buffers(
+                p.proxy_buffers, p.proxy_buffer_size, p.proxy_busy_buffers_size, p.proxy_max_temp_file_size,
+                page)
+            self.params = dataclasses.replace(p, proxy_buffers=buffers, proxy_buffer_size=size,
+                                              proxy_busy_buffers_size=busy, proxy_max_temp_file_size=temp)
+            changed = [f"{name} {old!r} -> {new!r}" for name, old, new in (
+                ("proxy-buffers", p.proxy_buffers, buffers),
+                ("proxy-busy-buffers-size", p.proxy_busy_buffers_size, busy),
+                ("proxy-max-temp-file-size", p.proxy_max_temp_file_size, temp)) if old != new]
+            self.warnings.append(f"proxy buffer settings adjusted (-enable-directive-autoadjust; {problem}): "
+                                 + ", ".join(changed))
+            p = self.params
+            problem = parsing.buffers_problem(p.proxy_buffers, p.proxy_buffer_size,
+                                              p.proxy_max_temp_file_size, page,
+                                              proxy_busy_buffers_size=p.proxy_busy_buffers_size)
         if problem:
             self.warnings.append(f"proxy buffer settings are ignored (NGINX would refuse them): {problem}")
         return not problem

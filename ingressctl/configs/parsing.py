@@ -474,6 +474,36 @@ def buffers_problem(proxy_buffers: str, proxy_buffer_size: str, proxy_max_temp_f
     return ""
 
 
+def _size_text(n: int) -> str:
+    return f"{n // 1024}k" if n % 1024 == 0 else str(n)
+
+
+def balance_proxy_buffers(proxy_buffers: str, proxy_buffer_size: str, proxy_busy_buffers_size: str,
+                          proxy_max_temp_file_size: str, page_size: int = 4096) -> tuple[str, str, str, str]:
+    """`-enable-directive-autoadjust`: the smallest increases that make NGINX accept the buffer settings
+    (what `buffers_problem` checks). At least 2 buffers; the busy size at least the larger of the buffer size
+    and one buffer; enough buffers that all but one hold the busy size; a non-zero temp file size at least
+    that larger size. Returns (proxy_buffers, proxy_buffer_size, proxy_busy_buffers_size,
+    proxy_max_temp_file_size); a value that needs no change comes back as it was."""
+    num, one = 8, page_size
+    if proxy_buffers:
+        n, s = proxy_buffers.split()
+        num, one = int(n), size_bytes(s) or page_size
+    size = max(size_bytes(proxy_buffer_size) if proxy_buffer_size else page_size, one)
+    busy = size_bytes(proxy_busy_buffers_size) if proxy_busy_buffers_size else 2 * size
+    if proxy_busy_buffers_size and busy < size:
+        busy = size
+        proxy_busy_buffers_size = _size_text(busy)
+    wanted = max(2, num, -(-busy // one) + 1)
+    if wanted != num or (proxy_buffers and size_bytes(proxy_buffers.split()[1]) == 0):
+        proxy_buffers = f"{wanted} {_size_text(one)}"
+    if proxy_max_temp_file_size:
+        temp = size_bytes(proxy_max_temp_file_size)
+        if temp != 0 and temp < size:
+            proxy_max_temp_file_size = _size_text(size)
+    return proxy_buffers, proxy_buffer_size, proxy_busy_buffers_size, proxy_max_temp_file_size
+
+
 def parse_proxy_buffers(value: str) -> str:
     """`proxy_buffers`: `<number> <size>`, e.g. `8 4k`."""
     parts = value.split()

@@ -573,6 +573,8 @@ ANNOTATION_VALIDATIONS: dict[str, tuple[AnnotationValidator, ...]] = {
     _org("proxy-next-upstream-timeout"): (_R, _time),
     _org("proxy-next-upstream-tries"): (_R, _uint64),
     _org("sticky-cookie-services"): (_R,),
+    _org("proxy-redirect-from"): (_R,),
+    _org("proxy-redirect-to"): (_R,),
     _org("proxy-buffering"): (_R, _bool),
     _org("hsts"): (_R, _bool),
     _org("hsts-max-age"): (_related(_org("hsts"), _check_bool), _R, _int64),
