@@ -282,7 +282,8 @@ class App:
 
         cert, key = w.tls_cert_file, w.tls_key_file
         if w.tls_secret:
-            cert = key = self._special_secret(w.tls_secret, "admission-webhook")
+            pem = self._special_secret(w.tls_secret) or b""
+            cert = key = self.configurator.create_secret("admission-webhook", pem)
         try:
             self.webhook = AdmissionWebhookServer(config=configuration, cert_file=str(cert),
                                                   key_file=str(key), host=self._health_host, port=w.port)
