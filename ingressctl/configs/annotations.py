@@ -51,7 +51,6 @@ REWRITE_TARGET = "nginx.org/rewrite-target"
 PROXY_REDIRECT_FROM = "nginx.org/proxy-redirect-from"
 PROXY_REDIRECT_TO = "nginx.org/proxy-redirect-to"
 STICKY_COOKIE_SERVICES = "nginx.org/sticky-cookie-services"
-STICKY_COOKIE_NEEDS = "NGINX 1.29.6 or newer (the open-source `sticky cookie` directive)"
 
 
 @dataclass(frozen=True)
@@ -261,9 +260,6 @@ def parse_annotations(annotations: Mapping[str, Any] | None, base: ConfigParams,
             annotations.get(PROXY_REDIRECT_FROM), annotations.get(PROXY_REDIRECT_TO)))
         if ok:
             overrides["proxy_redirect"] = value
-    if "sticky_cookies" in overrides:
-        warnings.append(f"annotation {STICKY_COOKIE_SERVICES} is accepted but not applied: it needs "
-                        f"{STICKY_COOKIE_NEEDS}; the sticky directive is left out")
     if BASIC_AUTH_REALM in annotations and BASIC_AUTH_SECRET not in annotations:
         warnings.append(f"annotation {BASIC_AUTH_REALM} is ignored: {BASIC_AUTH_SECRET} is not set")
         overrides.pop("basic_auth_realm", None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ingressctl.configs.directive_values import AddHeader
+from ingressctl.configs.directive_values import AddHeader, StickyCookie
 from ingressctl.configs.parsing import size_bytes
 
 # Location modifiers (NGINX `location [modifier] path`).
@@ -48,6 +48,7 @@ class Upstream:
     lb_method: str = ""  # "" = NGINX's round robin
     keepalive: int = 0
     zone_size: str = ""  # "0": no zone; "": sized from the servers; else what it reserves in the shared zone
+    sticky: StickyCookie | None = None  # `sticky cookie` (only with an NGINX that has it)
 
     @property
     def zone(self) -> str:
@@ -245,6 +246,7 @@ class MainConfig:
     health_status: bool = False
     health_status_uri: str = "/nginx-health"
     nginx_status: bool = False
+    stub_status: bool = True  # the internal stub_status server (metrics); False when NGINX lacks the module
     nginx_status_port: int = 8080
     nginx_status_allow_cidrs: tuple[str, ...] = ("127.0.0.1", "::1")
     access_log: str = ""  # "" -> /dev/stdout main; else a syslog destination (ConfigMap access-log)

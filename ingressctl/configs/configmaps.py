@@ -148,6 +148,8 @@ class StaticConfigParams:
     secrets_dir: str = ""  # "" -> <conf_dir>/secrets
     worker_user: str = ""  # `user` for worker processes; set it when NGINX's master runs as root
     enable_directive_autoadjust: bool = False  # rebalance proxy buffer settings NGINX would refuse
+    nginx_version: tuple[int, ...] = ()  # of the running NGINX; () = unknown (no directives newer than 1.22)
+    stub_status_module: bool = True  # this NGINX has stub_status (the metrics and --nginx-status need it)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> StaticConfigParams:
@@ -320,7 +322,8 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         disable_ipv6=static.disable_ipv6,
         health_status=static.health_status,
         health_status_uri=static.health_status_uri,
-        nginx_status=static.nginx_status,
+        nginx_status=static.nginx_status and static.stub_status_module,
+        stub_status=static.stub_status_module,
         nginx_status_port=static.nginx_status_port,
         nginx_status_allow_cidrs=static.nginx_status_allow_cidrs,
         access_log=config.access_log,

@@ -28,7 +28,7 @@ _APP_ROOT = re.compile(r"/[A-Za-z0-9\-._+!*'(),;:@&=/%]{0,2047}")
 _REWRITE_TARGET_FORBIDDEN = set(";{}[]|<>,^~`\\\"' ")
 _REDIRECT_FORBIDDEN = set(";{}#`\"'\\")
 _STICKY_ITEM = re.compile(r"serviceName=([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\s+(\S+)((?:\s+\S+)*)")
-_COOKIE_NAME = re.compile(r"[A-Za-z0-9_!#%&'*+.^`|~-]{1,256}")
+_COOKIE_NAME = re.compile(r"[A-Za-z0-9_!*+.~-]{1,256}")
 _STICKY_PARAM = re.compile(r"(expires=(max|[0-9]{1,9}[smhdwMy]?)|domain=\.?[A-Za-z0-9.-]{1,253}"
                            r"|httponly|secure"
                            r"|path=/[A-Za-z0-9._~!*+,:@&=%/-]{0,1023}|samesite=(strict|lax|none))")
@@ -184,6 +184,16 @@ def parse_proxy_redirect(from_value: str | None, to_value: str | None) -> tuple[
             raise ValueError(f"nginx.org/proxy-redirect-from is not a valid regular expression: {e}") \
                 from None
     return src, dst
+
+
+STICKY_COOKIE_MIN_NGINX = (1, 29, 6)
+"""The first open-source NGINX with `sticky cookie`."""
+
+
+def parse_nginx_version(text: str) -> tuple[int, ...]:
+    """`1.22.1` -> (1, 22, 1); () for anything else."""
+    m = re.fullmatch(r"(\d{1,4})\.(\d{1,4})\.(\d{1,4})", text.strip())
+    return tuple(int(g) for g in m.groups()) if m else ()
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from typing import Any
 
 from ingressctl.configs import parsing
 from ingressctl.configs.annotations import (
+    STICKY_COOKIE_SERVICES,
     IngressAnnotations,
     master_annotations,
     minion_annotations,
@@ -60,6 +61,7 @@ from ingressctl.configs.config import (
     UpstreamServer,
 )
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
+from ingressctl.configs.directive_values import STICKY_COOKIE_MIN_NGINX, StickyCookie
 from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
 
 ERROR_SERVER_SOCKET = "nginx-502-server.sock"
@@ -203,6 +205,7 @@ class _Builder:
                             "ignored")
             self.grpc_services = frozenset()
         self._buffers_ok = self._check_buffers()
+        self.sticky = self._sticky_cookies()
         self.basic_auth = self._basic_auth()
         self.limit_req = self._limit_req()
         self.proxy_set_headers = tuple(ProxySetHeader(n, v) for n, v in self.params.proxy_set_headers)
@@ -233,6 +236,22 @@ class _Builder:
         if problem:
             self.warnings.append(f"proxy buffer settings are ignored (NGINX would refuse them): {problem}")
         return not problem
+
+    def _sticky_cookies(self) -> dict[str, StickyCookie]:
+        """service -> `sticky cookie` of nginx.org/sticky-cookie-services, when this NGINX has the directive;
+        otherwise none, with a warning naming the version it needs."""
+        cookies = self.params.sticky_cookies
+        if not cookies:
+            return {}
+        version = self.static.nginx_version
+        if version and version >= STICKY_COOKIE_MIN_NGINX:
+            return {c.service: c for c in cookies}
+        need = ".".join(map(str, STICKY_COOKIE_MIN_NGINX))
+        running = ".".join(map(str, version)) if version else "of an unknown version"
+        self.warnings.append(f"annotation {STICKY_COOKIE_SERVICES} is accepted but not applied: the "
+                             f"open-source `sticky cookie` directive needs NGINX {need} or newer, and this "
+                             f"NGINX is {running}; the sticky directive is left out")
+        return {}
 
     def _basic_auth(self) -> BasicAuth | None:
         secret = self.params.basic_auth_secret
@@ -280,7 +299,7 @@ class _Builder:
             servers = [UpstreamServer(error_server_address(self.static.run_dir), 1, "10s", 0)]
         self.upstreams[name] = Upstream(
             name=name, servers=tuple(servers), lb_method=p.lb_method, keepalive=p.keepalive,
-            zone_size=p.upstream_zone_size,
+            zone_size=p.upstream_zone_size, sticky=self.sticky.get(backend.service),
         )
         return name
 

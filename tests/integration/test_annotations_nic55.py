@@ -184,7 +184,9 @@ def test_sticky_cookie_services_is_accepted_without_the_directive(env: Env, runn
     c = running
     env.ingress("sticky", [rule("sticky.example.com", ("/", "web"))],
                 annotations={"nginx.org/sticky-cookie-services": "serviceName=web srv_id expires=1h path=/"})
-    e = env.wait_event("sticky", "AddedOrUpdatedWithWarning", "needs NGINX 1.29.6 or newer")
+    version = c.manager.version()
+    e = env.wait_event("sticky", "AddedOrUpdatedWithWarning",
+                       f"needs NGINX 1.29.6 or newer, and this NGINX is {version}")
     assert e["type"] == "Warning"
     r = c.wait_backend("sticky.example.com", "/", "web")
     assert "set-cookie" not in r.headers and "sticky cookie" not in conf_of(c, "sticky")

@@ -99,3 +99,14 @@ def test_unix_text_log_format() -> None:
     assert re.match(r"\d{13} \[info", out.getvalue().strip().splitlines()[-1]), out.getvalue()
     configure_logging(LogSettings())
     assert parse_args(["-log-format=text-unix"], environ={}).log.format == "text-unix"
+
+
+def test_main_config_without_the_stub_status_module() -> None:
+    from ingressctl.configs.configmaps import generate_main_config
+    from ingressctl.configs.templates import TemplateExecutor
+
+    without = StaticConfigParams(**{**STATIC.__dict__, "stub_status_module": False, "nginx_status": True})
+    text = TemplateExecutor().execute_main_template(generate_main_config(without, ConfigParams()))
+    assert "stub_status" not in text and "nginx-status.sock" not in text
+    text = TemplateExecutor().execute_main_template(generate_main_config(STATIC, ConfigParams()))
+    assert "nginx-status.sock" in text and "stub_status;" in text

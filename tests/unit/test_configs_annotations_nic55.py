@@ -4,7 +4,11 @@ rendering, the deprecated ssl-redirect, the master/minion lists, and what NGINX 
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ingressctl.configs import directive_values as dv
 from ingressctl.configs import parsing
@@ -21,6 +25,7 @@ from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, backend
 from ingressctl.controller.validation import aggregate_message, validate_ingress
 from tests.unit.test_configs_annotations import HOST, STATIC, TEMPLATES, cafe, render, valid
 from tests.unit.test_configs_ingress import block, ingress, path, rule
+from tests.unit.test_configs_quoting import nginx_tokens
 
 
 def test_rewrite_target_plain_and_regex_paths() -> None:
@@ -179,11 +184,21 @@ def test_ssl_ciphers_only_on_ssl_servers() -> None:
 def test_sticky_cookie_services_is_accepted_left_out_and_warned_about() -> None:
     anns = {"nginx.org/sticky-cookie-services": "serviceName=tea srv_id expires=1h path=/tea httponly"}
     valid(anns)
-    text, warnings = render(cafe(anns))
+    old = dataclasses.replace(STATIC, nginx_version=(1, 22, 1))
+    text, warnings = render(cafe(anns), static=old)
     assert "sticky" not in text
-    assert warnings == ["annotation nginx.org/sticky-cookie-services is accepted but not applied: it needs "
-                        "NGINX 1.29.6 or newer (the open-source `sticky cookie` directive); the sticky "
-                        "directive is left out"]
+    assert warnings == ["annotation nginx.org/sticky-cookie-services is accepted but not applied: the "
+                        "open-source `sticky cookie` directive needs NGINX 1.29.6 or newer, and this NGINX "
+                        "is 1.22.1; the sticky directive is left out"]
+    _, warnings = render(cafe(anns))
+    assert "this NGINX is of an unknown version" in warnings[0]
+    # An NGINX that has the directive gets it, in the upstreams of the named Service only.
+    text, warnings = render(cafe(anns), static=dataclasses.replace(STATIC, nginx_version=(1, 29, 6)))
+    assert warnings == []
+    assert "    sticky cookie srv_id expires=1h path=/tea httponly;\n" in block(
+        text, "upstream default-cafe-cafe.example.com-tea-80")
+    assert "sticky" not in block(text, "upstream default-cafe-cafe.example.com-coffee-80")
+    assert dv.parse_nginx_version("1.31.3") == (1, 31, 3) and dv.parse_nginx_version("1.x") == ()
     for bad in ("tea srv_id", "serviceName=tea", "serviceName=tea id expires=soon", "serviceName=tea id;x"):
         assert len(check_annotations({"nginx.org/sticky-cookie-services": bad})) == 1, bad
     assert dv.parse_sticky_cookie_services("serviceName=a x; serviceName=b y secure") == (
@@ -282,3 +297,34 @@ def test_paths_nic_5_5_still_accepts() -> None:
     # As in NIC 5.5.4 (not yet its main branch), /var and /root match anywhere, even inside a word.
     ing = ingress("cafe", rules=[rule(HOST, path("/variety", "tea", path_type="ImplementationSpecific"))])
     assert "must not contain invalid paths" in aggregate_message(validate_ingress(ing))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(
+    st.builds(lambda v, inj, at: v[:at] + inj + v[at:],
+              st.just("serviceName=tea srv_id expires=1h domain=.example.com path=/tea httponly secure "
+                      "samesite=lax"),
+              st.sampled_from(["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", " ", ";",
+                               "\x00"]),
+              st.integers(min_value=0, max_value=90)),
+    st.text(alphabet=st.sampled_from(list(' \t\n;{}"\'\\#$/a=~*^()[],:0123456789sk')), max_size=40)))
+def test_fuzzed_sticky_cookies_render_one_sticky_statement_or_are_rejected(value: str) -> None:
+    """With an NGINX that has `sticky cookie`, a sticky-cookie-services value is rejected or renders exactly
+    one `sticky cookie <name> <params>` statement in the tea upstream (no injected statement, block or
+    comment)."""
+    anns = {"nginx.org/sticky-cookie-services": value}
+    if check_annotations(anns) or validate_ingress(cafe(anns).ingress):
+        return
+    text, _ = render(cafe(anns), static=dataclasses.replace(STATIC, nginx_version=(1, 31, 3)))
+    upstream = block(text, "upstream default-cafe-cafe.example.com-tea-80")
+    tokens = nginx_tokens(upstream)
+    statements = [i for i, t in enumerate(tokens) if t == ("word", "sticky")]
+    assert len(statements) <= 1
+    syms = [t for t in tokens if t[0] == "sym"]
+    assert syms.count(("sym", "{")) == 1 and syms.count(("sym", "}")) == 1
+    if statements:
+        end = tokens.index(("sym", ";"), statements[0])
+        words = [w for _, w in tokens[statements[0]:end]]
+        parsed = dv.parse_sticky_cookie_services(value)
+        tea = next(c for c in parsed if c.service == "tea")
+        assert words == ["sticky", "cookie", tea.name, *tea.params]
