@@ -158,6 +158,10 @@ class Location:
     rewrite_target: str = ""
     add_headers: tuple[AddHeader, ...] = ()  # a minion's nginx.org/add-header
     proxy_redirect: tuple[str, str] = ("", "")  # a minion's (from, to); ("default", "") is emitted here
+    exact_regex: bool = False  # a regex location of an Exact path: listed before the other regex locations
+    # Proxies to the class-wide catch-all (`$ingressctl_catch_all`, the upstream nginx.conf names) instead of
+    # `upstream`: the `/` of a server without one while a catch-all exists.
+    catch_all: bool = False
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,17 @@ class Server:
     proxy_redirect: tuple[str, str] = ("", "")  # (from, to); "default" emits nothing at server level
     ssl_ciphers: str = ""
     ssl_prefer_server_ciphers: bool = False
+    # A wildcard host (`*.foo.com`) matches exactly one label: other hosts NGINX's `server_name *.foo.com`
+    # lets in get `unmatched_host_return` (as the default server answers). "" for other servers.
+    host_regex: str = ""
+    unmatched_host_return: str = "404"
+    # The class-wide catch-all: `server_name ~^ ""` (every host no other server names), with the health
+    # endpoint of the default server when `health_status_uri` is set.
+    catch_all: bool = False
+    health_status_uri: str = ""
+    # While a catch-all exists: hosts a wildcard server lets in but does not match go to the catch-all too
+    # (through `location @ingressctl_catch_all`), as do its unmatched paths (through `location /`).
+    to_catch_all: bool = False
 
 
 @dataclass(frozen=True)
@@ -259,6 +274,7 @@ class MainConfig:
     ssl_dhparam: str = ""  # path of the DH parameters file
     upstream_zone: str = UPSTREAM_ZONE
     upstream_zone_size: str = "1m"  # the shared upstream zone; the Configurator sizes it from the upstreams
+    catch_all_upstream: str = ""  # `$ingressctl_catch_all`: the catch-all's upstream ("" without one)
     proxy_protocol: bool = False  # the default server's listeners accept the PROXY protocol
     main_snippets: tuple[str, ...] = ()
     http_snippets: tuple[str, ...] = ()

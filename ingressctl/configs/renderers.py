@@ -32,6 +32,7 @@ class RenderContext:
     config: ConfigParams
     templates: TemplateExecutor
     replicas: int = 1
+    to_catch_all: bool = False  # a class-wide catch-all exists: unmatched paths and hosts go there
 
 
 @dataclass
@@ -68,14 +69,15 @@ class IngressRenderer:
     def render(self, resource: object, ctx: RenderContext) -> Rendered:
         if isinstance(resource, MergeableIngresses):
             result = generate_nginx_config_for_mergeable(resource, ctx.static, ctx.config,
-                                                         replicas=ctx.replicas)
+                                                         replicas=ctx.replicas, to_catch_all=ctx.to_catch_all)
             warnings = list(result.warnings)
             for minion_key, ws in result.minion_warnings.items():
                 warnings.extend(f"minion {minion_key}: {w}" for w in ws)
             cfg = result.config
             child = {k: list(v) for k, v in result.minion_warnings.items()}
         elif isinstance(resource, IngressEx):
-            cfg, warnings = generate_nginx_config(resource, ctx.static, ctx.config, replicas=ctx.replicas)
+            cfg, warnings = generate_nginx_config(resource, ctx.static, ctx.config, replicas=ctx.replicas,
+                                                  to_catch_all=ctx.to_catch_all)
             child = {}
         else:
             raise TypeError(f"not an Ingress resource: {type(resource).__name__}")

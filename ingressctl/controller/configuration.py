@@ -12,6 +12,10 @@ Guarantees:
   one warning per lost host, naming the winner; one that loses all of them is not configured and is reported
   as a problem naming each host and its winner (and, if it was configured, its Delete carries those warnings).
   Warnings and problems always name the current winner.
+- The catch-all: an Ingress without rules and with a `defaultBackend` claims `CATCH_ALL_HOST`, resolved like
+  a host except on a tie (oldest wins, then the smaller `ns/name`); the others are problems naming the
+  winner and take over when it goes. (NIC rejects such an Ingress; the Ingress spec says its default backend
+  serves what no rule matches.)
 - Children (Ingress minions): a child attaches to the owner of its host, if that owner is a parent (a master);
   the parent's kind decides what the child gets (for minions, the paths it wins). A child whose host is not
   owned by a parent is a problem of its kind (`NoIngressMasterFound` for minions).
@@ -35,7 +39,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ingressctl.configs.ingress_ex import INGRESS_KIND
+from ingressctl.configs.ingress_ex import CATCH_ALL_HOST, INGRESS_KIND
 from ingressctl.controller.ingress_model import IngressConfiguration, IngressModel, MinionConfiguration
 from ingressctl.controller.model import (
     REASON_REJECTED,
@@ -86,8 +90,13 @@ class ResourceChange:
 Changes = tuple[list[ResourceChange], list[ConfigurationProblem]]
 
 
-def _best(entries: Iterable[Entry]) -> Entry | None:
-    return min(entries, key=rank_of, default=None)
+def _catch_all_rank(e: Entry) -> tuple[int, ResourceKey]:
+    """The catch-all goes to the oldest, then the smaller namespace/name: predictable for its users."""
+    return e.seconds, e.key
+
+
+def _best(entries: Iterable[Entry], host: str | None = None) -> Entry | None:
+    return min(entries, key=_catch_all_rank if host == CATCH_ALL_HOST else rank_of, default=None)
 
 
 # Indexes map a claim (host, Service, Secret) to the keys of the resources using it. Nearly always one per
@@ -336,7 +345,7 @@ class Configuration:
         for h in hosts:
             old_owner = self._hosts.get(h)
             claimants = _index_get(self._claims, h)
-            best = _best(self._entries[k] for k in claimants)
+            best = _best((self._entries[k] for k in claimants), h)
             if best is None:
                 self._hosts.pop(h, None)
             else:
@@ -360,7 +369,7 @@ class Configuration:
                 continue
             for h in e.claims:
                 holder = hosts.get(h)
-                if holder is None or e.wins(self._entries[holder]):
+                if holder is None or _best((e, self._entries[holder]), h) is e:
                     hosts[h] = key
         self._hosts = hosts
         keys = set(self._entries) | set(self._resources)

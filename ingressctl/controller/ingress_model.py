@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ingressctl.configs.ingress_ex import INGRESS_KIND
+from ingressctl.configs.ingress_ex import CATCH_ALL_HOST, INGRESS_KIND
 from ingressctl.controller.ingress_refs import ingress_secrets, service_names
 from ingressctl.controller.model import Claims, ConfigurationProblem, Entry, Resource
 from ingressctl.controller.validation import (
@@ -86,7 +86,13 @@ class IngressConfiguration:
 
     @staticmethod
     def valid_hosts_of(obj: Mapping[str, Any]) -> list[str]:
-        return [str(r.get("host", "")) for r in (obj.get("spec") or {}).get("rules") or []]
+        """The hosts an Ingress claims: its rules' hosts, or the catch-all for an Ingress without rules that
+        has a defaultBackend (the Ingress spec: it serves requests no rule matches)."""
+        spec = obj.get("spec") or {}
+        rules = spec.get("rules") or []
+        if not rules and spec.get("defaultBackend") is not None:
+            return [CATCH_ALL_HOST]
+        return [str((r or {}).get("host", "")) for r in rules]
 
     def is_equal(self, other: Resource) -> bool:
         """Whether re-rendering could not change anything (NIC's `IsEqual`, also comparing uid and spec)."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol
 
+from ingressctl.configs.ingress_ex import CATCH_ALL_HOST
 from ingressctl.keys import ResourceKey
 
 REASON_REJECTED = "Rejected"
@@ -28,16 +29,24 @@ _NO_TIMESTAMP = 2**62
 Role = Literal["regular", "parent", "child"]
 
 
+CATCH_ALL_LABEL = "the catch-all (an Ingress without rules, with a defaultBackend)"
+
+
+def host_label(host: str) -> str:
+    """`host <h>`, or the catch-all's description for `CATCH_ALL_HOST`."""
+    return CATCH_ALL_LABEL if host == CATCH_ALL_HOST else f"host {host}"
+
+
 def host_taken_warning(host: str, winner: str | None = None, winner_kind: str = "Ingress") -> str:
     """NIC's warning, naming the winning resource when known."""
     if winner:
-        return f"host {host} is taken by another resource ({winner_kind} {winner})"
-    return f"host {host} is taken by another resource"
+        return f"{host_label(host)} is taken by another resource ({winner_kind} {winner})"
+    return f"{host_label(host)} is taken by another resource"
 
 
 def all_hosts_taken_message(taken: Mapping[str, tuple[str, str] | None]) -> str:
     """NIC's problem message, followed by each host and the resource (name, kind) that holds it."""
-    details = ", ".join(f"host {h} by {w[1]} {w[0]}" if w else f"host {h}" for h, w in taken.items())
+    details = ", ".join(f"{host_label(h)} by {w[1]} {w[0]}" if w else host_label(h) for h, w in taken.items())
     return f"{MESSAGE_ALL_HOSTS_TAKEN}: {details}" if details else MESSAGE_ALL_HOSTS_TAKEN
 
 

@@ -328,3 +328,14 @@ def test_fuzzed_sticky_cookies_render_one_sticky_statement_or_are_rejected(value
         parsed = dv.parse_sticky_cookie_services(value)
         tea = next(c for c in parsed if c.service == "tea")
         assert words == ["sticky", "cookie", tea.name, *tea.params]
+
+
+def test_rewrite_target_leaves_the_catch_all_location_alone() -> None:
+    from ingressctl.configs.ingress import generate_nginx_config
+
+    cfg, _ = generate_nginx_config(cafe({"nginx.org/rewrite-target": "/beverages"}), STATIC, ConfigParams(),
+                                   to_catch_all=True)
+    text = TEMPLATES.execute_ingress_template(cfg)
+    assert 'rewrite "^/tea" "/beverages" break;' in block(text, "location /tea/")
+    catch_all = block(text, "location /")
+    assert "proxy_pass http://$ingressctl_catch_all;" in catch_all and "rewrite" not in catch_all
