@@ -236,7 +236,8 @@ class App:
             self.status.save_status_from_external_status(str(config_data["external-status-address"] or ""))
         configuration = Configuration(ingress_class=s.controller.ingress_class,
                                       legacy_startup=s.controller.legacy_startup,
-                                      snippets_enabled=s.controller.enable_snippets)
+                                      snippets_enabled=s.controller.enable_snippets,
+                                      allow_empty_host=s.controller.allow_empty_ingress_host)
         options = ControllerOptions(
             ingress_class=s.controller.ingress_class, watch_namespaces=s.kube.watch_namespaces,
             watch_secret_namespaces=s.kube.watch_secret_namespaces,

@@ -189,6 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(k, "--enable-directive-autoadjust", False,
           "raise proxy-buffers, proxy-busy-buffers-size and proxy-max-temp-file-size (ConfigMap or "
           "annotations) just enough that NGINX accepts them, with a warning, instead of leaving them out")
+    _flag(k, "--allow-empty-ingress-host", False,
+          "allow one rule per Ingress without a host: it serves the hosts no other server names, as the "
+          "class-wide catch-all (an Ingress without rules, with a defaultBackend) does, and competes with it "
+          "for that place (the oldest wins)")
     _flag(k, "--enable-config-safety", False,
           "NIC's test-and-roll-back of each config write. ingressctl always does this: every change is "
           "tested with nginx -t and a failed reload is bisected on a staging copy, rejecting only the "
@@ -327,6 +331,7 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
             report_ingress_status=a.report_ingress_status, external_service=a.external_service,
             enable_snippets=a.enable_snippets, legacy_startup=a.legacy_startup,
             enable_directive_autoadjust=a.enable_directive_autoadjust,
+            allow_empty_ingress_host=a.allow_empty_ingress_host,
         ),
         leader_election=LeaderElectionSettings(enabled=a.enable_leader_election,
                                                lock_name=a.leader_election_lock_name,

@@ -503,20 +503,21 @@ def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, 
                 continue
         elif not isinstance(host, str) or not ing_ex.valid_hosts.get(host):
             continue
-        if not _HOST.fullmatch(host):
+        if host != CATCH_ALL_HOST and not _HOST.fullmatch(host):
             warnings.append(f"host {host!r} is invalid; its rule is ignored")
             continue
         parts = servers.setdefault(host, _ServerParts(host))
         for path_entry in _list(_dict(rule.get("http")).get("paths")):
             b.add_path(parts.locations, host, path_entry)
     if _is_catch_all(ing_ex, spec) and default_upstream and minion_host is None:
-        servers[CATCH_ALL_HOST] = _ServerParts(CATCH_ALL_HOST)  # `_server` adds the default backend's `/`
+        servers.setdefault(CATCH_ALL_HOST, _ServerParts(CATCH_ALL_HOST))  # `_server` adds the backend's `/`
     return _Parts(b, list(servers.values()), default_upstream, default_service, spec)
 
 
 def _is_catch_all(ing_ex: IngressEx, spec: dict[str, Any]) -> bool:
-    """An Ingress without rules that owns the class-wide catch-all."""
-    return not _list(spec.get("rules")) and ing_ex.valid_hosts.get(CATCH_ALL_HOST, False)
+    """An Ingress that owns the class-wide catch-all: one without rules, or (-allow-empty-ingress-host) one
+    with a rule without a host."""
+    return ing_ex.valid_hosts.get(CATCH_ALL_HOST, False)
 
 
 def one_label_host_regex(host: str) -> str:

@@ -110,3 +110,37 @@ def test_main_config_without_the_stub_status_module() -> None:
     assert "stub_status" not in text and "nginx-status.sock" not in text
     text = TemplateExecutor().execute_main_template(generate_main_config(STATIC, ConfigParams()))
     assert "nginx-status.sock" in text and "stub_status;" in text
+
+
+def test_allow_empty_ingress_host_validation_and_render() -> None:
+    from ingressctl.configs.ingress import catch_all_upstream, generate_nginx_config
+    from ingressctl.configs.ingress_ex import IngressEx, backend_key
+    from ingressctl.configs.templates import TemplateExecutor
+    from ingressctl.controller.validation import aggregate_message, validate_ingress
+    from tests.unit.test_configs_ingress import ingress, path
+
+    assert parse_args(["-allow-empty-ingress-host"], environ={}).controller.allow_empty_ingress_host is True
+    assert "allow-empty-ingress-host" not in UNSUPPORTED_FLAGS
+    hostless = {"http": {"paths": [path("/tea", "tea")]}}
+    named = {"host": "cafe.example.com", "http": {"paths": [path("/", "tea")]}}
+    ing = ingress("cafe", rules=[hostless, named])
+    assert "spec.rules[0].host: Required value" in aggregate_message(validate_ingress(ing))
+    assert validate_ingress(ing, allow_empty_host=True) == []
+    two = ingress("cafe", rules=[hostless, {"host": "", "http": {"paths": [path("/c", "tea")]}}])
+    assert 'spec.rules[1].host: Duplicate value: ""' in aggregate_message(
+        validate_ingress(two, allow_empty_host=True))
+    bad = ingress("cafe", rules=[hostless], tls=[{"hosts": [""], "secretName": "s"}],
+                  annotations={"nginx.org/listen-ports": "81", "nginx.org/mergeable-ingress-type": "minion"})
+    message = aggregate_message(validate_ingress(bad, allow_empty_host=True))
+    for part in ("spec.rules[0].host: Forbidden: a mergeable Ingress cannot have a rule without a host",
+                 "annotations.nginx.org/listen-ports: Forbidden: not allowed with a rule without a host",
+                 "spec.tls[0].hosts: Forbidden: an empty host cannot have TLS"):
+        assert part in message, message
+    # Rendered as the catch-all server, with its own paths; without a defaultBackend it names no upstream for
+    # the other servers' unmatched paths.
+    ex = IngressEx(ing, {"": True, "cafe.example.com": True}, {backend_key("tea", 80): ["10.0.0.1:80"]})
+    cfg, warnings = generate_nginx_config(ex, STATIC, ConfigParams())
+    text = TemplateExecutor().execute_ingress_template(cfg)
+    assert warnings == [] and [s.name for s in cfg.servers] == ["", "cafe.example.com"]
+    assert cfg.servers[0].catch_all and "location /tea/" in block(text, "server")
+    assert catch_all_upstream(ex) == ""
