@@ -15,9 +15,10 @@ Guarantees:
 - A resource whose config cannot be rendered (an invalid annotation, an unsafe value, a broken custom
   template) keeps its previous file; the error is returned in `ReloadOutcome.failed` by the next
   `reload_if_needed()`.
-- The catch-all (an Ingress without rules that owns the class's catch-all): nginx.conf names its upstream
-  (`$ingressctl_catch_all`), and while one exists every other server sends its unmatched paths and hosts
-  there; when one appears or goes, every resource is rendered again (written only where bytes change).
+- The catch-all (an Ingress without rules that owns the class's catch-all, as its renderer tells): nginx.conf
+  names its upstream (`$ingressctl_catch_all`), and while one exists every other server sends its unmatched
+  paths and hosts there; when one appears or goes, every resource is rendered again (written only where
+  bytes change).
 - Mergeable Ingresses: a master and its minions are one resource, keyed and named by the master; minions have
   no file. `get_ingress_counts()` counts regular Ingresses, masters and their minions.
 - Not thread-safe: one sync thread owns the Configurator, as it owns NGINX.
@@ -32,7 +33,6 @@ from collections.abc import Mapping, Sequence
 from ingressctl.configs.config import shared_zone_size
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
 from ingressctl.configs.files import REASON_ENDPOINTS, REASON_OTHER, ConfigFiles, ReloadOutcome
-from ingressctl.configs.ingress import catch_all_upstream
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, MergeableIngresses
 from ingressctl.configs.renderers import IngressRenderer, RenderContext, Renderer
 from ingressctl.configs.templates import TemplateError, TemplateExecutor, TemplateRenderError
@@ -73,7 +73,7 @@ class Configurator:
         self._zone_bytes: dict[ResourceKey, int] = {}  # key -> what its upstreams reserve in the shared zone
         self._zone_total = 0
         self._zone_size = shared_zone_size(0)  # as nginx.conf declares it
-        self._catch_alls: dict[ResourceKey, str] = {}  # key -> upstream of a catch-all Ingress rendered here
+        self._catch_alls: dict[ResourceKey, str] = {}  # key -> upstream of a catch-all rendered here
         self.register_renderer(IngressRenderer())
 
         if prune_stale_configs:
@@ -157,8 +157,9 @@ class Configurator:
             self.files.fail(key, f"error generating configuration for {key.ns_name}: no renderer for the "
                                  f"kind {key.kind!r}")
             return []
+        self._set_catch_all(key, renderer.catch_all(resource))
         ctx = RenderContext(self._static, self._config, self._templates, self._replicas,
-                            to_catch_all=bool(self._catch_all_upstream()))
+                            self._catch_all_upstream())
         try:
             rendered = renderer.render(resource, ctx)
         except (ValueError, TemplateRenderError) as e:
@@ -183,12 +184,31 @@ class Configurator:
         if self.files.remove(key) is not None:
             self._reserve_zone(key, 0)
 
+    def _catch_all_upstream(self) -> str:
+        """The upstream nginx.conf names as `$ingressctl_catch_all` ("" without a catch-all)."""
+        return self._catch_alls[min(self._catch_alls)] if self._catch_alls else ""
+
+    def _set_catch_all(self, key: ResourceKey, upstream: str) -> None:
+        """Track whether `key` is the catch-all (`upstream` non-empty). When the catch-all's upstream changes,
+        nginx.conf names the new one; when a catch-all appears or goes, every other resource is rendered again
+        (unmatched paths and wildcard hosts go to the catch-all, or get 404 again)."""
+        before = self._catch_all_upstream()
+        if upstream:
+            self._catch_alls[key] = upstream
+        else:
+            self._catch_alls.pop(key, None)
+        after = self._catch_all_upstream()
+        if after == before:
+            return
+        self._update_main()
+        if bool(after) != bool(before):
+            for other, resource in list(self._resources.items()):
+                self.add_or_update(other, resource)
+
     # ------------------------------------------------------------------ Ingresses
 
     def add_or_update_ingress(self, ing_ex: IngressEx) -> list[str]:
         """Render one Ingress and write its file if the bytes changed; returns the warnings."""
-        self._resources[ing_ex.key_with_kind] = ing_ex
-        self._set_catch_all(ing_ex.key_with_kind, catch_all_upstream(ing_ex))
         return self.add_or_update(ing_ex.key_with_kind, ing_ex)
 
     def add_or_update_mergeable_ingress(self, mergeable: MergeableIngresses) -> list[str]:
@@ -196,8 +216,6 @@ class Configurator:
 
         Returns the master's warnings followed by each minion's, prefixed with `minion <ns>/<name>: `
         (`minion_warnings(master_key)` has them per minion)."""
-        self._resources[mergeable.master.key_with_kind] = mergeable
-        self._set_catch_all(mergeable.master.key_with_kind, "")
         return self.add_or_update(mergeable.master.key_with_kind, mergeable)
 
     def add_or_update_mergeable_ingresses(self, mergeables: Sequence[MergeableIngresses]) -> list[str]:
@@ -228,28 +246,6 @@ class Configurator:
     def delete_ingress(self, key: str) -> None:
         """Forget an Ingress ("namespace/name": regular, or a master with its minions) and remove its file."""
         self.delete(ResourceKey(INGRESS_KIND, key))
-
-    def _catch_all_upstream(self) -> str:
-        """The upstream nginx.conf names as `$ingressctl_catch_all` ("" without a catch-all)."""
-        return self._catch_alls[min(self._catch_alls)] if self._catch_alls else ""
-
-    def _set_catch_all(self, key: ResourceKey, upstream: str) -> None:
-        """Track whether `key` is the catch-all (`upstream` non-empty). When the catch-all's upstream changes,
-        nginx.conf names the new one; when a catch-all appears or goes, every other resource is rendered again
-        (unmatched paths and wildcard hosts go to the catch-all, or get 404 again)."""
-        before = self._catch_all_upstream()
-        if upstream:
-            self._catch_alls[key] = upstream
-        else:
-            self._catch_alls.pop(key, None)
-        after = self._catch_all_upstream()
-        if after == before:
-            return
-        self._update_main()
-        if bool(after) != bool(before):
-            for other, resource in list(self._resources.items()):
-                if other != key:
-                    self.add_or_update(other, resource)
 
     # ------------------------------------------------------------------ main config
 

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ingressctl.configs.ingress_ex import CATCH_ALL_HOST, INGRESS_KIND
+from ingressctl.configs.ingress_ex import INGRESS_KIND
 from ingressctl.controller.ingress_model import IngressConfiguration, IngressModel, MinionConfiguration
 from ingressctl.controller.model import (
     REASON_REJECTED,
@@ -48,10 +48,10 @@ from ingressctl.controller.model import (
     Entry,
     Resource,
     all_hosts_taken_message,
+    best,
     host_taken_warning,
     listener_claim,
     make_entry,
-    rank_of,
 )
 from ingressctl.keys import ResourceKey, object_key
 from ingressctl.logging import get_logger
@@ -88,15 +88,6 @@ class ResourceChange:
 
 
 Changes = tuple[list[ResourceChange], list[ConfigurationProblem]]
-
-
-def _catch_all_rank(e: Entry) -> tuple[int, ResourceKey]:
-    """The catch-all goes to the oldest, then the smaller namespace/name: predictable for its users."""
-    return e.seconds, e.key
-
-
-def _best(entries: Iterable[Entry], host: str | None = None) -> Entry | None:
-    return min(entries, key=_catch_all_rank if host == CATCH_ALL_HOST else rank_of, default=None)
 
 
 # Indexes map a claim (host, Service, Secret) to the keys of the resources using it. Nearly always one per
@@ -348,17 +339,17 @@ class Configuration:
         for h in hosts:
             old_owner = self._hosts.get(h)
             claimants = _index_get(self._claims, h)
-            best = _best((self._entries[k] for k in claimants), h)
-            if best is None:
+            winner = best((self._entries[k] for k in claimants), h)
+            if winner is None:
                 self._hosts.pop(h, None)
             else:
-                self._hosts[h] = best.key
-                keys.add(best.key)
+                self._hosts[h] = winner.key
+                keys.add(winner.key)
             # The old and the new owner may see their valid hosts change; when the owner changes, the other
             # claimants keep losing the host but their warnings and problems now name the new winner.
             if old_owner is not None:
                 keys.add(old_owner)
-            if best is not None and old_owner != best.key:
+            if winner is not None and old_owner != winner.key:
                 keys.update(claimants)
             problem_keys.update(_index_get(self._children_by_host, h))
         problem_keys.update(keys)
@@ -367,12 +358,12 @@ class Configuration:
     def _rebuild_hosts(self) -> Changes:
         """Full resolution from scratch (NIC's `rebuildHosts`): O(number of resources)."""
         hosts: dict[str, ResourceKey] = {}
-        for key, e in self._entries.items():  # any order: `wins` is a total order
+        for key, e in self._entries.items():  # any order: ownership is a total order
             if e.role == "child":
                 continue
             for h in e.claims:
                 holder = hosts.get(h)
-                if holder is None or _best((e, self._entries[holder]), h) is e:
+                if holder is None or best((e, self._entries[holder]), h) is e:
                     hosts[h] = key
         self._hosts = hosts
         keys = set(self._entries) | set(self._resources)

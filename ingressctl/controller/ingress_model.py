@@ -34,6 +34,15 @@ REASON_NO_INGRESS_MASTER_FOUND = "NoIngressMasterFound"
 MESSAGE_NO_MASTER = "Ingress master is invalid or doesn't exist"
 
 
+def claimed_hosts(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The hosts an Ingress's spec claims: its rules' hosts, or the catch-all for an Ingress without rules
+    that has a defaultBackend (the Ingress spec: it serves requests no rule matches)."""
+    rules = spec.get("rules") or []
+    if not rules and spec.get("defaultBackend") is not None:
+        return (CATCH_ALL_HOST,)
+    return tuple(str((r or {}).get("host", "")) for r in rules)
+
+
 def path_taken_warning(path: str) -> str:
     return f"path {path} is taken by another resource"
 
@@ -85,14 +94,8 @@ class IngressConfiguration:
                        warnings=warnings)
 
     @staticmethod
-    def valid_hosts_of(obj: Mapping[str, Any]) -> list[str]:
-        """The hosts an Ingress claims: its rules' hosts, or the catch-all for an Ingress without rules that
-        has a defaultBackend (the Ingress spec: it serves requests no rule matches)."""
-        spec = obj.get("spec") or {}
-        rules = spec.get("rules") or []
-        if not rules and spec.get("defaultBackend") is not None:
-            return [CATCH_ALL_HOST]
-        return [str((r or {}).get("host", "")) for r in rules]
+    def valid_hosts_of(obj: Mapping[str, Any]) -> tuple[str, ...]:
+        return claimed_hosts(obj.get("spec") or {})
 
     def is_equal(self, other: Resource) -> bool:
         """Whether re-rendering could not change anything (NIC's `IsEqual`, also comparing uid and spec)."""
@@ -127,7 +130,7 @@ class IngressModel:
         self.is_controller_ingress_class = is_controller_ingress_class
         self.is_plus = is_plus
         self.snippets_enabled = snippets_enabled
-        self.allow_empty_host = allow_empty_host
+        self.allow_empty_host = allow_empty_host  # -allow-empty-ingress-host: a rule without a host is valid
 
     def is_ours(self, obj: Mapping[str, Any]) -> bool:
         cls = get_annotations(obj).get(INGRESS_CLASS_ANNOTATION, "")
@@ -146,7 +149,7 @@ class IngressModel:
         refs = ingress_secrets(obj)
         return Claims(
             role="parent" if mtype == "master" else "child" if mtype == "minion" else "regular",
-            hosts=tuple(IngressConfiguration.valid_hosts_of(obj)),
+            hosts=claimed_hosts(obj.get("spec") or {}),
             services=tuple(sorted({(ns, s) for s in service_names(obj)})),
             secrets=tuple(sorted({(ns, s) for s in refs.names})),
             uses_default_tls_secret=refs.uses_default_tls,

@@ -8,12 +8,13 @@ Guarantees:
   Secrets) and is kept small: one exists for every resource in the cluster.
 - Ranking: the older creationTimestamp (whole seconds) wins; on a tie the greater UID; then the smaller key.
   An object without a creationTimestamp loses to every object that has one.
-- Messages name the winner with its kind, e.g. `host a.com is taken by another resource (Ingress ns/name)`.
+- Messages name the winner with its kind, e.g. `host a.com is taken by another resource (Ingress ns/name)`;
+  the class-wide catch-all (`CATCH_ALL_HOST`) is named as such.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol
@@ -33,7 +34,6 @@ CATCH_ALL_LABEL = "the catch-all (an Ingress without rules, with a defaultBacken
 
 
 def host_label(host: str) -> str:
-    """`host <h>`, or the catch-all's description for `CATCH_ALL_HOST`."""
     return CATCH_ALL_LABEL if host == CATCH_ALL_HOST else f"host {host}"
 
 
@@ -164,3 +164,13 @@ def make_entry(key: ResourceKey, obj: dict[str, Any], claims: Claims) -> Entry:
 def rank_of(e: Entry) -> tuple[int, _Descending, ResourceKey]:
     """A sort key ordering winners first (computed when compared, not stored: one resource costs less)."""
     return e.seconds, _Descending(e.uid), e.key
+
+
+def catch_all_rank(e: Entry) -> tuple[int, ResourceKey]:
+    """The catch-all goes to the oldest, then the smaller namespace/name: predictable for its users."""
+    return e.seconds, e.key
+
+
+def best(entries: Iterable[Entry], host: str | None = None) -> Entry | None:
+    """The owner of `host` among its claimants."""
+    return min(entries, key=catch_all_rank if host == CATCH_ALL_HOST else rank_of, default=None)
