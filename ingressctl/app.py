@@ -308,10 +308,12 @@ class App:
             raise StartupError(f"invalid template: {e}") from e
 
     def _start_admission_webhook(self, configuration: Any) -> None:
-        """Serve `/validate` when enabled: the Configuration's validation, read-only."""
+        """Serve `/validate` when enabled: the Configuration's validation, read-only, for Ingresses and the
+        registry's custom kinds (VirtualServer, VirtualServerRoute when custom resources are served)."""
         w = self.settings.admission_webhook
         if not w.enabled:
             return
+        from ingressctl.controller.admission import registry_lookup
         from ingressctl.webhook_server import AdmissionWebhookServer
 
         cert, key = w.tls_cert_file, w.tls_key_file
@@ -320,7 +322,8 @@ class App:
             cert = key = self.configurator.create_secret("admission-webhook", pem)
         try:
             self.webhook = AdmissionWebhookServer(config=configuration, cert_file=str(cert),
-                                                  key_file=str(key), host=self._health_host, port=w.port)
+                                                  key_file=str(key), host=self._health_host, port=w.port,
+                                                  lookup=registry_lookup(self.controller.kinds))
         except (OSError, ssl.SSLError) as e:
             raise StartupError(f"cannot load the admission webhook certificate {cert} and key {key}: "
                                f"{e}") from e

@@ -245,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     w = p.add_argument_group("Admission webhook")
     _flag(w, "--enable-admission-webhook", False,
-          "serve a validating admission webhook (POST /validate over HTTPS) for Ingresses")
+          "serve a validating admission webhook (POST /validate over HTTPS) for Ingresses and VirtualServers")
     w.add_argument("--admission-webhook-port", type=_port, default=8443,
                    help="port of the admission webhook (default 8443)")
     w.add_argument("--admission-webhook-tls-cert-file", metavar="PATH",

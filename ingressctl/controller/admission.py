@@ -11,19 +11,25 @@ Guarantees:
 - Ingresses are validated by exactly the code the Configuration uses (`validate_ingress` with the
   controller's `is_plus` / `snippets_enabled`, joined by `aggregate_message`); an Ingress of another class
   is allowed without a look at its content, as the controller ignores it too.
+- A custom kind of the resource-kind registry (VirtualServer, VirtualServerRoute, present only with custom
+  resources enabled and served) is validated through its registry entry's Configuration part, exactly as
+  the sync loop does (`is_ours`, then `validate`): `registry_lookup(kinds)` answers for the registry's kinds
+  and falls back to `validator_for`; `VALIDATORS` itself is never changed by it.
 - Cross-object checks only warn (AdmissionReview `warnings`): a host already owned by an Ingress that wins
   the ownership rule (older, then greater UID) and a minion whose host has no master. They read the
-  Configuration's host index with single dict lookups, which the GIL makes atomic, so the sync thread is
+  Configuration's host index with single dict lookups (a parent kind's hosts, such as a VirtualServer's,
+  are checked the same way), which the GIL makes atomic, so the sync thread is
   never blocked; the answer reflects the state of the last completed sync.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from ingressctl.configs.ingress_ex import INGRESS_KIND
+from ingressctl.controller.configuration import ConfigurationKind
 from ingressctl.controller.model import creation_seconds, host_taken_warning
 from ingressctl.controller.validation import aggregate_message, is_master, mergeable_type, validate_ingress
 from ingressctl.keys import ResourceKey, object_key
@@ -108,10 +114,18 @@ def ingress_host_warnings(obj: Mapping[str, Any], config: ConfigurationView) -> 
                                                             or not is_master(owner))):
                 warnings.append(f"host {host} has no Ingress master: the minion is not configured until "
                                 "a master for the host exists")
-        elif owner is not None and _wins(owner, obj):
-            assert owner_key is not None
-            warnings.append(host_taken_warning(host, owner_key.ns_name, config.api_kind(owner_key)))
+        else:
+            warnings.extend(_host_taken(key, obj, host, config))
     return warnings
+
+
+def _host_taken(key: ResourceKey, obj: Mapping[str, Any], host: str, config: ConfigurationView) -> list[str]:
+    """The warning for `host` when another configured resource that wins the ownership rule keeps it."""
+    owner_key = config.host_owner(host)
+    owner = config.get_object(owner_key) if owner_key is not None and owner_key != key else None
+    if owner is None or owner_key is None or not _wins(owner, obj):
+        return []
+    return [host_taken_warning(host, owner_key.ns_name, config.api_kind(owner_key))]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -129,6 +143,53 @@ def register_validator(group: str, kind: str, validator: Validator) -> None:
 
 def validator_for(group: str, kind: str) -> Validator | None:
     return VALIDATORS.get((group, kind))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Kinds of the resource-kind registry
+
+
+class RegistryEntry(Protocol):
+    """The part of a resource-kind registry entry admission reads."""
+
+    @property
+    def rt(self) -> Any: ...        # its ResourceType: .group and .kind
+
+    @property
+    def model(self) -> ConfigurationKind | None: ...
+
+
+def kind_validator(model: ConfigurationKind) -> Validator:
+    """A registry kind's validator: its Configuration part's class filter and validation (the sync loop's
+    code), then, for a parent kind, the host-ownership warnings."""
+
+    def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None, config: ConfigurationView) -> Verdict:
+        if not model.is_ours(obj):
+            return Verdict()
+        errors = model.validate(obj)
+        if errors:
+            return Verdict(message=f"{model.api_kind} {object_key(obj)} was rejected: {errors}")
+        claims = model.claims(obj)
+        if claims.role != "parent":
+            return Verdict()
+        key = ResourceKey(model.kind, object_key(obj))
+        hosts = dict.fromkeys(claims.hosts)
+        return Verdict(warnings=[w for host in hosts for w in _host_taken(key, obj, host, config)])
+
+    return validate
+
+
+def registry_lookup(kinds: Iterable[RegistryEntry],
+                    fallback: Callable[[str, str], Validator | None] = validator_for
+                    ) -> Callable[[str, str], Validator | None]:
+    """A lookup answering for every registry kind with a Configuration part (the built-in Ingress has none
+    and stays with `fallback`)."""
+    own = {(k.rt.group, k.rt.kind): kind_validator(k.model) for k in kinds if k.model is not None}
+
+    def lookup(group: str, kind: str) -> Validator | None:
+        return own.get((group, kind)) or fallback(group, kind)
+
+    return lookup
 
 
 # ---------------------------------------------------------------------------------------------------------

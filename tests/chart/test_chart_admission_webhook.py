@@ -23,6 +23,9 @@ ON = {"controller": {"admissionWebhook": {"enable": True}}}
 VWC = "ValidatingWebhookConfiguration"
 NAME = f"{RELEASE}-admission"
 SERVICE = f"{RELEASE}-controller-admission"
+VS_RULE = {"apiGroups": ["k8s.nginx.org"], "apiVersions": ["v1"],
+           "resources": ["virtualservers", "virtualserverroutes"], "operations": ["CREATE", "UPDATE"],
+           "scope": "Namespaced"}
 
 
 def _with(**webhook: Any) -> dict[str, Any]:
@@ -61,7 +64,14 @@ def test_enabled_renders_flags_port_volume_service_and_configuration(renderer: R
                                                 "port": 443}}
     assert hook["rules"] == [{"apiGroups": ["networking.k8s.io"], "apiVersions": ["v1"],
                               "resources": ["ingresses"], "operations": ["CREATE", "UPDATE"],
-                              "scope": "Namespaced"}]
+                              "scope": "Namespaced"}, VS_RULE]
+
+
+def test_custom_resources_disabled_sends_ingresses_only(renderer: Renderer) -> None:
+    docs = renderer.render({"controller": {"enableCustomResources": False,
+                                           "admissionWebhook": {"enable": True}}})
+    (hook,) = find(docs, VWC, NAME)["webhooks"]
+    assert [r["resources"] for r in hook["rules"]] == [["ingresses"]]
 
 
 def test_failure_policy_timeout_and_selectors_are_values(renderer: Renderer) -> None:

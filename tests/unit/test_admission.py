@@ -150,3 +150,32 @@ def _envelope(**request: Any) -> dict[str, Any]:
 def test_malformed_reviews_are_refused(body: Any) -> None:
     with pytest.raises(MalformedReview):
         review(body, _config())
+
+
+def test_registry_kinds_are_validated_by_their_configuration_part() -> None:
+    from ingressctl.controller.admission import registry_lookup
+    from ingressctl.controller.kinds import ResourceKind
+    from ingressctl.controller.vs_kind import VIRTUALSERVERS
+    from ingressctl.controller.vs_model import VirtualServerModel
+
+    entry = ResourceKind(name="virtualserver", rt=VIRTUALSERVERS, handler=lambda enqueue: None,  # type: ignore
+                         builder=None, status=None, model=VirtualServerModel("nginx"))  # type: ignore[arg-type]
+    lookup = registry_lookup([entry])
+    config = _config()
+    spec: dict[str, Any] = {"host": "v.example.com",
+                            "upstreams": [{"name": "web", "service": "web", "port": 80}],
+                            "routes": [{"path": "tea", "action": {"pass": "web"}}]}
+    bad = {"apiVersion": "k8s.nginx.org/v1", "kind": "VirtualServer",
+           "metadata": {"name": "v", "namespace": "demo"}, "spec": spec}
+    r = review(make_review(bad, group="k8s.nginx.org", kind="VirtualServer"), config, lookup)["response"]
+    assert r["allowed"] is False
+    assert r["status"]["message"] == ("VirtualServer demo/v was rejected: spec.routes[0].path: Invalid "
+                                      'value: "tea": must start with /, ~ or =')
+    # Another class: not ours, allowed untouched; the Ingress still goes to the built-in validator.
+    other = {**bad, "spec": {**spec, "ingressClassName": "other"}}
+    assert review(make_review(other, group="k8s.nginx.org", kind="VirtualServer"), config,
+                  lookup)["response"]["allowed"] is True
+    denied = review(make_review(_ing("web", "Bad_Host")), config, lookup)["response"]
+    assert denied["allowed"] is False
+    # The module's table is untouched: without the registry, VirtualServers are not validated.
+    assert admission.validator_for("k8s.nginx.org", "VirtualServer") is None
