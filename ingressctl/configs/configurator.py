@@ -34,7 +34,7 @@ from ingressctl.configs.config import shared_zone_size
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
 from ingressctl.configs.files import REASON_ENDPOINTS, REASON_OTHER, ConfigFiles, ReloadOutcome
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, MergeableIngresses
-from ingressctl.configs.renderers import IngressRenderer, RenderContext, Renderer
+from ingressctl.configs.renderers import ChildCounter, IngressRenderer, RenderContext, Renderer
 from ingressctl.configs.templates import TemplateError, TemplateExecutor, TemplateRenderError
 from ingressctl.keys import ResourceKey
 from ingressctl.logging import get_logger
@@ -112,12 +112,18 @@ class Configurator:
         return self.files.files()
 
     def resource_counts(self) -> dict[str, dict[str, int]]:
-        """Per kind, the renderer's counts of the resources it holds."""
+        """Per kind, the renderer's counts of the resources it holds, and of the child kinds a renderer's
+        resources carry (VirtualServerRoutes inside their VirtualServers)."""
         by_kind: dict[str, list[object]] = {kind: [] for kind in self._renderers}
         for key, resource in self._resources.items():
             by_kind.setdefault(key.kind, []).append(resource)
-        return {kind: self._renderers[kind].counts(rs)
-                for kind, rs in by_kind.items() if kind in self._renderers}
+        counts = {kind: self._renderers[kind].counts(rs)
+                  for kind, rs in by_kind.items() if kind in self._renderers}
+        for kind, rs in by_kind.items():
+            renderer = self._renderers.get(kind)
+            if isinstance(renderer, ChildCounter):
+                counts.update(renderer.child_counts(rs))
+        return counts
 
     def get_ingress_counts(self) -> dict[str, int]:
         """For `ingress_resources_total{type}`: regular, master and minion Ingresses."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.ingress import (
@@ -65,6 +65,14 @@ class Renderer(Protocol):
         """The upstream of the class-wide catch-all this resource is ("" when it is not the catch-all)."""
 
     def counts(self, resources: Iterable[object]) -> dict[str, int]: ...
+
+
+@runtime_checkable
+class ChildCounter(Protocol):
+    """A renderer whose resources carry another kind's objects (a VirtualServer its VirtualServerRoutes),
+    counted for that kind's `<kind>_resources_total{type}`."""
+
+    def child_counts(self, resources: Iterable[object]) -> dict[str, dict[str, int]]: ...
 
 
 class IngressRenderer:

@@ -3,7 +3,8 @@
 Guarantees:
 - Serves the `virtualserver` kind of the Configurator: names the file, renders `virtualserver.conf.j2` (or the
   `--virtualserver-template-path` template, compiled once at start-up: a broken one is a start-up error), and
-  counts VirtualServers for `virtualserver_resources_total`.
+  counts VirtualServers for `virtualserver_resources_total` and the VirtualServerRoutes configured inside
+  them for `virtualserverroute_resources_total`.
 - A render error (an unsafe value, a template bug) raises `TemplateRenderError`; the Configurator keeps the
   previous file and reports the error on the resource.
 """
@@ -16,7 +17,7 @@ import jinja2
 
 from ingressctl.configs.renderers import RenderContext, Rendered
 from ingressctl.configs.templates import TemplateError, new_environment, render_model
-from ingressctl.configs.virtualserver import VS_KIND, VirtualServerEx, generate_vs_config
+from ingressctl.configs.virtualserver import VS_KIND, VSR_KIND, VirtualServerEx, generate_vs_config
 from ingressctl.keys import ResourceKey
 
 VS_TEMPLATE = "virtualserver.conf.j2"
@@ -55,3 +56,8 @@ class VirtualServerRenderer:
 
     def counts(self, resources: Iterable[object]) -> dict[str, int]:
         return {"total": sum(1 for _ in resources)}
+
+    def child_counts(self, resources: Iterable[object]) -> dict[str, dict[str, int]]:
+        """The VirtualServerRoutes configured inside the VirtualServers (NIC's
+        `virtualserverroute_resources_total`)."""
+        return {VSR_KIND: {"total": sum(len(r.vsrs) for r in resources if isinstance(r, VirtualServerEx))}}

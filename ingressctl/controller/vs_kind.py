@@ -314,6 +314,6 @@ def virtualserverroute_kind_factory(client: StatusClient) -> Callable[[Controlle
         return ResourceKind(name=VSR_KIND, rt=VIRTUALSERVERROUTES, handler=handler,
                             builder=VirtualServerRouteBuilder(),
                             status=_status_writer(client, lbc, VSR_KIND, VIRTUALSERVERROUTES),
-                            model=VirtualServerRouteModel(ingress_class))
+                            model=VirtualServerRouteModel(ingress_class), metric_types=VS_TYPES)
 
     return factory

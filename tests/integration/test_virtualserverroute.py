@@ -93,3 +93,30 @@ def test_delegation_across_namespaces_path_rules_and_orphans(env: Env) -> None:
     env.kube.delete(VIRTUALSERVERS, NS, "cafe")
     env.wait_event("coffee", "NoVirtualServerFound", namespace=COFFEE, kind="VirtualServerRoute")
     wait_until(lambda: c.get(HOST, "/coffee").status == 404, "nothing served for the host")
+
+
+def test_virtualserverroute_resources_total_counts_the_configured_ones(env: Env) -> None:
+    from tests.integration.test_metrics_controller import C, metrics_port, scrape, value
+
+    _setup(env)
+    metric = C + "virtualserverroute_resources_total"
+    c = env.controller(enable_prometheus_metrics=True, prometheus_metrics_listen_port=0)
+    port = metrics_port(c)
+    assert value(scrape(port), metric) == 0
+    # An orphan is not configured: not counted.
+    apply_vsr(env, virtual_server_route("tea", HOST, TEA, upstreams=TEA_UPS,
+                                        subroutes=[{"path": "/tea", "action": {"pass": "tea"}}]))
+    env.wait_event("tea", "NoVirtualServerFound", namespace=TEA, kind="VirtualServerRoute")
+    assert value(scrape(port), metric) == 0
+    apply_vs(env, _cafe())
+    c.wait_backend(HOST, "/tea", "tea")
+    wait_until(lambda: value(scrape(port), metric) == 1, "one VirtualServerRoute counted")
+    apply_vsr(env, virtual_server_route("coffee", HOST, COFFEE,
+                                        upstreams=[{"name": "coffee", "service": "coffee", "port": 80}],
+                                        subroutes=[{"path": "=/coffee", "action": {"pass": "coffee"}}]))
+    c.wait_backend(HOST, "/coffee", "coffee")
+    wait_until(lambda: value(scrape(port), metric) == 2, "two VirtualServerRoutes counted")
+    from ingressctl.controller.vs_kind import VIRTUALSERVERS
+
+    env.kube.delete(VIRTUALSERVERS, NS, "cafe")
+    wait_until(lambda: value(scrape(port), metric) == 0, "none configured without their VirtualServer")
