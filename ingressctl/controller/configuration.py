@@ -18,7 +18,9 @@ Guarantees:
   serves what no rule matches.)
 - Children (Ingress minions): a child attaches to the owner of its host, if that owner is a parent (a master);
   the parent's kind decides what the child gets (for minions, the paths it wins). A child whose host is not
-  owned by a parent is a problem of its kind (`NoIngressMasterFound` for minions).
+  owned by a parent is a problem of its kind (`NoIngressMasterFound` for minions); one the configured parent
+  does not take (a VirtualServerRoute no route of its VirtualServer validly delegates to) is an `Ignored`
+  problem ("VirtualServer ns/name ignores VirtualServerRoute").
 - `add_or_update` / `delete` (and the Ingress shorthands) return ResourceChanges (all Deletes first, each
   resource at most once, sorted by key within each group) and ConfigurationProblems (only new or changed
   ones, each carrying its resource key), computed by re-resolving just the hosts the changed resource touches:
@@ -42,6 +44,7 @@ from typing import Any, Literal, Protocol
 from ingressctl.configs.ingress_ex import INGRESS_KIND
 from ingressctl.controller.ingress_model import IngressConfiguration, IngressModel, MinionConfiguration
 from ingressctl.controller.model import (
+    REASON_IGNORED,
     REASON_REJECTED,
     Claims,
     ConfigurationProblem,
@@ -411,8 +414,13 @@ class Configuration:
         if e is None:
             return None
         if e.role == "child":
-            if self._parent_of(e) is None:
+            parent = self._parent_of(e)
+            if parent is None:
                 return self._kinds[key.kind].child_problem(e)
+            configured = self._resources.get(parent)
+            if configured is not None and all(k != key for k, _ in configured.children()):
+                return ConfigurationProblem(e.obj, False, REASON_IGNORED, f"{self.api_kind(parent)} "
+                                            f"{parent.ns_name} ignores {self.api_kind(key)}", key=key)
             return None
         if not any(self._hosts.get(c) == key for c in e.claims):
             taken = {h: (o.ns_name, self.api_kind(o)) if (o := self._hosts.get(h)) else None

@@ -23,6 +23,7 @@ from ingressctl.configs.ingress_ex import CATCH_ALL_HOST
 from ingressctl.keys import ResourceKey
 
 REASON_REJECTED = "Rejected"
+REASON_IGNORED = "Ignored"    # a child its host's configured parent does not take
 MESSAGE_ALL_HOSTS_TAKEN = "All hosts are taken by other resources"
 
 _NO_TIMESTAMP = 2**62

@@ -120,3 +120,39 @@ def test_virtualserverroute_resources_total_counts_the_configured_ones(env: Env)
 
     env.kube.delete(VIRTUALSERVERS, NS, "cafe")
     wait_until(lambda: value(scrape(port), metric) == 0, "none configured without their VirtualServer")
+
+
+def test_a_virtualserverroute_no_route_delegates_to_is_ignored(env: Env) -> None:
+    _setup(env)
+    c = env.controller()
+    apply_vs(env, virtual_server("cafe", HOST, upstreams=[{"name": "web", "service": "web", "port": 80}],
+                                 routes=[{"path": "/", "action": {"pass": "web"}}]))
+    c.wait_backend(HOST, "/", "web")
+    # The VirtualServer owns the host but no route delegates to this VSR: Ignored, Warning, not served.
+    apply_vsr(env, virtual_server_route("tea", HOST, TEA, upstreams=TEA_UPS,
+                                        subroutes=[{"path": "/tea", "action": {"pass": "tea"}}]))
+    event = env.wait_event("tea", "Ignored", f"VirtualServer {NS}/cafe ignores VirtualServerRoute",
+                           namespace=TEA, kind="VirtualServerRoute")
+    assert event["type"] == "Warning"
+    wait_until(lambda: vsr_status(env, "tea", TEA).get("reason") == "Ignored", "the ignored VSR's status")
+    assert vsr_status(env, "tea", TEA)["state"] == "Warning"
+    assert c.get(HOST, "/tea").backend == "web"
+
+    # A route delegating to it, but under a prefix its subroutes do not fit: still ignored.
+    apply_vs(env, virtual_server("cafe", HOST, upstreams=[{"name": "web", "service": "web", "port": 80}],
+                                 routes=[{"path": "/", "action": {"pass": "web"}},
+                                         {"path": "/coffee", "route": f"{TEA}/tea"}]))
+    wait_vs_state(env, "cafe", "Warning", "AddedOrUpdatedWithWarning",
+                  f"VirtualServerRoute {TEA}/tea is invalid")
+    assert vsr_status(env, "tea", TEA)["reason"] == "Ignored"
+
+    # Delegated properly: configured, Valid.
+    apply_vs(env, _cafe())
+    c.wait_backend(HOST, "/tea", "tea")
+    wait_until(lambda: vsr_status(env, "tea", TEA).get("state") == "Valid", "the VSR's status")
+
+    # The route goes again: Ignored again.
+    apply_vs(env, virtual_server("cafe", HOST, upstreams=[{"name": "web", "service": "web", "port": 80}],
+                                 routes=[{"path": "/", "action": {"pass": "web"}}]))
+    wait_until(lambda: vsr_status(env, "tea", TEA).get("reason") == "Ignored", "ignored again")
+    wait_until(lambda: c.get(HOST, "/tea").backend == "web", "/tea no longer delegated")
