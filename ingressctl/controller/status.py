@@ -6,6 +6,8 @@ Guarantees:
   `--external-service` (ExternalName -> spec.externalName; otherwise each status.loadBalancer.ingress ip or
   hostname, then spec.externalIPs). Each address becomes `{"ip": ...}` if it parses as an IP, else
   `{"hostname": ...}`. With no source configured nothing is ever written (NIC's statusInitialized).
+  Custom resources get the same addresses as `externalEndpoints`, each with `ports` ("[80,443]": the
+  `--external-service` ports whose targetPort is 80/443 or http/https) when that Service exists.
 - A write reads the Ingress from the informer cache first and is skipped when the status already holds the
   desired list (absent and empty are the same): unchanged status is never rewritten. A failed write (e.g. 409
   Conflict on a stale cache) is retried exactly once after a fresh GET; a deleted Ingress is not an error.
@@ -34,7 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from ingressctl.keys import ResourceKey, object_key, split_key
 from ingressctl.logging import get_logger
@@ -156,6 +158,24 @@ def external_service_addresses(svc: dict[str, Any]) -> list[str]:
     return out
 
 
+REQUIRED_PORTS: Final = (80, 443)
+REQUIRED_PORT_NAMES: Final = ("http", "https")
+
+
+def external_service_ports(svc: dict[str, Any]) -> str:
+    """NIC's ports of the external endpoints: the Service ports whose targetPort is 80 or 443 (or named http
+    or https), as "[80,443]"; an unset targetPort is the port itself, as the API server defaults it."""
+    ports: list[str] = []
+    for p in (svc.get("spec") or {}).get("ports") or []:
+        if not isinstance(p, dict):
+            continue
+        target = p.get("targetPort", p.get("port"))
+        if (isinstance(target, int) and target in REQUIRED_PORTS) or (
+                isinstance(target, str) and target in REQUIRED_PORT_NAMES):
+            ports.append(str(p.get("port")))
+    return f"[{','.join(ports)}]"
+
+
 def current_addresses(ing: dict[str, Any]) -> list[Address]:
     """The Ingress's status.loadBalancer.ingress entries, reduced to ip/hostname (ports are not ours)."""
     entries = ((ing.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
@@ -200,6 +220,7 @@ class StatusUpdater:
         self._initialized = False
         self._external_status: str | None = None   # last value of the ConfigMap key, if ever present
         self._service_addresses: list[str] = []
+        self._service_ports = ""                   # external_service_ports of the --external-service Service
         self._status: list[Address] = []
         self.writes = 0          # successful API writes (for tests and metrics)
         self.failures = 0
@@ -216,6 +237,7 @@ class StatusUpdater:
         """The `--external-service` Service changed (None: it was deleted)."""
         with self._lock:
             self._service_addresses = external_service_addresses(svc) if svc is not None else []
+            self._service_ports = external_service_ports(svc) if svc is not None else ""
             self._recompute()
 
     def _recompute(self) -> None:
@@ -233,6 +255,13 @@ class StatusUpdater:
     def addresses(self) -> list[Address]:
         with self._lock:
             return [dict(a) for a in self._status]
+
+    def external_endpoints(self) -> list[Address]:
+        """The addresses as custom resources report them (`status.externalEndpoints`): each with the
+        `--external-service` Service's ports ("[80,443]") when that Service exists."""
+        with self._lock:
+            ports = self._service_ports
+            return [{**a, "ports": ports} if ports else dict(a) for a in self._status]
 
     # -- gating ----------------------------------------------------------------------------------------------
 

@@ -277,7 +277,8 @@ class ControllerLike(Protocol):
 def _status_writer(client: StatusClient, lbc: ControllerLike, kind: str,
                    rt: ResourceType) -> VirtualServerStatusWriter:
     return VirtualServerStatusWriter(client, get_cached=lambda key: lbc.get_object(kind, key),
-                                     is_leader=lbc.status.is_leader, addresses=lbc.status.addresses, rt=rt)
+                                     is_leader=lbc.status.is_leader, addresses=lbc.status.external_endpoints,
+                                     rt=rt)
 
 
 def virtualserver_kind_factory(client: StatusClient, *, template_path: str | None = None

@@ -230,3 +230,27 @@ def test_splits_and_matches(env: Env) -> None:
     assert deep.body == "v1 GET app.example.com/match/deep?q=1\n"
     wait_vs_state(env, "app", "Valid", "AddedOrUpdated")
     assert vs_status(env, "app")["externalEndpoints"] == []
+
+
+def test_external_endpoints_carry_the_external_service_ports(env: Env) -> None:
+    from tests.webhooks import Kubectl
+
+    install_crds(env)
+    _backends(env, "tea")
+    env.apply({"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": "nginx-ingress", "namespace": "default"},
+               "spec": {"type": "LoadBalancer", "externalIPs": ["5.6.7.8"], "ports": [
+                   {"name": "http", "port": 80, "targetPort": 80},
+                   {"name": "https", "port": 443, "targetPort": "https"},
+                   {"name": "metrics", "port": 9113, "targetPort": 9113}]}})
+    apply_vs(env, virtual_server("shop", "shop.example.com", upstreams=[{"name": "tea", "service": "tea",
+                                                                         "port": 80}],
+                                 routes=[{"path": "/", "action": {"pass": "tea"}}]))
+    env.controller(external_service="nginx-ingress")
+    expected = [{"ip": "5.6.7.8", "ports": "[80,443]"}]
+    wait_until(lambda: vs_status(env, "shop").get("externalEndpoints") == expected, "the ports")
+    table = Kubectl(env.kubeconfig, env.tmp).run("get", "vs", "-n", NS, "shop")
+    assert table.returncode == 0, table.stderr
+    header, row = table.stdout.splitlines()
+    assert header.split() == ["NAME", "STATE", "HOST", "IP", "PORTS", "AGE"]
+    assert row.split()[:5] == ["shop", "Valid", "shop.example.com", "5.6.7.8", "[80,443]"]
