@@ -1,5 +1,6 @@
 """Integration fixtures: `env` (a fresh devcluster, backends and controllers, cleaned up at teardown) and
-`running` (a controller serving one good Ingress). The harness they build is tests/integration/harness.py."""
+`running` (a controller serving one good Ingress); for the admission webhook tests, `cert` (a serving
+certificate) and `kubectl`. The harness they build is tests/integration/harness.py."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.integration.harness import GOOD, Controller, Env, rule
+from tests.webhooks import Kubectl, WebhookCert, webhook_cert
 
 
 @pytest.fixture
@@ -34,3 +36,15 @@ def running(env: Env) -> Controller:
     c = env.controller()
     c.wait_backend(GOOD, "/", "good")
     return c
+
+
+@pytest.fixture
+def cert(tmp_path_factory: pytest.TempPathFactory) -> WebhookCert:
+    """A serving certificate for the admission webhook Service."""
+    return webhook_cert(str(tmp_path_factory.mktemp("webhook-cert")))
+
+
+@pytest.fixture
+def kubectl(env: Env) -> Kubectl:
+    """The kubectl on PATH against the devcluster."""
+    return Kubectl(env.kubeconfig, env.tmp)

@@ -23,16 +23,6 @@ SNIPPET = {"nginx.org/server-snippets": "location /x { return 200; }"}
 
 
 @pytest.fixture
-def cert(tmp_path_factory: pytest.TempPathFactory) -> WebhookCert:
-    return webhook_cert(str(tmp_path_factory.mktemp("webhook-cert")))
-
-
-@pytest.fixture
-def kubectl(env: Env) -> Kubectl:
-    return Kubectl(env.kubeconfig, env.tmp)
-
-
-@pytest.fixture
 def webhooked(env: Env, cert: WebhookCert) -> Iterator[Controller]:
     """The controller with its webhook on an ephemeral port, routed from the webhook Service."""
     s = env.settings()

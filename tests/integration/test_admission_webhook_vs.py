@@ -20,23 +20,13 @@ from ingressctl.settings import AdmissionWebhookSettings
 from tests.helpers import wait_until
 from tests.integration.harness import NS, Controller, Env
 from tests.integration.vs_helpers import install_crds, virtual_server, virtual_server_route
-from tests.webhooks import INGRESS_RULE, SERVICE, SERVICE_NS, Kubectl, WebhookCert, vwc, webhook_cert
+from tests.webhooks import INGRESS_RULE, SERVICE, SERVICE_NS, Kubectl, WebhookCert, vwc
 
 VS_RULE = {"apiGroups": ["k8s.nginx.org"], "apiVersions": ["v1"],
            "resources": ["virtualservers", "virtualserverroutes"], "operations": ["CREATE", "UPDATE"],
            "scope": "Namespaced"}
 DENIED = 'admission webhook "ingresses.validate.ingressctl" denied the request: '
 UPSTREAM = {"name": "web", "service": "web", "port": 80}
-
-
-@pytest.fixture
-def cert(tmp_path_factory: pytest.TempPathFactory) -> WebhookCert:
-    return webhook_cert(str(tmp_path_factory.mktemp("webhook-cert")))
-
-
-@pytest.fixture
-def kubectl(env: Env) -> Kubectl:
-    return Kubectl(env.kubeconfig, env.tmp)
 
 
 def _start(env: Env, cert: WebhookCert, **kw: Any) -> Controller:
