@@ -355,9 +355,6 @@ class LoadBalancerController:
         self._process_changes(changes)
         self._process_problems(problems)
 
-    def sync_ingress(self, key: str) -> None:
-        self.sync_resource(ResourceKey(Kind.INGRESS, key))
-
     def sync_endpoint_slice(self, service_key: str) -> None:
         """Re-render the resources using the Service; reload only if the rendered bytes changed."""
         if not self._rendering():
