@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from ingressctl.configs.ingress_ex import INGRESS_KIND
-from ingressctl.controller.model import creation_seconds, host_taken_warning
+from ingressctl.controller.model import Claims, best, host_taken_warning, make_entry
 from ingressctl.controller.validation import aggregate_message, is_master, mergeable_type, validate_ingress
 from ingressctl.keys import ResourceKey, object_key
 
@@ -82,12 +82,12 @@ def validate_ingress_admission(obj: Mapping[str, Any], old: Mapping[str, Any] | 
     return Verdict(warnings=ingress_host_warnings(obj, config))
 
 
-def _wins(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """The Configuration's ownership rule: older creationTimestamp wins, then the greater UID."""
-    sa, sb = creation_seconds(a), creation_seconds(b)
-    if sa != sb:
-        return sa < sb
-    return str((a.get("metadata") or {}).get("uid", "")) > str((b.get("metadata") or {}).get("uid", ""))
+def _keeps(host: str, owner_key: ResourceKey, owner: Mapping[str, Any], key: ResourceKey,
+           obj: Mapping[str, Any]) -> bool:
+    """Whether `owner` keeps `host` against `obj`: the Configuration's own ownership rule (`best`)."""
+    claims = Claims("regular", (host,))
+    kept = make_entry(owner_key, dict(owner), claims)
+    return best((kept, make_entry(key, dict(obj), claims)), host) is kept
 
 
 def ingress_host_warnings(obj: Mapping[str, Any], config: ConfigurationView) -> list[str]:
@@ -108,8 +108,7 @@ def ingress_host_warnings(obj: Mapping[str, Any], config: ConfigurationView) -> 
                                                             or not is_master(owner))):
                 warnings.append(f"host {host} has no Ingress master: the minion is not configured until "
                                 "a master for the host exists")
-        elif owner is not None and _wins(owner, obj):
-            assert owner_key is not None
+        elif owner is not None and owner_key is not None and _keeps(host, owner_key, owner, key, obj):
             warnings.append(host_taken_warning(host, owner_key.ns_name, config.api_kind(owner_key)))
     return warnings
 
