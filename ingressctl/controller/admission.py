@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from ingressctl.configs.ingress_ex import INGRESS_KIND
+from ingressctl.controller.ingress_model import claimed_hosts
 from ingressctl.controller.model import Claims, best, host_taken_warning, make_entry
 from ingressctl.controller.validation import aggregate_message, is_master, mergeable_type, validate_ingress
 from ingressctl.keys import ResourceKey, object_key
@@ -95,12 +96,7 @@ def ingress_host_warnings(obj: Mapping[str, Any], config: ConfigurationView) -> 
     key = ResourceKey(INGRESS_KIND, object_key(obj))
     minion = mergeable_type(obj) == "minion"
     warnings: list[str] = []
-    seen: set[str] = set()
-    for rule in (obj.get("spec") or {}).get("rules") or []:
-        host = str(rule.get("host") or "") if isinstance(rule, dict) else ""
-        if host in seen:
-            continue
-        seen.add(host)
+    for host in dict.fromkeys(claimed_hosts(obj.get("spec") or {})):
         owner_key = config.host_owner(host)
         owner = config.get_object(owner_key) if owner_key and owner_key != key else None
         if minion:
