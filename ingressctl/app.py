@@ -47,6 +47,7 @@ import ipaddress
 import os
 import signal
 import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -164,7 +165,8 @@ class App:
             raise StartupError(f"invalid NGINX paths: {e}") from e
         if s.serving.enable_prometheus_metrics:
             self._create_metrics()
-        static = StaticConfigParams.from_settings(s)
+        static = dataclasses.replace(StaticConfigParams.from_settings(s), nginx_version=self._nginx_version(),
+                                     stub_status_module=self._has_stub_status())
         # The special TLS Secrets: validated now, written by the Configurator before it renders nginx.conf.
         refs = (("default", s.controller.default_server_tls_secret),
                 ("wildcard", s.controller.wildcard_tls_secret))
@@ -234,7 +236,8 @@ class App:
             self.status.save_status_from_external_status(str(config_data["external-status-address"] or ""))
         configuration = Configuration(ingress_class=s.controller.ingress_class,
                                       legacy_startup=s.controller.legacy_startup,
-                                      snippets_enabled=s.controller.enable_snippets)
+                                      snippets_enabled=s.controller.enable_snippets,
+                                      allow_empty_host=s.controller.allow_empty_ingress_host)
         options = ControllerOptions(
             ingress_class=s.controller.ingress_class, watch_namespaces=s.kube.watch_namespaces,
             watch_secret_namespaces=s.kube.watch_secret_namespaces,
@@ -391,6 +394,33 @@ class App:
             raise StartupError(f"cannot read the NGINX ConfigMap {ref} (--nginx-configmaps): {e}") from e
         data = cm.get("data") or {}
         return {str(k): str(v) for k, v in data.items()}
+
+    def _has_stub_status(self) -> bool:
+        """Whether this NGINX has the stub_status module; without it the stub_status metrics and
+        --nginx-status are unavailable (said in the log) and the main config leaves them out."""
+        try:
+            found = "--with-http_stub_status_module" in self.manager.configure_arguments()
+        except (OSError, subprocess.TimeoutExpired) as e:
+            log.warning("cannot read the NGINX build options (nginx -V); assuming stub_status", error=str(e))
+            return True
+        if not found:
+            log.warning("this NGINX has no stub_status module: the stub_status metrics and --nginx-status "
+                        "are unavailable", binary=self.settings.nginx.binary)
+        return found
+
+    def _nginx_version(self) -> tuple[int, ...]:
+        """The running NGINX's version, which decides the directives newer than 1.22 (e.g. `sticky cookie`);
+        () when `nginx -v` fails (such directives are then left out, with a warning on the resource)."""
+        from ingressctl.configs.directive_values import parse_nginx_version
+
+        try:
+            text = self.manager.version()
+        except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
+            log.warning("cannot read the NGINX version; directives newer than NGINX 1.22 are left out",
+                        error=str(e))
+            return ()
+        log.info("nginx version", version=text)
+        return parse_nginx_version(text)
 
     def _special_secret(self, ref: str | None) -> bytes | None:
         """Fetch and validate a special TLS Secret (default server, wildcard); returns its PEM content."""

@@ -79,12 +79,6 @@ UNSUPPORTED_FLAGS: dict[str, UnsupportedFlag] = {f.name: f for f in (
     _unset("proxy", "the kubectl-proxy test mode (no NGINX) is not supported; use -kubeconfig"),
     _unset("spire-agent-address", "NGINX Service Mesh is not supported"),
     _off("enable-internal-routes", "NGINX Service Mesh is not supported"),
-    _off("enable-config-safety", "configuration rollback is built in: a failed reload rejects only the "
-                                 "offending Ingresses"),
-    _off("enable-directive-autoadjust", "proxy buffer directives are not adjusted; invalid values are "
-                                        "reported instead"),
-    _off("allow-empty-ingress-host", "Ingress rules without a host are handled as NIC does without this "
-                                     "flag"),
     UnsupportedFlag("ssl-dynamic-reload", "certificates are loaded by an NGINX reload (the behaviour of "
                     "-ssl-dynamic-reload=false)", warns=("true",)),
     UnsupportedFlag("enable-telemetry-reporting", "ingressctl never sends telemetry", warns=("true",)),

@@ -48,6 +48,8 @@ class ControllerSettings:
     report_ingress_status: bool = False
     external_service: str | None = None
     enable_snippets: bool = False
+    enable_directive_autoadjust: bool = False  # NIC's -enable-directive-autoadjust (proxy buffer settings)
+    allow_empty_ingress_host: bool = False  # a rule without a host claims the class-wide catch-all
     # Developer setting: the pre-5.5 start-up (per-item host rebuild, serial status before readiness).
     legacy_startup: bool = False
 
