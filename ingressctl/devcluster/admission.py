@@ -271,11 +271,11 @@ class WebhookAdmission:
         if "v1" not in (hook.get("admissionReviewVersions") or []):
             raise WebhookCallError("admissionReviewVersions does not include v1")
         timeout = hook.get("timeoutSeconds") or DEFAULT_TIMEOUT_SECONDS
-        ctx = ssl.create_default_context()
         ca = (hook.get("clientConfig") or {}).get("caBundle")
         try:
-            if ca:
-                ctx = ssl.create_default_context(cadata=base64.b64decode(ca, validate=True).decode("ascii"))
+            # The caBundle, or the system's CAs when there is none (loaded only then: it reads many files).
+            ctx = (ssl.create_default_context(cadata=base64.b64decode(ca, validate=True).decode("ascii"))
+                   if ca else ssl.create_default_context())
             body = json.dumps(review).encode()
             sock = socket.create_connection((host, port), timeout=float(timeout))
             conn = http.client.HTTPConnection(host, port, timeout=float(timeout))
