@@ -103,6 +103,17 @@ _OUTPUT_TAIL = 400
 _SEARCH_DIRS = ("/usr/sbin", "/usr/local/sbin", "/usr/local/nginx/sbin")
 
 
+def find_binary(name: str) -> str | None:
+    """The executable `name` names: a path as given, else found on PATH or in the usual sbin directories."""
+    found = shutil.which(name)
+    if found is None and os.sep not in name:
+        for d in _SEARCH_DIRS:
+            candidate = os.path.join(d, name)
+            if os.access(candidate, os.X_OK):
+                return candidate
+    return found
+
+
 def config_version_include_path() -> str:
     """The path to `include` inside http {} of the main config (relative to conf_dir)."""
     return CONFIG_VERSION_INCLUDE
@@ -503,13 +514,7 @@ class Manager:
 
     def _binary(self) -> str:
         if self._resolved_binary is None:
-            found = shutil.which(self.binary)
-            if found is None and os.sep not in self.binary:
-                for d in _SEARCH_DIRS:
-                    candidate = os.path.join(d, self.binary)
-                    if os.access(candidate, os.X_OK):
-                        found = candidate
-                        break
+            found = find_binary(self.binary)
             if found is None:
                 raise FileNotFoundError(f"nginx binary {self.binary!r} not found (on PATH or in "
                                         f"{', '.join(_SEARCH_DIRS)})")
