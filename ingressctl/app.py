@@ -410,7 +410,7 @@ class App:
 
     def _nginx_version(self) -> tuple[int, ...]:
         """The running NGINX's version, which decides the directives newer than 1.22 (e.g. `sticky cookie`);
-        () when `nginx -v` fails (such directives are then left out, with a warning on the resource)."""
+        () when `nginx -V` fails (such directives are then left out, with a warning on the resource)."""
         from ingressctl.configs.directive_values import parse_nginx_version
 
         try:

@@ -382,6 +382,7 @@ class Manager:
         self._output = _Output()
         self._session: requests.Session | None = None
         self._resolved_binary: str | None = None
+        self._build_text: str | None = None
 
         os.makedirs(self.paths.conf_d, exist_ok=True)
         if not os.path.isdir(self.run_dir):
@@ -525,21 +526,25 @@ class Manager:
         return [self._binary(), *args, "-e", "stderr", "-c", conf or self.paths.main_config,
                 "-p", self.run_dir + os.sep]
 
+    def _build_info(self) -> str:
+        """`nginx -V`'s output (version and configure arguments), read once: the binary does not change."""
+        if self._build_text is None:
+            res = subprocess.run([self._binary(), "-V"], capture_output=True, stdin=subprocess.DEVNULL,
+                                 timeout=self.reload_timeout_ms / 1000, check=False)
+            self._build_text = (res.stderr + res.stdout).decode(errors="replace")
+        return self._build_text
+
     def version(self) -> str:
-        """NGINX's version, from `nginx -v` (e.g. "1.22.1")."""
-        res = subprocess.run([self._binary(), "-v"], capture_output=True, stdin=subprocess.DEVNULL,
-                             timeout=self.reload_timeout_ms / 1000, check=False)
-        text = (res.stderr + res.stdout).decode(errors="replace")
+        """NGINX's version, from `nginx -V` (e.g. "1.22.1")."""
+        text = self._build_info()
         m = re.search(r"nginx/(\S+)", text)
         if m is None:
-            raise RuntimeError(f"unexpected `nginx -v` output: {text.strip()!r}")
+            raise RuntimeError(f"unexpected `nginx -V` output: {text.strip()[:500]!r}")
         return m.group(1)
 
     def configure_arguments(self) -> list[str]:
         """The configure arguments of this NGINX, from `nginx -V` (e.g. `--with-http_stub_status_module`)."""
-        res = subprocess.run([self._binary(), "-V"], capture_output=True, stdin=subprocess.DEVNULL,
-                             timeout=self.reload_timeout_ms / 1000, check=False)
-        text = (res.stderr + res.stdout).decode(errors="replace")
+        text = self._build_info()
         line = next((ln for ln in text.splitlines() if ln.startswith("configure arguments:")), "")
         return line.removeprefix("configure arguments:").split()
 
