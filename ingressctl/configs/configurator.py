@@ -20,7 +20,7 @@ Guarantees:
   paths and hosts there; when one appears or goes, every resource is rendered again (written only where
   bytes change).
 - Mergeable Ingresses: a master and its minions are one resource, keyed and named by the master; minions have
-  no file. `get_ingress_counts()` counts regular Ingresses, masters and their minions.
+  no file. `resource_counts()` counts them (for Ingresses: regular ones, masters and their minions).
 - Not thread-safe: one sync thread owns the Configurator, as it owns NGINX.
 """
 
@@ -131,10 +131,6 @@ class Configurator:
             if r is not None:
                 for t, n in renderer.counts((r,)).items():
                     counts[t] = counts.get(t, 0) + sign * n
-
-    def get_ingress_counts(self) -> dict[str, int]:
-        """For `ingress_resources_total{type}`: regular, master and minion Ingresses."""
-        return self.resource_counts()[INGRESS_KIND]
 
     def minion_warnings(self, master_key: str) -> dict[str, list[str]]:
         """Per-minion warnings of the last render of a master (minion key -> warnings)."""
