@@ -1,8 +1,10 @@
 """ingressctl.devcluster: an in-memory Kubernetes API server speaking the real wire protocol.
 
 It serves discovery, CRUD, the status subresource, merge/strategic-merge/JSON patches, paginated lists with
-selectors and watches (bookmarks, timeouts, 410 after a bounded history) for the kinds in `resources.py`, with
-fault injection and request statistics for tests. It is a product feature for demos, development and
+selectors and watches (bookmarks, timeouts, 410 after a bounded history) for the kinds in `resources.py` and
+for the kinds of the `apiextensions.k8s.io/v1` CustomResourceDefinitions created in it (`crd.py`: discovery
+at once, structural schemas enforced, pruning, defaults, printer columns), with fault injection and request
+statistics for tests. It is a product feature for demos, development and
 benchmarks, not a test double: it behaves like a real API server wherever a controller could tell the
 difference.
 
@@ -20,11 +22,16 @@ Python:
         dc.faults.drop_watches(); dc.faults.compact()
         dc.stats.count("watch", "ingresses"); dc.stats.max_in_flight("list", "ingresses"); dc.stats.calls()
 
+Built-in kinds are validated where the controller's users could tell (`validation.py`: Ingress, Secret);
+`load` skips validation, like a restore of the API server's storage.
+
 Known differences from a real API server: no authorization (TLS mode checks one bearer token), no admission
-or schema validation beyond metadata, no server-side apply (415), no OpenAPI schemas (kubectl then validates
-nothing client-side and computes strategic merge patches from its compiled-in types), protobuf accepted only
-for the bodies kubectl's create generators send, and bookmarks every `bookmark_interval` seconds (default 2)
-rather than every minute.
+webhooks, no CEL rules (`x-kubernetes-validations`) or conversion webhooks for CRDs, most built-in kinds
+unvalidated and, having no schemas for them, `fieldValidation=Strict` applied to custom resources only, no
+server-side apply (415), OpenAPI documents for custom resources only (`openapi.py`; for built-in kinds
+kubectl then validates nothing client-side and computes strategic merge patches from its compiled-in
+types), protobuf accepted only for the bodies kubectl's create generators send, and bookmarks every
+`bookmark_interval` seconds (default 2) rather than every minute.
 """
 
 from ingressctl.devcluster.cluster import INITIAL_NAMESPACES, DevCluster

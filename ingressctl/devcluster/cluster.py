@@ -3,10 +3,11 @@ benchmarks and the demo.
 
 Guarantees: after `start()` (or entering the context) the server answers on `url`; the namespaces `default`,
 `kube-system`, `kube-public` and `kube-node-lease` exist from the start; manifests given to the constructor
-are loaded before the first request is served; `stop()` drops every watch and connection and joins the
-serving thread. A later `start()` serves the same URL, certificate and token, with objects, resourceVersions
-and history intact (as when a real API server restarts). `faults` and `stats` may be used from any thread
-while the server runs.
+are loaded before the first request is served; `apiextensions.k8s.io/v1` CustomResourceDefinitions are served
+whatever the kinds table holds, and the kinds they define join the table as they are established; `stop()`
+drops every watch and connection and joins the serving thread. A later `start()` serves the same URL,
+certificate and token, with objects, resourceVersions and history intact (as when a real API server
+restarts). `faults` and `stats` may be used from any thread while the server runs.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from ingressctl.devcluster.crd import CustomResourceDefinitions
 from ingressctl.devcluster.faults import FaultInjector, RequestStats
 from ingressctl.devcluster.manifests import read_manifests
 from ingressctl.devcluster.resources import DEFAULT_KINDS, Registry, ResourceKind
@@ -47,6 +49,7 @@ class DevCluster:
         self.tls = tls
         self.registry = Registry(kinds)
         self.store = Store(self.registry, history=history)
+        CustomResourceDefinitions(self.store).install()
         self.faults = FaultInjector(self.store, seed=seed)
         self.stats = RequestStats()
         self.token = (token or secrets.token_hex(24)) if tls else (token or "")
