@@ -160,6 +160,13 @@ class App:
         if s.serving.enable_prometheus_metrics:
             self._create_metrics()
         static = StaticConfigParams.from_settings(s)
+        if s.controller.enable_custom_resources:
+            from ingressctl.app_stream import StreamSetupError, with_stream
+
+            try:
+                static = with_stream(static, binary)
+            except StreamSetupError as e:
+                raise StartupError(str(e)) from e
         # The special TLS Secrets: validated now, written by the Configurator before it renders nginx.conf.
         refs = (("default", s.controller.default_server_tls_secret),
                 ("wildcard", s.controller.wildcard_tls_secret))
@@ -243,10 +250,15 @@ class App:
         queue: RateLimitingQueue[Task] | None = None
         if self.metrics is not None:
             queue = RateLimitingQueue(name="taskQueue", metrics_provider=self.metrics.workqueue)
+        # Only kinds beyond Ingress are passed (tests add their own stub kinds to the constructor).
+        extra_kinds: dict[str, Any] = {}
+        if kinds := self._custom_resource_kinds(is_leader):
+            extra_kinds["kinds"] = kinds
         self.controller = LoadBalancerController(
             self.client, configuration=configuration, configurator=self.configurator,
             secret_store=LocalSecretStore(self.configurator), status_updater=self.status,
             recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
+            **extra_kinds,
         )
         if self.metrics is not None:
             for kind in self.controller.kinds:
@@ -266,6 +278,17 @@ class App:
             if self._stopping.is_set():
                 return
             raise StartupError("the informer caches did not sync")
+
+    def _custom_resource_kinds(self, is_leader: Callable[[], bool] | None) -> list[Any]:
+        """The registry entries of the custom resources (`--enable-custom-resources`)."""
+        if not self.settings.controller.enable_custom_resources:
+            return []
+        from ingressctl.app_stream import StreamSetupError, stream_kinds
+
+        try:
+            return stream_kinds(self.settings, self.client, is_leader or (lambda: True))
+        except StreamSetupError as e:
+            raise StartupError(str(e)) from e
 
     # ------------------------------------------------------------------------------------------ metrics
 

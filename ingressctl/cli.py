@@ -185,6 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(k, "--report-ingress-status", False, "write the load balancer address to Ingress status")
     k.add_argument("--external-service", help="Service whose external address is reported in Ingress status")
     _flag(k, "--enable-snippets", False, "allow server-snippets and location-snippets annotations")
+    _flag(k, "--enable-custom-resources", False,
+          "serve TransportServers (the k8s.nginx.org CRDs must be installed)")
+    k.add_argument("--global-configuration", type=_namespaced_name,
+                   help="<namespace>/<name> of the GlobalConfiguration defining the TransportServer "
+                        "listeners (needs --enable-custom-resources)")
     _flag(k, "--enable-leader-election", True, "elect one replica to write status, using a Lease")
     k.add_argument("--leader-election-lock-name", default="nginx-ingress-leader-election",
                    help="name of the Lease in POD_NAMESPACE")
@@ -217,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
           "no access log for the default server; the ConfigMap key of the same name overrides it")
     n.add_argument("--main-template-path", help="a custom main template (Jinja2)")
     n.add_argument("--ingress-template-path", help="a custom Ingress template (Jinja2)")
+    n.add_argument("--transportserver-template-path", help="a custom TransportServer template (Jinja2)")
 
     s = p.add_argument_group("Serving")
     _flag(s, "--ready-status", True, "serve /nginx-ready on --ready-status-port")
@@ -285,6 +291,8 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
               file=sys.stderr)
         latency = False
 
+    if a.global_configuration and not a.enable_custom_resources:
+        parser.error("--global-configuration needs --enable-custom-resources")
     pod_ns, pod_name = pod_identity(environ)
     return Settings(
         kube=KubeSettings(kubeconfig=a.kubeconfig, watch_namespaces=namespaces,
@@ -295,7 +303,9 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
             https_port=a.default_https_listener_port, health_status=a.health_status,
             health_status_uri=uri, status=a.nginx_status, status_port=a.nginx_status_port,
             status_allow_cidrs=a.nginx_status_allow_cidrs, main_template_path=a.main_template_path,
-            ingress_template_path=a.ingress_template_path, debug=a.nginx_debug, disable_ipv6=a.disable_ipv6,
+            ingress_template_path=a.ingress_template_path,
+            transportserver_template_path=a.transportserver_template_path, debug=a.nginx_debug,
+            disable_ipv6=a.disable_ipv6,
             default_server_access_log_off=a.default_server_access_log_off,
         ),
         controller=ControllerSettings(
@@ -303,6 +313,7 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
             default_server_tls_secret=a.default_server_tls_secret, wildcard_tls_secret=a.wildcard_tls_secret,
             report_ingress_status=a.report_ingress_status, external_service=a.external_service,
             enable_snippets=a.enable_snippets, legacy_startup=a.legacy_startup,
+            enable_custom_resources=a.enable_custom_resources, global_configuration=a.global_configuration,
         ),
         leader_election=LeaderElectionSettings(enabled=a.enable_leader_election,
                                                lock_name=a.leader_election_lock_name,

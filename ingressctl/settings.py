@@ -34,6 +34,7 @@ class NginxSettings:
     status_allow_cidrs: tuple[str, ...] = ("127.0.0.1", "::1")
     main_template_path: str | None = None
     ingress_template_path: str | None = None
+    transportserver_template_path: str | None = None
     debug: bool = False  # run an NGINX built with debug logging (`nginx-debug`, NIC's -nginx-debug)
     disable_ipv6: bool = False  # no IPv6 listeners even where the host supports IPv6
     default_server_access_log_off: bool = False  # the ConfigMap key of the same name overrides it
@@ -48,6 +49,9 @@ class ControllerSettings:
     report_ingress_status: bool = False
     external_service: str | None = None
     enable_snippets: bool = False
+    # TransportServers (and the GlobalConfiguration named by global_configuration, "namespace/name").
+    enable_custom_resources: bool = False
+    global_configuration: str | None = None
     # Developer setting: the pre-5.5 start-up (per-item host rebuild, serial status before readiness).
     legacy_startup: bool = False
 

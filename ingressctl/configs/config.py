@@ -242,3 +242,5 @@ class MainConfig:
     proxy_protocol: bool = False  # the default server's listeners accept the PROXY protocol
     main_snippets: tuple[str, ...] = ()
     http_snippets: tuple[str, ...] = ()
+    stream: bool = False  # a stream {} block including stream-conf.d/*.conf (TransportServers)
+    stream_module_path: str = ""  # load_module of a dynamic stream module; "" when built in or unused

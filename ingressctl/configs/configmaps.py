@@ -132,6 +132,8 @@ class StaticConfigParams:
     default_server_access_log_off: bool = False  # the default; the ConfigMap key overrides it
     secrets_dir: str = ""  # "" -> <conf_dir>/secrets
     worker_user: str = ""  # `user` for worker processes; set it when NGINX's master runs as root
+    stream: bool = False  # render a stream {} block (TransportServers are served)
+    stream_module_path: str = ""  # the dynamic stream module to load_module ("" when built in)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> StaticConfigParams:
@@ -289,6 +291,8 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         server_tokens=config.server_tokens,
         http2=config.http2,
         ssl_protocols=config.ssl_protocols,
+        stream=static.stream,
+        stream_module_path=static.stream_module_path,
         default_http_listener_port=static.http_port,
         default_https_listener_port=static.https_port,
         default_server_tls_path=static.default_server_tls_path,
