@@ -163,6 +163,16 @@ class Configuration:
     def startup_complete(self) -> bool:
         return self._startup_complete
 
+    def has_correct_ingress_class(self, ing: Mapping[str, Any]) -> bool:
+        """The Ingress kind's class filter: the class annotation beats spec.ingressClassName; an Ingress
+        without a class is not ours."""
+        return self._kinds[INGRESS_KIND].is_ours(ing)
+
+    def api_kind(self, key: ResourceKey) -> str:
+        """The kind of `key` as users see it ("Ingress"), "" for a kind not registered."""
+        model = self._kinds.get(key.kind)
+        return model.api_kind if model is not None else ""
+
     def add_or_update(self, kind: str, obj: dict[str, Any]) -> Changes:
         """Validate and store (or remove) the resource, then resolve the hosts it touches."""
         model = self._kinds[kind]
@@ -252,10 +262,6 @@ class Configuration:
         return self._resolve_keys(self._default_tls)
 
     # ------------------------------------------------------------------------------------------ internals
-
-    def _api_kind(self, key: ResourceKey | None) -> str:
-        model = self._kinds.get(key.kind) if key is not None else None
-        return model.api_kind if model is not None else ""
 
     def _parent_of(self, e: Entry) -> ResourceKey | None:
         owner = self._hosts.get(e.claims[0]) if e.claims else None
@@ -368,7 +374,9 @@ class Configuration:
 
     def _taken_warning(self, host: str) -> str:
         owner = self._hosts.get(host)
-        return host_taken_warning(host, owner.ns_name if owner else None, self._api_kind(owner))
+        if owner is None:
+            return host_taken_warning(host)
+        return host_taken_warning(host, owner.ns_name, self.api_kind(owner))
 
     def _build(self, key: ResourceKey) -> Resource | None:
         """The resource for `key` under the current ownership, or None when it is not configured."""
@@ -402,11 +410,11 @@ class Configuration:
             return None
         if not any(self._hosts.get(c) == key for c in e.claims):
             if not e.hosts:  # a stream resource: only listener claims
-                message = "; ".join(listener_taken_message(c, (o.ns_name, self._api_kind(o))
+                message = "; ".join(listener_taken_message(c, (o.ns_name, self.api_kind(o))
                                                            if (o := self._hosts.get(c)) else None)
                                     for c in e.claims)
                 return ConfigurationProblem(e.obj, False, REASON_REJECTED, message, key=key)
-            taken = {h: (o.ns_name, self._api_kind(o)) if (o := self._hosts.get(h)) else None
+            taken = {h: (o.ns_name, self.api_kind(o)) if (o := self._hosts.get(h)) else None
                      for h in e.hosts}
             message = all_hosts_taken_message(taken)
             return ConfigurationProblem(e.obj, False, REASON_REJECTED, message, key=key)

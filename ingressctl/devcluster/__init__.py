@@ -25,13 +25,15 @@ Python:
 Built-in kinds are validated where the controller's users could tell (`validation.py`: Ingress, Secret);
 `load` skips validation, like a restore of the API server's storage.
 
-Known differences from a real API server: no authorization (TLS mode checks one bearer token), no admission
-webhooks, no CEL rules (`x-kubernetes-validations`) or conversion webhooks for CRDs, most built-in kinds
-unvalidated and, having no schemas for them, `fieldValidation=Strict` applied to custom resources only, no
-server-side apply (415), OpenAPI documents for custom resources only (`openapi.py`; for built-in kinds
-kubectl then validates nothing client-side and computes strategic merge patches from its compiled-in
-types), protobuf accepted only for the bodies kubectl's create generators send, and bookmarks every
-`bookmark_interval` seconds (default 2) rather than every minute.
+Validating admission webhooks are called as kube-apiserver calls them (`admission.py`).
+
+Known differences from a real API server: no authorization (TLS mode checks one bearer token), no
+mutating admission webhooks, no CEL rules (`x-kubernetes-validations`) or conversion webhooks for CRDs, most
+built-in kinds unvalidated and, having no schemas for them, `fieldValidation=Strict` applied to custom
+resources only, no server-side apply (415), OpenAPI documents for custom resources only (`openapi.py`; for
+built-in kinds kubectl then validates nothing client-side and computes strategic merge patches from its
+compiled-in types), protobuf accepted only for the bodies kubectl's create generators send, and bookmarks
+every `bookmark_interval` seconds (default 2) rather than every minute.
 """
 
 from ingressctl.devcluster.cluster import INITIAL_NAMESPACES, DevCluster

@@ -48,6 +48,14 @@ def _seconds(value: str) -> float:
     return n
 
 
+def _webhook_service(value: str) -> tuple[str, str]:
+    service, eq, address = value.partition("=")
+    host, colon, port = address.rpartition(":")
+    if not eq or service.count("/") != 1 or not colon or not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"invalid value {value!r}: expected NAMESPACE/NAME[:PORT]=HOST:PORT")
+    return service, address
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m ingressctl.devcluster",
                                 description="An in-memory Kubernetes API server for development and tests.")
@@ -63,6 +71,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="watch events kept; older resourceVersions get 410 Expired")
     p.add_argument("--bookmark-interval", type=_seconds, default=2.0, metavar="SECONDS",
                    help="seconds between watch bookmarks (default 2)")
+    p.add_argument("--webhook-service", action="append", default=[], type=_webhook_service,
+                   metavar="NAMESPACE/NAME[:PORT]=HOST:PORT",
+                   help="route an admission webhook's clientConfig.service to HOST:PORT (repeatable)")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     return p.parse_args(argv)
 
@@ -76,7 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     cluster = DevCluster(host=args.host, port=args.port, tls=args.tls, latency_ms=args.latency_ms,
-                         history=args.history, bookmark_interval=args.bookmark_interval)
+                         history=args.history, bookmark_interval=args.bookmark_interval,
+                         webhook_services=dict(args.webhook_service))
     try:
         cluster.load(objects)
     except (ValueError, StatusError) as e:

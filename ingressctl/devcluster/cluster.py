@@ -4,7 +4,8 @@ benchmarks and the demo.
 Guarantees: after `start()` (or entering the context) the server answers on `url`; the namespaces `default`,
 `kube-system`, `kube-public` and `kube-node-lease` exist from the start; manifests given to the constructor
 are loaded before the first request is served; `apiextensions.k8s.io/v1` CustomResourceDefinitions are served
-whatever the kinds table holds, and the kinds they define join the table as they are established; `stop()`
+whatever the kinds table holds, and the kinds they define join the table as they are established; writes are
+sent to the validating admission webhooks the cluster holds (`ingressctl.devcluster.admission`); `stop()`
 drops every watch and connection and joins the serving thread. A later `start()` serves the same URL,
 certificate and token, with objects, resourceVersions and history intact (as when a real API server
 restarts). `faults` and `stats` may be used from any thread while the server runs.
@@ -17,12 +18,13 @@ import json
 import os
 import secrets
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 import yaml
 
+from ingressctl.devcluster.admission import WebhookAdmission
 from ingressctl.devcluster.crd import CustomResourceDefinitions
 from ingressctl.devcluster.faults import FaultInjector, RequestStats
 from ingressctl.devcluster.manifests import read_manifests
@@ -43,7 +45,10 @@ class DevCluster:
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, tls: bool = False, latency_ms: float = 0,
                  history: int = 10000, manifests: Sequence[str] = (), bookmark_interval: float = 2.0,
                  min_request_timeout: float = 1800.0, kinds: Sequence[ResourceKind] = DEFAULT_KINDS,
-                 token: str | None = None, seed: int | None = None) -> None:
+                 token: str | None = None, seed: int | None = None,
+                 webhook_services: Mapping[str, str] | None = None) -> None:
+        """`webhook_services` routes the Services of webhooks' `clientConfig.service`
+        (`namespace/name[:port]`) to `host:port` (see `ingressctl.devcluster.admission`)."""
         self.host = host
         self.port = port
         self.tls = tls
@@ -52,6 +57,7 @@ class DevCluster:
         CustomResourceDefinitions(self.store).install()
         self.faults = FaultInjector(self.store, seed=seed)
         self.stats = RequestStats()
+        self.admission = WebhookAdmission(self.store, services=webhook_services)
         self.token = (token or secrets.token_hex(24)) if tls else (token or "")
         self.config = ServerConfig(bookmark_interval=bookmark_interval,
                                    min_request_timeout=min_request_timeout,
@@ -80,6 +86,7 @@ class DevCluster:
             ctx = self.certificate.ssl_context()
         server = DevHTTPServer((self.host, self.port), store=self.store, faults=self.faults, stats=self.stats,
                                config=self.config, ssl_context=ctx)
+        server.admission = self.admission
         self._server = server
         port = server.server_address[1]
         self.port = port    # a later start() (after stop()) serves the same URL

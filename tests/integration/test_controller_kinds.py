@@ -1,11 +1,11 @@
 """A second resource kind through the kind registry, end to end (devcluster, the real controller, real NGINX).
 
-The kind is a stub that lives in this test: a "VirtualServer-like" kind served from labelled ConfigMaps (the
-API type devcluster already serves), with its own Configuration part, builder, renderer (NIC's
-`vs_<ns>_<name>.conf` file names) and status writer. It has the same namespace and name as an Ingress; the
-test shows the two kept apart in every keyed structure: the Configuration and its host ownership (across
-kinds), the changes, the Configurator's files, the rejected set, the status bookkeeping and the per-kind
-status writers.
+The kind is a stub that lives in this test: it serves NIC's VirtualServer objects (the chart's CRD, served
+by devcluster) with its own Configuration part, builder, renderer (NIC's `vs_<ns>_<name>.conf` file names;
+a fixed answer instead of real upstreams) and status writer. It has the same namespace and name as an
+Ingress; the test shows the two kept apart in every keyed structure: the Configuration and its host
+ownership (across kinds), the changes, the Configurator's files, the rejected set, the status bookkeeping
+and the per-kind status writers.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ import functools
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from ingressctl.configs.renderers import RenderContext, Rendered
 from ingressctl.controller import controller as controller_module
@@ -24,7 +26,7 @@ from ingressctl.controller.configuration import Configuration, IngressConfigurat
 from ingressctl.controller.kinds import Applied, Enqueue, ResourceKind
 from ingressctl.controller.model import Claims, Resource
 from ingressctl.controller.task import Task
-from ingressctl.k8s.resource import CONFIGMAPS
+from ingressctl.k8s.resource import ResourceType
 from ingressctl.keys import ResourceKey, object_key
 from tests.helpers import wait_until
 from tests.integration.harness import NS, Env, rule
@@ -33,7 +35,10 @@ from tests.stub_kinds import StubModel, StubResource
 pytestmark = pytest.mark.integration
 
 VS = "virtualserver"
-LABEL = "stub.test/kind"
+VIRTUALSERVERS = ResourceType("k8s.nginx.org", "v1", "virtualservers", "VirtualServer")
+CRDS = ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
+                    namespaced=False)
+CRD_FILE = Path(__file__).resolve().parents[2] / "charts/ingressctl/crds/k8s.nginx.org_virtualservers.yaml"
 ING_HOST = "ing.example.com"
 VS_HOST = "vs.example.com"
 
@@ -42,15 +47,15 @@ VS_HOST = "vs.example.com"
 
 
 def _ours(obj: Mapping[str, Any]) -> bool:
-    return ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL) == VS
+    return obj.get("kind") == "VirtualServer"
 
 
 def stub_claims(obj: Mapping[str, Any]) -> Claims:
-    return Claims(role="regular", hosts=(str(obj["data"]["host"]),))
+    return Claims(role="regular", hosts=(str(obj["spec"]["host"]),))
 
 
 def stub_validate(obj: Mapping[str, Any]) -> str:
-    return "" if (obj.get("data") or {}).get("host") else "spec.host: Required value"
+    return "" if (obj.get("spec") or {}).get("host") else "spec.host: Required value"
 
 
 def stub_model() -> StubModel:
@@ -65,9 +70,9 @@ class StubRenderer:
 
     def render(self, resource: object, ctx: RenderContext) -> Rendered:
         assert isinstance(resource, StubResource)
-        data = resource.obj["data"]
-        extra = data.get("directive", "")
-        text = (f"server {{\n    listen {ctx.static.http_port};\n    server_name {data['host']};\n"
+        spec = resource.obj["spec"]
+        extra = spec.get("server-snippets", "")
+        text = (f"server {{\n    listen {ctx.static.http_port};\n    server_name {spec['host']};\n"
                 f"    {extra}\n    location / {{ return 200 \"stub {resource.key}\\n\"; }}\n}}\n")
         return Rendered(text, [])
 
@@ -136,15 +141,26 @@ STATUS = StubStatus()
 
 def stub_kind(lbc: Any) -> ResourceKind:
     lbc.configurator.register_renderer(StubRenderer())
-    return ResourceKind(name=VS, rt=CONFIGMAPS, handler=StubHandler, builder=StubBuilder(lbc.configurator),
-                        status=STATUS, model=stub_model(), transform=lambda obj: obj,
-                        metric_types=("total",))
+    return ResourceKind(name=VS, rt=VIRTUALSERVERS, handler=StubHandler,
+                        builder=StubBuilder(lbc.configurator), status=STATUS, model=stub_model(),
+                        transform=lambda obj: obj, metric_types=("total",))
 
 
-def stub(name: str, host: str, **data: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": NS, "labels": {LABEL: VS}},
-            "data": {"host": host, **data}}
+def stub(name: str, host: str, **spec: str) -> dict[str, Any]:
+    return {"apiVersion": "k8s.nginx.org/v1", "kind": "VirtualServer",
+            "metadata": {"name": name, "namespace": NS}, "spec": {"host": host, **spec}}
+
+
+def apply_vs(env: Env, body: dict[str, Any]) -> None:
+    from ingressctl.k8s.client import ApiError
+
+    try:
+        env.kube.create(VIRTUALSERVERS, NS, body)
+    except ApiError as e:
+        if not e.is_already_exists:
+            raise
+        cur = env.kube.get(VIRTUALSERVERS, NS, body["metadata"]["name"])
+        env.kube.update(VIRTUALSERVERS, NS, body["metadata"]["name"], {**cur, "spec": body["spec"]})
 
 
 def ikey(name: str) -> ResourceKey:
@@ -199,8 +215,9 @@ def test_a_second_kind_with_the_same_name_as_an_ingress_is_kept_apart(
     env.endpoints("web", [env.backend("web")])
     env.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nginx-config", "namespace": NS},
                "data": {"external-status-address": "1.2.3.4"}})
+    env.kube.create(CRDS, None, yaml.safe_load(CRD_FILE.read_text()))
     env.ingress("cafe", [rule(ING_HOST, ("/", "web"))])
-    env.apply(stub("cafe", VS_HOST))
+    apply_vs(env, stub("cafe", VS_HOST))
     c = env.controller(nginx_configmaps=f"{NS}/nginx-config", report_ingress_status=True)
     lbc = c.lbc
     c.wait_backend(ING_HOST, "/", "web")
@@ -211,6 +228,7 @@ def test_a_second_kind_with_the_same_name_as_an_ingress_is_kept_apart(
     # Configuration and host ownership.
     assert isinstance(lbc.configuration.get_resource(ikey("cafe")), IngressConfiguration)
     assert isinstance(lbc.configuration.get_resource(vkey("cafe")), StubResource)
+    assert lbc.cached(vkey("cafe"))["kind"] == "VirtualServer"
     assert lbc.configuration.host_owner(ING_HOST) == ikey("cafe")
     assert lbc.configuration.host_owner(VS_HOST) == vkey("cafe")
     # Configurator files: NIC's name for each kind.
@@ -228,18 +246,18 @@ def test_a_second_kind_with_the_same_name_as_an_ingress_is_kept_apart(
 
     # NGINX refuses the stub's new config: only the stub is rejected; both keep serving.
     reloads = c.reloads
-    env.apply(stub("cafe", VS_HOST, directive="bogus_directive on;"))
+    apply_vs(env, stub("cafe", VS_HOST, **{"server-snippets": "bogus_directive on;"}))
     wait_until(lambda: vkey("cafe") in lbc.configurator.rejected, "the stub rejected")
     c.wait_idle()
     assert list(lbc.configurator.rejected) == [vkey("cafe")]
     assert 'unknown directive "bogus_directive"' in lbc.configurator.rejected[vkey("cafe")]
     assert c.reloads > reloads
     assert c.get(ING_HOST, "/").backend == "web" and c.get(VS_HOST, "/").status == 200
-    env.wait_event("cafe", "AddedOrUpdatedWithError", "bogus_directive", kind="ConfigMap")
+    env.wait_event("cafe", "AddedOrUpdatedWithError", "bogus_directive", kind="VirtualServer")
     assert env.events("cafe", "AddedOrUpdatedWithError") == []          # nothing on the Ingress
 
     # Deleting the stub removes its file and bookkeeping only.
-    env.delete("configmaps", "cafe")
+    env.kube.delete(VIRTUALSERVERS, NS, "cafe")
     wait_until(lambda: lbc.configuration.get_resource(vkey("cafe")) is None, "the stub deleted")
     c.wait_idle()
     assert vkey("cafe") not in lbc.configurator.rejected and vkey("cafe") not in set(lbc.status_keys())
