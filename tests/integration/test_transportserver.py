@@ -15,6 +15,7 @@ from ingressctl.k8s.resource import ResourceType
 from tests.helpers import free_port, wait_until
 from tests.integration.harness import NS, Controller, Env
 from tests.integration.stream_servers import EchoServer, tcp_echo, udp_echo
+from tests.integration.test_metrics_controller import scrape
 
 pytestmark = pytest.mark.integration
 
@@ -91,8 +92,12 @@ def test_tcp_and_udp_through_their_listeners_with_one_reload_at_startup(stream_e
     ts(env, "tcp", "tcp-echo", "TCP", "tcp-svc", upstreamParameters={"connectTimeout": "5s"},
        sessionParameters={"timeout": "30s"})
     ts(env, "udp", "udp-echo", "UDP", "udp-svc", upstreamParameters={"udpRequests": 1, "udpResponses": 1})
-    c = controller(env)
+    c = controller(env, enable_prometheus_metrics=True, prometheus_metrics_listen_port=0)
     assert c.reloads == 1                              # the 5.5 start-up: every resource, one reload
+    metric = "nginx_ingress_controller_transportserver_resources_total"
+    samples = scrape(int(c.app.metrics.server.port))
+    assert {lbls["type"]: v for lbls, v in samples[metric]} == {"passthrough": 0, "tcp": 1, "udp": 1}
+    assert not any("globalconfiguration" in name for name in samples)
     assert tcp_echo(tcp_port) == "tcp-a: hello"
     assert wait_until(lambda: udp_echo(udp_port) == "udp-a: hello", "UDP echo through NGINX")
     conf = Path(c.manager.conf_dir) / "stream-conf.d" / f"ts_{NS}_tcp.conf"
@@ -108,6 +113,8 @@ def test_tcp_and_udp_through_their_listeners_with_one_reload_at_startup(stream_e
     wait_until(lambda: tcp_echo(tcp_port) == "", "listener closed")
     assert not conf.exists()
     assert udp_echo(udp_port) == "udp-a: hello"
+    wait_until(lambda: {lbls["type"]: v for lbls, v in scrape(int(c.app.metrics.server.port))[metric]}
+               == {"passthrough": 0, "tcp": 0, "udp": 1}, "the gauge follows the deletion")
 
 
 @pytest.mark.parametrize("order", [("first", "second"), ("second", "first")])
