@@ -159,7 +159,8 @@ class App:
             log.info("nginx with debug logging", binary=binary)
         try:
             self.manager = Manager(binary=binary, conf_dir=s.nginx.conf_dir, run_dir=s.nginx.run_dir,
-                                   reload_timeout_ms=s.nginx.reload_timeout_ms)
+                                   reload_timeout_ms=s.nginx.reload_timeout_ms,
+                                   connectable_sockets=s.controller.enable_tls_passthrough)
         except ValueError as e:
             raise StartupError(f"invalid NGINX paths: {e}") from e
         if s.serving.enable_prometheus_metrics:
@@ -169,7 +170,8 @@ class App:
             from ingressctl.app_stream import StreamSetupError, with_stream
 
             try:
-                static = with_stream(static, binary)
+                static = with_stream(static, binary,
+                                     tls_passthrough=s.controller.enable_tls_passthrough)
             except StreamSetupError as e:
                 raise StartupError(str(e)) from e
         # The special TLS Secrets: validated now, written by the Configurator before it renders nginx.conf.

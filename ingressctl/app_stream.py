@@ -2,7 +2,8 @@
 
 Guarantees:
 - `with_stream` turns on the main template's `stream {}` block and loads NGINX's stream module when it is
-  dynamic; a missing module raises `StreamSetupError` naming the package to install.
+  dynamic (and with TLS passthrough, moves TLS termination behind the SNI split); a missing module raises
+  `StreamSetupError` naming the package to install.
 - `stream_kinds` returns the registry entry factories (TransportServer, and the GlobalConfiguration when
   `--global-configuration` names one); a custom TransportServer template that cannot be loaded raises
   `StreamSetupError`. GlobalConfiguration listeners may not use the controller's own ports.
@@ -16,7 +17,11 @@ from typing import Any
 
 from ingressctl.configs.configmaps import StaticConfigParams
 from ingressctl.configs.templates import TemplateError
-from ingressctl.configs.transportserver import TransportServerRenderer, TransportServerTemplate
+from ingressctl.configs.transportserver import (
+    PassthroughRenderer,
+    TransportServerRenderer,
+    TransportServerTemplate,
+)
 from ingressctl.controller.kinds import ResourceKind
 from ingressctl.controller.ts_kind import (
     GLOBALCONFIGURATION_KIND,
@@ -32,12 +37,13 @@ class StreamSetupError(Exception):
     pass
 
 
-def with_stream(static: StaticConfigParams, binary: str) -> StaticConfigParams:
+def with_stream(static: StaticConfigParams, binary: str, *,
+                tls_passthrough: bool = False) -> StaticConfigParams:
     try:
         path = stream_module(binary)
     except StreamModuleError as e:
         raise StreamSetupError(str(e)) from e
-    return dataclasses.replace(static, stream=True, stream_module_path=path)
+    return dataclasses.replace(static, stream=True, stream_module_path=path, tls_passthrough=tls_passthrough)
 
 
 def forbidden_ports(settings: Settings) -> set[int]:
@@ -50,6 +56,8 @@ def forbidden_ports(settings: Settings) -> set[int]:
         ports.add(s.prometheus_metrics_listen_port)
     if s.ready_status and s.ready_status_port:
         ports.add(s.ready_status_port)
+    if settings.controller.enable_tls_passthrough:
+        ports.add(settings.controller.tls_passthrough_port)
     return ports
 
 
@@ -73,9 +81,13 @@ def stream_kinds(settings: Settings, client: Any, is_leader: Callable[[], bool])
     def ts(lbc: Any) -> ResourceKind:
         bound[:] = [lbc]
         lbc.configurator.register_renderer(TransportServerRenderer(template))
-        return transportserver_kind(lbc, client, ingress_class=settings.controller.ingress_class,
-                                    listeners=listeners, snippets_enabled=settings.controller.enable_snippets,
-                                    is_leader=is_leader)
+        c = settings.controller
+        if c.enable_tls_passthrough:
+            lbc.configurator.register_renderer(PassthroughRenderer())
+        return transportserver_kind(lbc, client, ingress_class=c.ingress_class, listeners=listeners,
+                                    snippets_enabled=c.enable_snippets, is_leader=is_leader,
+                                    tls_passthrough_port=c.tls_passthrough_port if c.enable_tls_passthrough
+                                    else None)
 
     factories: list[KindFactory] = [ts]
     if gc_key:

@@ -188,6 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(k, "--enable-snippets", False, "allow server-snippets and location-snippets annotations")
     _flag(k, "--enable-custom-resources", False,
           "serve TransportServers (the k8s.nginx.org CRDs must be installed)")
+    _flag(k, "--enable-tls-passthrough", False,
+          "TransportServers on the tls-passthrough listener (needs --enable-custom-resources)")
+    k.add_argument("--tls-passthrough-port", type=_port, default=443,
+                   help="the port TLS passthrough owns; HTTPS servers are reached behind it (default 443)")
     k.add_argument("--global-configuration", type=_namespaced_name,
                    help="<namespace>/<name> of the GlobalConfiguration defining the TransportServer "
                         "listeners (needs --enable-custom-resources)")
@@ -307,6 +311,8 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
 
     if a.global_configuration and not a.enable_custom_resources:
         parser.error("--global-configuration needs --enable-custom-resources")
+    if a.enable_tls_passthrough and not a.enable_custom_resources:
+        parser.error("--enable-tls-passthrough needs --enable-custom-resources")
     webhook = _admission_webhook(parser, a)
     pod_ns, pod_name = pod_identity(environ)
     return Settings(
@@ -329,6 +335,7 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
             report_ingress_status=a.report_ingress_status, external_service=a.external_service,
             enable_snippets=a.enable_snippets, legacy_startup=a.legacy_startup,
             enable_custom_resources=a.enable_custom_resources, global_configuration=a.global_configuration,
+            enable_tls_passthrough=a.enable_tls_passthrough, tls_passthrough_port=a.tls_passthrough_port,
         ),
         leader_election=LeaderElectionSettings(enabled=a.enable_leader_election,
                                                lock_name=a.leader_election_lock_name,

@@ -45,7 +45,6 @@ def _unset(name: str, reason: str, *accepted: str) -> UnsupportedFlag:
 _PLUS = "NGINX Plus is not supported"
 _AP = "NGINX App Protect needs NGINX Plus, which is not supported"
 _CRD = "VirtualServer and Policy resources are not served yet"
-_PASSTHROUGH = "TLS passthrough TransportServers are not served yet"
 
 UNSUPPORTED_FLAGS: dict[str, UnsupportedFlag] = {f.name: f for f in (
     _off("nginx-plus", _PLUS),
@@ -66,8 +65,6 @@ UNSUPPORTED_FLAGS: dict[str, UnsupportedFlag] = {f.name: f for f in (
                     boolean=False),
     _unset("service-insight-tls-secret", "service insight is an NGINX Plus feature"),
     _off("weight-changes-dynamic-reload", _PLUS + " (dynamic weight changes use the NGINX Plus API)"),
-    _off("enable-tls-passthrough", _PASSTHROUGH),
-    UnsupportedFlag("tls-passthrough-port", _PASSTHROUGH, accepts=ANY, boolean=False),
     _off("enable-cert-manager", _CRD),
     _off("enable-external-dns", _CRD),
     _off("enable-oidc", "OIDC policies need NGINX Plus and custom resources"),

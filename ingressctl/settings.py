@@ -52,6 +52,9 @@ class ControllerSettings:
     # TransportServers (and the GlobalConfiguration named by global_configuration, "namespace/name").
     enable_custom_resources: bool = False
     global_configuration: str | None = None
+    # TLS passthrough: a stream server owns this port and splits connections by SNI.
+    enable_tls_passthrough: bool = False
+    tls_passthrough_port: int = 443
     # Developer setting: the pre-5.5 start-up (per-item host rebuild, serial status before readiness).
     legacy_startup: bool = False
 

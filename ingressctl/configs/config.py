@@ -178,6 +178,9 @@ class Server:
     set_real_ip_from: tuple[str, ...] = ()
     real_ip_recursive: bool = False
     grpc_only: bool = False  # every location is gRPC: no plain-text listeners (NIC's GRPCOnly)
+    # TLS passthrough on: TLS is terminated on this unix socket behind the stream server's SNI split (with
+    # the PROXY protocol, so the client address survives) instead of on the ssl_ports.
+    passthrough_socket: str = ""
 
 
 @dataclass(frozen=True)
@@ -244,3 +247,4 @@ class MainConfig:
     http_snippets: tuple[str, ...] = ()
     stream: bool = False  # a stream {} block including stream-conf.d/*.conf (TransportServers)
     stream_module_path: str = ""  # load_module of a dynamic stream module; "" when built in or unused
+    tls_passthrough: bool = False  # the default server terminates TLS on the passthrough socket

@@ -134,6 +134,11 @@ class StaticConfigParams:
     worker_user: str = ""  # `user` for worker processes; set it when NGINX's master runs as root
     stream: bool = False  # render a stream {} block (TransportServers are served)
     stream_module_path: str = ""  # the dynamic stream module to load_module ("" when built in)
+    tls_passthrough: bool = False  # HTTPS servers terminate TLS on passthrough_socket() behind the SNI split
+
+    def passthrough_socket(self) -> str:
+        """Where HTTPS servers terminate TLS when TLS passthrough owns the HTTPS port."""
+        return f"unix:{self.run_dir}/passthrough-https.sock" if self.tls_passthrough else ""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> StaticConfigParams:
@@ -293,6 +298,7 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         ssl_protocols=config.ssl_protocols,
         stream=static.stream,
         stream_module_path=static.stream_module_path,
+        tls_passthrough=static.tls_passthrough,
         default_http_listener_port=static.http_port,
         default_https_listener_port=static.https_port,
         default_server_tls_path=static.default_server_tls_path,

@@ -450,6 +450,7 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         proxy_hide_headers=p.proxy_hide_headers, proxy_pass_headers=p.proxy_pass_headers,
         basic_auth=b.basic_auth, real_ip_header=p.real_ip_header, set_real_ip_from=p.set_real_ip_from,
         real_ip_recursive=p.real_ip_recursive, grpc_only=grpc_only and ssl,
+        passthrough_socket=static.passthrough_socket() if ssl else "",
     )
 
 

@@ -20,7 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
-from ingressctl.configs.transportserver import TRANSPORTSERVER_KIND, TRANSPORTSERVER_TYPES, TransportServerEx
+from ingressctl.configs.transportserver import (
+    PASSTHROUGH_KIND,
+    PROTOCOL_TLS_PASSTHROUGH,
+    TRANSPORTSERVER_KIND,
+    TRANSPORTSERVER_TYPES,
+    PassthroughHosts,
+    TransportServerEx,
+)
 from ingressctl.controller.endpoints import BackendError, resolve_backend_endpoints
 from ingressctl.controller.globalconfiguration import Listeners, parse_listeners
 from ingressctl.controller.handlers import resource_version, tombstone_key, unwrap
@@ -103,15 +110,33 @@ class ListenerSource:
 # ------------------------------------------------------------------------------------------ TransportServer
 
 
+PASSTHROUGH_KEY = ResourceKey(PASSTHROUGH_KIND, "-/tls-passthrough")
+
+
 class TransportServerBuilder:
     """See the module docstring."""
 
-    def __init__(self, caches: Caches, configurator: StreamConfigurator) -> None:
+    def __init__(self, caches: Caches, configurator: StreamConfigurator,
+                 passthrough: PassthroughHosts | None = None) -> None:
         self._caches = caches
         self._configurator = configurator
+        self._passthrough = passthrough
+        if passthrough is not None:  # the SNI split owns the port from the first reload on
+            self._configurator.add_or_update(PASSTHROUGH_KEY, passthrough)
+
+    def _set_passthrough_host(self, key: ResourceKey, host: str | None) -> None:
+        p = self._passthrough
+        if p is None:
+            return
+        hosts = {h: o for h, o in p.hosts.items() if o != (key.namespace, key.name)}
+        if host:
+            hosts[host] = (key.namespace, key.name)
+        if hosts != p.hosts:
+            p.hosts = hosts
+            self._configurator.add_or_update(PASSTHROUGH_KEY, p)
 
     def forget(self, key: ResourceKey) -> None:
-        pass
+        self._set_passthrough_host(key, None)
 
     def _endpoints(self, ns: str, service: str, port: int, warnings: list[str]) -> list[str]:
         svc = self._caches.get_object("services", f"{ns}/{service}")
@@ -138,6 +163,8 @@ class TransportServerBuilder:
         ex = TransportServerEx(ts=ts, listener=resource.listener, endpoints=endpoints,
                                backup_endpoints=backups)
         warnings += self._configurator.add_or_update(resource.key_with_kind, ex)
+        if resource.listener.protocol == PROTOCOL_TLS_PASSTHROUGH:
+            self._set_passthrough_host(resource.key_with_kind, str(ts["spec"]["host"]))
         return Applied(resource, warnings)
 
 
@@ -235,11 +262,15 @@ class TransportServerStatus:
 
 
 def transportserver_kind(lbc: Controller, client: Any, *, ingress_class: str, listeners: ListenerSource,
-                         snippets_enabled: bool, is_leader: Callable[[], bool]) -> ResourceKind:
-    """The TransportServer's registry entry; registers its renderer with the controller's Configurator."""
-    model = TransportServerModel(ingress_class, listeners, snippets_enabled=snippets_enabled)
+                         snippets_enabled: bool, is_leader: Callable[[], bool],
+                         tls_passthrough_port: int | None = None) -> ResourceKind:
+    """The TransportServer's registry entry (`tls_passthrough_port`: TLS passthrough is enabled)."""
+    model = TransportServerModel(ingress_class, listeners, snippets_enabled=snippets_enabled,
+                                 tls_passthrough=tls_passthrough_port is not None,
+                                 tls_passthrough_port=tls_passthrough_port or 443)
+    passthrough = PassthroughHosts(tls_passthrough_port) if tls_passthrough_port is not None else None
     return ResourceKind(name=TRANSPORTSERVER_KIND, rt=TRANSPORTSERVERS, handler=TransportServerHandler,
-                        builder=TransportServerBuilder(lbc, lbc.configurator),
+                        builder=TransportServerBuilder(lbc, lbc.configurator, passthrough),
                         status=TransportServerStatus(client, lbc, model, is_leader), model=model,
                         metric_types=TRANSPORTSERVER_TYPES)
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingressctl.configs.transportserver import TRANSPORTSERVER_KIND, Listener
+from ingressctl.configs.transportserver import TLS_PASSTHROUGH_LISTENER, TRANSPORTSERVER_KIND, Listener
 from ingressctl.controller.globalconfiguration import Listeners
 from ingressctl.controller.model import Claims, ConfigurationProblem, Entry, Resource
 from ingressctl.controller.ts_validation import PROTOCOL_TLS_PASSTHROUGH, validate_transportserver
@@ -79,11 +79,14 @@ class TransportServerModel:
     api_kind = "TransportServer"
 
     def __init__(self, ingress_class: str, listeners: Callable[[], Listeners], *,
-                 snippets_enabled: bool = False, tls_passthrough: bool = False) -> None:
+                 snippets_enabled: bool = False, tls_passthrough: bool = False,
+                 tls_passthrough_port: int = 443) -> None:
         self._class = ingress_class
         self._listeners = listeners
         self._snippets = snippets_enabled
         self._passthrough = tls_passthrough
+        self._passthrough_listener = Listener(TLS_PASSTHROUGH_LISTENER, tls_passthrough_port,
+                                              PROTOCOL_TLS_PASSTHROUGH)
 
     def is_ours(self, obj: Mapping[str, Any]) -> bool:
         return str(_spec(obj).get("ingressClassName") or "") in ("", self._class)
@@ -114,7 +117,8 @@ class TransportServerModel:
     def build(self, entry: Entry, valid_hosts: dict[str, bool], warnings: list[str],
               children: list[Entry]) -> TransportServerConfiguration:
         name, protocol = listener_ref(entry.obj)
-        listener = self._listeners().find(name, protocol)
+        listener = (self._passthrough_listener if protocol == PROTOCOL_TLS_PASSTHROUGH
+                    else self._listeners().find(name, protocol))
         return TransportServerConfiguration(entry.obj, entry.key.ns_name, listener, valid_hosts, warnings)
 
     def child_problem(self, entry: Entry) -> ConfigurationProblem:

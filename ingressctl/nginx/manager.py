@@ -353,7 +353,12 @@ class Manager:
     def __init__(self, binary: str = "nginx", conf_dir: str = "/etc/nginx", run_dir: str = "/var/lib/nginx",
                  reload_timeout_ms: int = 60000, *,
                  on_reload: Callable[[bool, int, bool], None] | None = None,
-                 proc_root: str = "/proc", wait_for_old_workers: bool = True) -> None:
+                 proc_root: str = "/proc", wait_for_old_workers: bool = True,
+                 connectable_sockets: bool = False) -> None:
+        """`connectable_sockets`: NGINX runs with umask 011, so that the unix sockets its master binds can be
+        connected to by workers of another user (TLS passthrough hands connections over such sockets); the
+        files NGINX creates keep the modes it asks for."""
+        self._umask = 0o011 if connectable_sockets else -1
         if reload_timeout_ms <= 0:
             raise ValueError(f"reload timeout must be positive, got {reload_timeout_ms} ms")
         self.binary = binary
@@ -650,7 +655,8 @@ class Manager:
         started = time.monotonic()
         try:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+                                    stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+                                    umask=self._umask)
         except OSError as e:
             raise NginxStartError(f"could not run {cmd[0]}: {e}") from e
         inst = _Instance(proc=proc, output_start=output_start)

@@ -73,3 +73,64 @@ def udp_echo(port: int, message: bytes = b"hello", timeout: float = 1.0) -> str:
             return s.recv(4096).decode()
         except OSError:
             return ""
+
+
+class TLSEchoServer:
+    """A TLS server on 127.0.0.1 with its own certificate: it answers `<name>: <what it received>`."""
+
+    def __init__(self, name: str, cert_pem: bytes, key_pem: bytes, tmp: str) -> None:
+        import os
+        import ssl
+
+        self.name = name
+        cert_file, key_file = os.path.join(tmp, f"{name}.crt"), os.path.join(tmp, f"{name}.key")
+        with open(cert_file, "wb") as f:
+            f.write(cert_pem)
+        with open(key_file, "wb") as f:
+            f.write(key_pem)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert_file, key_file)
+        ctx_ = ctx
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                try:
+                    with ctx_.wrap_socket(self.request, server_side=True) as tls:
+                        data = tls.recv(4096)
+                        tls.sendall(f"{name}: ".encode() + data)
+                except (OSError, ssl.SSLError):
+                    pass
+
+        self._server = _TCPServer(("127.0.0.1", 0), Handler)
+        self.host = "127.0.0.1"
+        self.port = int(self._server.server_address[1])
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+
+    def start(self) -> TLSEchoServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def tls_echo(port: int, sni: str, message: bytes = b"hello", timeout: float = 5.0) -> tuple[str, bytes]:
+    """Connect over TLS with SNI `sni` (no verification); the reply and the server certificate (DER)."""
+    import ssl
+
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw, \
+                ctx.wrap_socket(raw, server_hostname=sni) as tls:
+            der = tls.getpeercert(binary_form=True) or b""
+            tls.sendall(message)
+            chunks = []
+            while chunk := tls.recv(4096):
+                chunks.append(chunk)
+            return b"".join(chunks).decode(), der
+    except (OSError, ssl.SSLError):
+        return "", b""

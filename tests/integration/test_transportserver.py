@@ -3,18 +3,21 @@ controller, real NGINX with its stream module, and real TCP and UDP echo servers
 
 from __future__ import annotations
 
+import os
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from cryptography import x509
 
 from ingressctl.controller.ts_kind import GLOBALCONFIGURATIONS, TRANSPORTSERVERS
 from ingressctl.k8s.resource import ResourceType
-from tests.helpers import free_port, wait_until
-from tests.integration.harness import NS, Controller, Env
-from tests.integration.stream_servers import EchoServer, tcp_echo, udp_echo
+from tests.helpers import free_port, make_cert, wait_until
+from tests.integration.harness import NS, Controller, Env, rule
+from tests.integration.stream_servers import EchoServer, TLSEchoServer, tcp_echo, tls_echo, udp_echo
 from tests.integration.test_metrics_controller import scrape
 
 pytestmark = pytest.mark.integration
@@ -76,8 +79,12 @@ def ts_status(env: Env, name: str) -> dict[str, Any]:
 
 def controller(env: Env, **kw: Any) -> Controller:
     # Statuses written at start-up go through the core's flush, which `--report-ingress-status` gates.
-    return env.controller(enable_custom_resources=True, global_configuration=f"{NS}/{GC_NAME}",
-                          report_ingress_status=True, **kw)
+    settings = env.settings(enable_custom_resources=True, global_configuration=f"{NS}/{GC_NAME}",
+                            report_ingress_status=True, **kw)
+    # NGINX's workers run as another user when the tests run as root: they must reach the unix sockets of
+    # the TLS passthrough split in the run dir (a private temporary directory by default).
+    os.chmod(settings.nginx.run_dir, 0o711)
+    return env.controller(settings)
 
 
 def test_tcp_and_udp_through_their_listeners_with_one_reload_at_startup(stream_env: Env) -> None:
@@ -171,3 +178,67 @@ def test_bad_transportservers_and_listeners_harm_nothing_else(stream_env: Env) -
     env.wait_event(GC_NAME, "Updated", kind="GlobalConfiguration")
     assert tcp_echo(good_port) == "good: hello"
     assert c.lbc.stats.sync_errors == 0
+
+
+# ------------------------------------------------------------------------------------------ TLS passthrough
+
+
+def passthrough_ts(env: Env, name: str, host: str, service: str) -> dict[str, Any]:
+    return ts(env, name, "tls-passthrough", "TLS_PASSTHROUGH", service, host=host)
+
+
+def test_tls_passthrough_splits_the_https_port_by_sni(stream_env: Env, tmp_path: Path) -> None:
+    """The backend's own certificate reaches the client of a passthrough host, while an Ingress on the same
+    port still terminates TLS for its host, and the client address survives the split (PROXY protocol)."""
+    env = stream_env
+    backend_cert, ing_cert = make_cert("pass.example.com"), make_cert("ing.example.com")
+    server = TLSEchoServer("pass-backend", backend_cert.cert_pem, backend_cert.key_pem, str(tmp_path)).start()
+    try:
+        service(env, "pass-svc", [server])  # type: ignore[list-item]
+        env.service("web")
+        env.endpoints("web", [env.backend("web")])
+        env.create(ing_cert.secret("ing-tls", NS))
+        env.ingress("web", [rule("ing.example.com", ("/", "web"))],
+                    tls=[{"hosts": ["ing.example.com"], "secretName": "ing-tls"}],
+                    annotations={"nginx.org/location-snippets":
+                                 "add_header X-Client-Addr $remote_addr always;"})
+        passthrough_ts(env, "pass", "pass.example.com", "pass-svc")
+        port = free_port()
+        c = controller(env, enable_tls_passthrough=True, enable_snippets=True, https_port=port,
+                       tls_passthrough_port=port)
+        assert c.settings.controller.tls_passthrough_port == c.https_port   # the split owns the HTTPS port
+        reply, der = tls_echo(c.https_port, "pass.example.com")
+        assert reply == "pass-backend: hello" and der == backend_cert.der
+        subject = x509.load_der_x509_certificate(der).subject.rfc4514_string()
+        assert subject == "CN=pass.example.com"
+        r = c.https("ing.example.com", "/")
+        assert r.status == 200 and r.backend == "web" and r.peer_cert_der == ing_cert.der
+        assert r.headers["x-client-addr"] == "127.0.0.1"       # not "unix:": the PROXY protocol carried it
+        # Plain HTTP is untouched; an unknown SNI lands on the HTTPS default server, which (without a
+        # default server certificate) refuses the handshake, as it does without passthrough.
+        assert c.get("ing.example.com", "/").status == 301
+        with pytest.raises(ssl.SSLError, match="UNRECOGNIZED_NAME"):
+            c.https("unknown.example.com", "/")
+        # Host ownership across kinds: a younger Ingress for the passthrough host loses it.
+        env.ingress("grab", [rule("pass.example.com", ("/", "web"))],
+                    tls=[{"hosts": ["pass.example.com"], "secretName": "ing-tls"}])
+        # Host ownership across kinds: the older resource keeps the host (created in the same second: the
+        # greater UID), the other one is rejected naming it.
+        pass_md = env.kube.get(TRANSPORTSERVERS, NS, "pass")["metadata"]
+        grab_md = env.get("ingresses", "grab")["metadata"]
+        ts_wins = ((pass_md["creationTimestamp"], grab_md["uid"])
+                   < (grab_md["creationTimestamp"], pass_md["uid"]))
+        if ts_wins:
+            env.wait_event("grab", "Rejected", "host pass.example.com by TransportServer demo/pass")
+            assert tls_echo(c.https_port, "pass.example.com")[0] == "pass-backend: hello"
+        else:
+            env.wait_event("pass", "Rejected", "host pass.example.com by Ingress demo/grab",
+                           kind="TransportServer")
+            wait_until(lambda: c.https("pass.example.com", "/").backend == "web",
+                       "the Ingress holds the host")
+        # Deleting the passthrough TransportServer gives its SNI back to the HTTPS servers.
+        env.kube.delete(TRANSPORTSERVERS, NS, "pass")
+        wait_until(lambda: c.https("pass.example.com", "/").backend == "web", "the Ingress takes the host")
+        assert c.lbc.stats.sync_errors == 0
+    finally:
+        server.stop()

@@ -12,9 +12,12 @@ from typing import Any
 import pytest
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
+from ingressctl.configs.renderers import RenderContext
 from ingressctl.configs.templates import TemplateError, TemplateExecutor
 from ingressctl.configs.transportserver import (
     Listener,
+    PassthroughHosts,
+    PassthroughRenderer,
     TransportServerEx,
     TransportServerTemplate,
     build_stream_config,
@@ -225,7 +228,8 @@ def test_rendered_stream_configs_pass_nginx_t(tmp_path: Path) -> None:
     module = stream_module("nginx")
     mgr = Manager(binary="nginx", conf_dir=str(tmp_path / "conf"), run_dir=str(tmp_path / "run"))
     static = StaticConfigParams(conf_dir=mgr.conf_dir, run_dir=mgr.run_dir, http_port=18080, https_port=18443,
-                                nginx_status=False, stream=True, stream_module_path=module)
+                                nginx_status=False, stream=True, stream_module_path=module,
+                                tls_passthrough=True)
     main = TemplateExecutor().execute_main_template(generate_main_config(static, ConfigParams()))
     assert ("load_module" in main) == bool(module) and "include stream-conf.d/*.conf;" in main
     mgr.create_main_config(main)
@@ -236,9 +240,24 @@ def test_rendered_stream_configs_pass_nginx_t(tmp_path: Path) -> None:
     mgr.create_config("stream-conf.d/ts_default_dns",
                       render(TransportServerEx(ts_obj("dns", protocol="UDP", listener="udp-echo"), UDP, {}),
                              tmp_path))
+    # TLS passthrough: the SNI split owns the HTTPS port; the default server terminates TLS on the socket.
+    assert f"listen unix:{mgr.run_dir}/passthrough-https.sock ssl default_server proxy_protocol;" in main
+    ctx = RenderContext(static, ConfigParams(), TemplateExecutor())
+    hosts = PassthroughHosts(18443, {"pass.example.com": ("default", "pass")})
+    split = PassthroughRenderer().render(hosts, ctx)
+    assert f'"pass.example.com" "unix:{mgr.run_dir}/passthrough-default_pass.sock";' in split.text
+    assert "ssl_preread on;" in split.text and "listen 18443;" in split.text
+    mgr.create_config("stream-conf.d/tls-passthrough", split.text)
+    pass_ts = ts_obj("pass", listener="tls-passthrough", protocol="TLS_PASSTHROUGH", host="pass.example.com")
+    pass_text = render(TransportServerEx(pass_ts, Listener("tls-passthrough", 18443, "TLS_PASSTHROUGH"),
+                                         {"app": ["127.0.0.1:9"]}), tmp_path)
+    assert f"listen unix:{tmp_path}/passthrough-default_pass.sock proxy_protocol;" in pass_text
+    assert "set_real_ip_from unix:;" in pass_text
+    mgr.create_config("stream-conf.d/ts_default_pass", pass_text)
     ok, out = mgr.test_config()
     assert ok, out
-    assert mgr.list_configs() == ["stream-conf.d/ts_default_dns", "stream-conf.d/ts_default_echo"]
+    assert mgr.list_configs() == ["stream-conf.d/tls-passthrough", "stream-conf.d/ts_default_dns",
+                                  "stream-conf.d/ts_default_echo", "stream-conf.d/ts_default_pass"]
     ok, out = mgr.test_configs({"stream-conf.d/ts_default_echo": "server { listen 1; bogus; }"})
     assert not ok and "stream-conf.d/ts_default_echo.conf" in out
     named = f"[emerg] in {mgr.conf_dir}/stream-conf.d/ts_default_echo.conf:1, {mgr.conf_dir}/conf.d/a.conf:2"
