@@ -297,3 +297,31 @@ def test_the_stream_module_is_found_from_nginx_v() -> None:
     how, _ = parse_stream_module(out)
     path = stream_module("nginx")
     assert (how == "builtin" and path == "") or (how == "dynamic" and os.path.isfile(path))
+
+
+@pytest.mark.parametrize("ingress_first", [False, True])
+def test_a_passthrough_host_goes_to_the_oldest_of_ingress_and_transportserver(ingress_first: bool) -> None:
+    conf = Configuration(ingress_class="nginx")
+    conf.register_kind(TransportServerModel("nginx", lambda: Listeners(), tls_passthrough=True))
+    conf.set_startup_complete()
+    pass_ts = ts_obj("pass", seconds=1, listener="tls-passthrough", protocol="TLS_PASSTHROUGH",
+                     host="pass.example.com")
+    ing = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+           "metadata": {"name": "web", "namespace": "default", "uid": "uid-web",
+                        "creationTimestamp": "2024-01-01T00:00:02Z"},
+           "spec": {"ingressClassName": "nginx", "rules": [{"host": "pass.example.com", "http": {"paths": [
+               {"path": "/", "pathType": "Prefix",
+                "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}}
+    problems = []
+    for kind, obj in ([("ingress", ing), ("transportserver", pass_ts)] if ingress_first
+                      else [("transportserver", pass_ts), ("ingress", ing)]):
+        problems += conf.add_or_update(kind, obj)[1]
+    assert conf.host_owner("pass.example.com") == tkey("pass")
+    assert [r.key_with_kind for r in conf.get_resources()] == [tkey("pass")]
+    ikey = ResourceKey("ingress", "default/web")
+    assert conf.host_problems()[ikey].message == (
+        "All hosts are taken by other resources: host pass.example.com by TransportServer default/pass")
+    assert [p.key for p in problems][-1] == ikey
+    changes, _ = conf.delete(tkey("pass"))
+    assert [(c.op, c.resource.key_with_kind) for c in changes] == [("Delete", tkey("pass")),
+                                                                    ("AddOrUpdate", ikey)]
