@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import ssl
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,15 @@ def test_tcp_and_udp_through_their_listeners_with_one_reload_at_startup(stream_e
     wait_until(lambda: ts_status(env, "tcp").get("state") == "Valid", "status Valid")
     assert ts_status(env, "tcp")["message"] == f"Configuration for {NS}/tcp was added or updated"
     env.wait_event("tcp", "AddedOrUpdated", kind="TransportServer")
+    # `kubectl get ts` shows the status through the CRD's printer columns.
+    out = subprocess.run(["kubectl", "--kubeconfig", env.kubeconfig, "get", "ts", "-n", NS, "--no-headers",
+                          "-o", "custom-columns=NAME:.metadata.name,STATE:.status.state"],
+                         capture_output=True, text=True, check=True, timeout=60).stdout.split()
+    assert out[:2] == ["tcp", "Valid"]
+    table = subprocess.run(["kubectl", "--kubeconfig", env.kubeconfig, "get", "ts", "tcp", "-n", NS],
+                           capture_output=True, text=True, check=True, timeout=60).stdout.splitlines()
+    assert table[0].split() == ["NAME", "STATE", "REASON", "AGE"]
+    assert table[1].split()[:3] == ["tcp", "Valid", "AddedOrUpdated"]
     # Endpoint changes reach the stream upstream.
     env.endpoints("tcp-svc", [b], port_name="app")  # type: ignore[list-item]
     wait_until(lambda: tcp_echo(tcp_port) == "tcp-b: hello", "TCP echo reaches the new endpoint")
