@@ -15,6 +15,10 @@ Guarantees:
 - A resource whose config cannot be rendered (an invalid annotation, an unsafe value, a broken custom
   template) keeps its previous file; the error is returned in `ReloadOutcome.failed` by the next
   `reload_if_needed()`.
+- The catch-all (an Ingress without rules that owns the class's catch-all, as its renderer tells): nginx.conf
+  names its upstream (`$ingressctl_catch_all`), and while one exists every other server sends its unmatched
+  paths and hosts there; when one appears or goes, every resource is rendered again (written only where
+  bytes change).
 - Mergeable Ingresses: a master and its minions are one resource, keyed and named by the master; minions have
   no file. `get_ingress_counts()` counts regular Ingresses, masters and their minions.
 - Not thread-safe: one sync thread owns the Configurator, as it owns NGINX.
@@ -69,6 +73,7 @@ class Configurator:
         self._zone_bytes: dict[ResourceKey, int] = {}  # key -> what its upstreams reserve in the shared zone
         self._zone_total = 0
         self._zone_size = shared_zone_size(0)  # as nginx.conf declares it
+        self._catch_alls: dict[ResourceKey, str] = {}  # key -> upstream of a catch-all rendered here
         self.register_renderer(IngressRenderer())
 
         if prune_stale_configs:
@@ -152,7 +157,9 @@ class Configurator:
             self.files.fail(key, f"error generating configuration for {key.ns_name}: no renderer for the "
                                  f"kind {key.kind!r}")
             return []
-        ctx = RenderContext(self._static, self._config, self._templates, self._replicas)
+        self._set_catch_all(key, renderer.catch_all(resource))
+        ctx = RenderContext(self._static, self._config, self._templates, self._replicas,
+                            self._catch_all_upstream())
         try:
             rendered = renderer.render(resource, ctx)
         except (ValueError, TemplateRenderError) as e:
@@ -173,8 +180,30 @@ class Configurator:
         """Forget a resource and remove its file."""
         self._resources.pop(key, None)
         self._child_warnings.pop(key, None)
+        self._set_catch_all(key, "")
         if self.files.remove(key) is not None:
             self._reserve_zone(key, 0)
+
+    def _catch_all_upstream(self) -> str:
+        """The upstream nginx.conf names as `$ingressctl_catch_all` ("" without a catch-all)."""
+        return self._catch_alls[min(self._catch_alls)] if self._catch_alls else ""
+
+    def _set_catch_all(self, key: ResourceKey, upstream: str) -> None:
+        """Track whether `key` is the catch-all (`upstream` non-empty). When the catch-all's upstream changes,
+        nginx.conf names the new one; when a catch-all appears or goes, every other resource is rendered again
+        (unmatched paths and wildcard hosts go to the catch-all, or get 404 again)."""
+        before = self._catch_all_upstream()
+        if upstream:
+            self._catch_alls[key] = upstream
+        else:
+            self._catch_alls.pop(key, None)
+        after = self._catch_all_upstream()
+        if after == before:
+            return
+        self._update_main()
+        if bool(after) != bool(before):
+            for other, resource in list(self._resources.items()):
+                self.add_or_update(other, resource)
 
     # ------------------------------------------------------------------ Ingresses
 
@@ -278,8 +307,10 @@ class Configurator:
             self._update_main()
 
     def _render_main(self) -> str:
-        cfg = generate_main_config(self._static, self._config, dhparam_path=self._write_dhparam(),
-                                   upstream_zone_size=self._zone_size)
+        cfg = dataclasses.replace(generate_main_config(self._static, self._config,
+                                                       dhparam_path=self._write_dhparam(),
+                                                       upstream_zone_size=self._zone_size),
+                                  catch_all_upstream=self._catch_all_upstream())
         try:
             return self._templates.execute_main_template(cfg)
         except TemplateRenderError as e:

@@ -228,6 +228,10 @@ class TransportServerRenderer:
     def counts(self, resources: Iterable[object]) -> dict[str, int]:
         return count_types(resources)
 
+    def catch_all(self, resource: object) -> str:
+        """Stream servers are never the HTTP catch-all."""
+        return ""
+
 
 @dataclass
 class PassthroughHosts:
@@ -265,3 +269,6 @@ class PassthroughRenderer:
 
     def counts(self, resources: Iterable[object]) -> dict[str, int]:
         return {}
+
+    def catch_all(self, resource: object) -> str:
+        return ""

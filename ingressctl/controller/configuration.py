@@ -12,6 +12,10 @@ Guarantees:
   one warning per lost host, naming the winner; one that loses all of them is not configured and is reported
   as a problem naming each host and its winner (and, if it was configured, its Delete carries those warnings).
   Warnings and problems always name the current winner.
+- The catch-all: an Ingress without rules and with a `defaultBackend` claims `CATCH_ALL_HOST`, resolved like
+  a host except on a tie (oldest wins, then the smaller `ns/name`); the others are problems naming the
+  winner and take over when it goes. (NIC rejects such an Ingress; the Ingress spec says its default backend
+  serves what no rule matches.)
 - Children (Ingress minions): a child attaches to the owner of its host, if that owner is a parent (a master);
   the parent's kind decides what the child gets (for minions, the paths it wins). A child whose host is not
   owned by a parent is a problem of its kind (`NoIngressMasterFound` for minions).
@@ -44,11 +48,11 @@ from ingressctl.controller.model import (
     Entry,
     Resource,
     all_hosts_taken_message,
+    best,
     host_taken_warning,
     listener_claim,
     listener_taken_message,
     make_entry,
-    rank_of,
 )
 from ingressctl.keys import ResourceKey, object_key
 from ingressctl.logging import get_logger
@@ -85,10 +89,6 @@ class ResourceChange:
 
 
 Changes = tuple[list[ResourceChange], list[ConfigurationProblem]]
-
-
-def _best(entries: Iterable[Entry]) -> Entry | None:
-    return min(entries, key=rank_of, default=None)
 
 
 # Indexes map a claim (host, Service, Secret) to the keys of the resources using it. Nearly always one per
@@ -337,17 +337,17 @@ class Configuration:
         for h in hosts:
             old_owner = self._hosts.get(h)
             claimants = _index_get(self._claims, h)
-            best = _best(self._entries[k] for k in claimants)
-            if best is None:
+            winner = best((self._entries[k] for k in claimants), h)
+            if winner is None:
                 self._hosts.pop(h, None)
             else:
-                self._hosts[h] = best.key
-                keys.add(best.key)
+                self._hosts[h] = winner.key
+                keys.add(winner.key)
             # The old and the new owner may see their valid hosts change; when the owner changes, the other
             # claimants keep losing the host but their warnings and problems now name the new winner.
             if old_owner is not None:
                 keys.add(old_owner)
-            if best is not None and old_owner != best.key:
+            if winner is not None and old_owner != winner.key:
                 keys.update(claimants)
             problem_keys.update(_index_get(self._children_by_host, h))
         problem_keys.update(keys)
@@ -356,12 +356,12 @@ class Configuration:
     def _rebuild_hosts(self) -> Changes:
         """Full resolution from scratch (NIC's `rebuildHosts`): O(number of resources)."""
         hosts: dict[str, ResourceKey] = {}
-        for key, e in self._entries.items():  # any order: `wins` is a total order
+        for key, e in self._entries.items():  # any order: ownership is a total order
             if e.role == "child":
                 continue
             for h in e.claims:
                 holder = hosts.get(h)
-                if holder is None or e.wins(self._entries[holder]):
+                if holder is None or best((e, self._entries[holder]), h) is e:
                     hosts[h] = key
         self._hosts = hosts
         keys = set(self._entries) | set(self._resources)

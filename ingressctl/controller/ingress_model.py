@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ingressctl.configs.ingress_ex import INGRESS_KIND
+from ingressctl.configs.ingress_ex import CATCH_ALL_HOST, INGRESS_KIND
 from ingressctl.controller.ingress_refs import ingress_secrets, service_names
 from ingressctl.controller.model import Claims, ConfigurationProblem, Entry, Resource
 from ingressctl.controller.validation import (
@@ -32,6 +32,15 @@ from ingressctl.keys import ResourceKey
 
 REASON_NO_INGRESS_MASTER_FOUND = "NoIngressMasterFound"
 MESSAGE_NO_MASTER = "Ingress master is invalid or doesn't exist"
+
+
+def claimed_hosts(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The hosts an Ingress's spec claims: its rules' hosts, or the catch-all for an Ingress without rules
+    that has a defaultBackend (the Ingress spec: it serves requests no rule matches)."""
+    rules = spec.get("rules") or []
+    if not rules and spec.get("defaultBackend") is not None:
+        return (CATCH_ALL_HOST,)
+    return tuple(str((r or {}).get("host", "")) for r in rules)
 
 
 def path_taken_warning(path: str) -> str:
@@ -85,8 +94,8 @@ class IngressConfiguration:
                        warnings=warnings)
 
     @staticmethod
-    def valid_hosts_of(obj: Mapping[str, Any]) -> list[str]:
-        return [str(r.get("host", "")) for r in (obj.get("spec") or {}).get("rules") or []]
+    def valid_hosts_of(obj: Mapping[str, Any]) -> tuple[str, ...]:
+        return claimed_hosts(obj.get("spec") or {})
 
     def is_equal(self, other: Resource) -> bool:
         """Whether re-rendering could not change anything (NIC's `IsEqual`, also comparing uid and spec)."""
@@ -138,7 +147,7 @@ class IngressModel:
         refs = ingress_secrets(obj)
         return Claims(
             role="parent" if mtype == "master" else "child" if mtype == "minion" else "regular",
-            hosts=tuple(IngressConfiguration.valid_hosts_of(obj)),
+            hosts=claimed_hosts(obj.get("spec") or {}),
             services=tuple(sorted({(ns, s) for s in service_names(obj)})),
             secrets=tuple(sorted({(ns, s) for s in refs.names})),
             uses_default_tls_secret=refs.uses_default_tls,

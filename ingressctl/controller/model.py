@@ -8,16 +8,18 @@ Guarantees:
   Secrets) and is kept small: one exists for every resource in the cluster.
 - Ranking: the older creationTimestamp (whole seconds) wins; on a tie the greater UID; then the smaller key.
   An object without a creationTimestamp loses to every object that has one.
-- Messages name the winner with its kind, e.g. `host a.com is taken by another resource (Ingress ns/name)`.
+- Messages name the winner with its kind, e.g. `host a.com is taken by another resource (Ingress ns/name)`;
+  the class-wide catch-all (`CATCH_ALL_HOST`) is named as such.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol
 
+from ingressctl.configs.ingress_ex import CATCH_ALL_HOST
 from ingressctl.keys import ResourceKey
 
 REASON_REJECTED = "Rejected"
@@ -28,16 +30,23 @@ _NO_TIMESTAMP = 2**62
 Role = Literal["regular", "parent", "child"]
 
 
+CATCH_ALL_LABEL = "the catch-all (an Ingress without rules, with a defaultBackend)"
+
+
+def host_label(host: str) -> str:
+    return CATCH_ALL_LABEL if host == CATCH_ALL_HOST else f"host {host}"
+
+
 def host_taken_warning(host: str, winner: str | None = None, winner_kind: str = "Ingress") -> str:
     """NIC's warning, naming the winning resource when known."""
     if winner:
-        return f"host {host} is taken by another resource ({winner_kind} {winner})"
-    return f"host {host} is taken by another resource"
+        return f"{host_label(host)} is taken by another resource ({winner_kind} {winner})"
+    return f"{host_label(host)} is taken by another resource"
 
 
 def all_hosts_taken_message(taken: Mapping[str, tuple[str, str] | None]) -> str:
     """NIC's problem message, followed by each host and the resource (name, kind) that holds it."""
-    details = ", ".join(f"host {h} by {w[1]} {w[0]}" if w else f"host {h}" for h, w in taken.items())
+    details = ", ".join(f"{host_label(h)} by {w[1]} {w[0]}" if w else host_label(h) for h, w in taken.items())
     return f"{MESSAGE_ALL_HOSTS_TAKEN}: {details}" if details else MESSAGE_ALL_HOSTS_TAKEN
 
 
@@ -166,3 +175,13 @@ def make_entry(key: ResourceKey, obj: dict[str, Any], claims: Claims) -> Entry:
 def rank_of(e: Entry) -> tuple[int, _Descending, ResourceKey]:
     """A sort key ordering winners first (computed when compared, not stored: one resource costs less)."""
     return e.seconds, _Descending(e.uid), e.key
+
+
+def catch_all_rank(e: Entry) -> tuple[int, ResourceKey]:
+    """The catch-all goes to the oldest, then the smaller namespace/name: predictable for its users."""
+    return e.seconds, e.key
+
+
+def best(entries: Iterable[Entry], host: str | None = None) -> Entry | None:
+    """The owner of `host` among its claimants."""
+    return min(entries, key=catch_all_rank if host == CATCH_ALL_HOST else rank_of, default=None)

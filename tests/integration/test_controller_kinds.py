@@ -76,6 +76,9 @@ class StubRenderer:
                 f"    {extra}\n    location / {{ return 200 \"stub {resource.key}\\n\"; }}\n}}\n")
         return Rendered(text, [])
 
+    def catch_all(self, resource: object) -> str:
+        return ""
+
     def counts(self, resources: Iterable[object]) -> dict[str, int]:
         return {"total": len(list(resources))}
 

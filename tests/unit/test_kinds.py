@@ -48,6 +48,9 @@ class StreamRenderer:
             raise ValueError("cannot render")
         return Rendered(resource, [f"{resource} warning"] if resource == "WARN" else [])
 
+    def catch_all(self, resource: object) -> str:
+        return ""
+
     def counts(self, resources: Iterable[object]) -> dict[str, int]:
         return {"total": len(list(resources))}
 
