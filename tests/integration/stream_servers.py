@@ -26,7 +26,29 @@ class _TCPServer(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
 
 
-class EchoServer:
+class _Served:
+    """A socketserver served by a daemon thread until `stop()`."""
+
+    _server: Any
+    _thread: threading.Thread
+
+    def _serve(self, server: Any) -> None:
+        self._server = server
+        self.host = "127.0.0.1"
+        self.port = int(server.server_address[1])
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+
+    def start(self) -> Any:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class EchoServer(_Served):
     """A TCP or UDP echo server on 127.0.0.1 (an ephemeral port); `name` tells it apart."""
 
     def __init__(self, name: str, protocol: str = "TCP") -> None:
@@ -35,19 +57,11 @@ class EchoServer:
         server: Any = (_TCPServer(("127.0.0.1", 0), _TCPHandler) if protocol == "TCP"
                        else socketserver.ThreadingUDPServer(("127.0.0.1", 0), _UDPHandler))
         server.name = name
-        self._server = server
-        self.host = "127.0.0.1"
-        self.port = int(server.server_address[1])
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._serve(server)
 
     def start(self) -> EchoServer:
-        self._thread.start()
+        super().start()
         return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 def tcp_echo(port: int, message: bytes = b"hello", timeout: float = 5.0) -> str:
@@ -75,7 +89,7 @@ def udp_echo(port: int, message: bytes = b"hello", timeout: float = 1.0) -> str:
             return ""
 
 
-class TLSEchoServer:
+class TLSEchoServer(_Served):
     """A TLS server on 127.0.0.1 with its own certificate: it answers `<name>: <what it received>`."""
 
     def __init__(self, name: str, cert_pem: bytes, key_pem: bytes, tmp: str) -> None:
@@ -101,19 +115,11 @@ class TLSEchoServer:
                 except (OSError, ssl.SSLError):
                     pass
 
-        self._server = _TCPServer(("127.0.0.1", 0), Handler)
-        self.host = "127.0.0.1"
-        self.port = int(self._server.server_address[1])
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._serve(_TCPServer(("127.0.0.1", 0), Handler))
 
     def start(self) -> TLSEchoServer:
-        self._thread.start()
+        super().start()
         return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 def tls_echo(port: int, sni: str, message: bytes = b"hello", timeout: float = 5.0) -> tuple[str, bytes]:
