@@ -1,12 +1,12 @@
 """`make run`: the whole system on one machine (docs/architecture.md, "The demo").
 
-Starts a devcluster loaded with NIC's CRDs and `examples/`, one small HTTP backend per Service (each answers
-with its own name), EndpointSlices pointing at those backends, a generated self-signed certificate for every
-Ingress TLS Secret the manifests name but do not contain (and one for the default server), and the real
-controller with a real NGINX on unprivileged ports (config and runtime files under `--run-dir`, default
-`.run/`). Custom resources are enabled: a TransportServer forwards a GlobalConfiguration listener (moved to a
-free port if its own is taken) to a Service over TCP. It then prints curl commands that show the routing,
-with every port it uses, and runs until Ctrl-C.
+Starts a devcluster loaded with NIC's CRDs, `examples/` and `examples/tcp/`, one small HTTP backend per
+Service (each answers with its own name), EndpointSlices pointing at those backends, a generated self-signed
+certificate for every Ingress TLS Secret the manifests name but do not contain (and one for the default
+server), and the real controller with a real NGINX on unprivileged ports (config and runtime files under
+`--run-dir`, default `.run/`). Custom resources are enabled: a TransportServer forwards a GlobalConfiguration
+listener (moved to a free port if its own is taken) to a Service over TCP. It then prints curl commands that
+show the routing, with every port it uses, and runs until Ctrl-C.
 
 `--check` runs those requests itself instead (every Ingress path must reach the backend of its Service, over
 HTTPS for TLS hosts; every TransportServer's listener must reach its Service; an unknown host must get 404)
@@ -58,6 +58,8 @@ log = get_logger(__name__)
 DEFAULT_SERVER_SECRET = ("default", "ingressctl-demo-default-server")
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_EXAMPLES = os.path.join(REPO_DIR, "examples")
+# Examples of custom resources: loaded by the demo after the CRDs (plain `examples/` needs none).
+DEFAULT_CR_EXAMPLES = os.path.join(DEFAULT_EXAMPLES, "tcp")
 # NIC's CRDs, loaded before the manifests so that TransportServers and GlobalConfigurations can be created.
 CRDS = os.path.join(REPO_DIR, "charts", "ingressctl", "crds")
 
@@ -456,7 +458,8 @@ def manifest_files(paths: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ingressctl.demo", description=__doc__.split("\n\n")[0])
-    p.add_argument("--manifests", nargs="*", default=[DEFAULT_EXAMPLES], help="files or directories to load")
+    p.add_argument("--manifests", nargs="*", default=[DEFAULT_EXAMPLES, DEFAULT_CR_EXAMPLES],
+                   help="files or directories to load (after NIC's CRDs)")
     p.add_argument("--run-dir", default=None,
                    help="where NGINX's files and the kubeconfig go (default .run; with --check a temporary "
                         "directory of its own)")
