@@ -47,6 +47,7 @@ import ipaddress
 import os
 import signal
 import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -89,6 +90,7 @@ class App:
         self.metrics: ControllerMetrics | None = None
         self.latency_labels: LatencyLabels | None = None
         self._ready_reported = False
+        self._serve_transportservers = False  # custom resources on and the cluster serves TransportServers
         self.leader_client: Any = None
         self.manager: Any = None
         self.configurator: Any = None
@@ -165,15 +167,19 @@ class App:
             raise StartupError(f"invalid NGINX paths: {e}") from e
         if s.serving.enable_prometheus_metrics:
             self._create_metrics()
-        static = StaticConfigParams.from_settings(s)
-        if s.controller.enable_custom_resources:
+        static = dataclasses.replace(StaticConfigParams.from_settings(s), nginx_version=self._nginx_version(),
+                                     stub_status_module=self._has_stub_status())
+        if s.controller.enable_custom_resources and self._transportservers_served():
             from ingressctl.app_stream import StreamSetupError, with_stream
 
             try:
                 static = with_stream(static, binary,
                                      tls_passthrough=s.controller.enable_tls_passthrough)
             except StreamSetupError as e:
-                raise StartupError(str(e)) from e
+                if s.controller.global_configuration or s.controller.enable_tls_passthrough:
+                    raise StartupError(str(e)) from e
+                log.error("TransportServers are not served", error=str(e))
+                self._serve_transportservers = False
         # The special TLS Secrets: validated now, written by the Configurator before it renders nginx.conf.
         refs = (("default", s.controller.default_server_tls_secret),
                 ("wildcard", s.controller.wildcard_tls_secret))
@@ -243,7 +249,8 @@ class App:
             self.status.save_status_from_external_status(str(config_data["external-status-address"] or ""))
         configuration = Configuration(ingress_class=s.controller.ingress_class,
                                       legacy_startup=s.controller.legacy_startup,
-                                      snippets_enabled=s.controller.enable_snippets)
+                                      snippets_enabled=s.controller.enable_snippets,
+                                      allow_empty_host=s.controller.allow_empty_ingress_host)
         options = ControllerOptions(
             ingress_class=s.controller.ingress_class, watch_namespaces=s.kube.watch_namespaces,
             watch_secret_namespaces=s.kube.watch_secret_namespaces,
@@ -257,15 +264,11 @@ class App:
         queue: RateLimitingQueue[Task] | None = None
         if self.metrics is not None:
             queue = RateLimitingQueue(name="taskQueue", metrics_provider=self.metrics.workqueue)
-        # Only kinds beyond Ingress are passed (tests add their own stub kinds to the constructor).
-        extra_kinds: dict[str, Any] = {}
-        if kinds := self._custom_resource_kinds(is_leader):
-            extra_kinds["kinds"] = kinds
         self.controller = LoadBalancerController(
             self.client, configuration=configuration, configurator=self.configurator,
             secret_store=LocalSecretStore(self.configurator), status_updater=self.status,
             recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
-            **extra_kinds,
+            kinds=self._custom_resource_kinds(is_leader),
         )
         if self.metrics is not None:
             for kind in self.controller.kinds:
@@ -289,15 +292,62 @@ class App:
             raise StartupError("the informer caches did not sync")
 
     def _custom_resource_kinds(self, is_leader: Callable[[], bool] | None) -> list[Any]:
-        """The registry entries of the custom resources (`--enable-custom-resources`)."""
-        if not self.settings.controller.enable_custom_resources:
+        """The registry entries of the custom resources (`--enable-custom-resources`) the cluster serves:
+        without a kind's CRD (or the RBAC to list it) the controller leaves that kind out and says why,
+        rather than waiting forever for a cache that cannot sync."""
+        s = self.settings
+        if not s.controller.enable_custom_resources:
             return []
+        from ingressctl.configs.templates import TemplateError
+        from ingressctl.controller.vs_kind import (
+            VIRTUALSERVERS,
+            virtualserver_kind_factory,
+            virtualserverroute_kind_factory,
+        )
+        from ingressctl.k8s.client import ApiError
+
+        namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
+        kinds: list[Any] = []
+        try:
+            self.client.list(VIRTUALSERVERS, namespace, limit=1)
+        except ApiError as e:
+            log.error("custom resources are enabled, but VirtualServers cannot be listed: not serving them; "
+                      "install the k8s.nginx.org CRDs (charts/ingressctl/crds) and the RBAC for them, "
+                      "or pass --enable-custom-resources=false", error=str(e))
+        else:
+            try:
+                template = s.nginx.virtualserver_template_path
+                kinds = [virtualserver_kind_factory(self.client, template_path=template),
+                         virtualserverroute_kind_factory(self.client)]
+            except TemplateError as e:
+                raise StartupError(f"invalid template: {e}") from e
+        if not self._serve_transportservers:
+            return kinds
         from ingressctl.app_stream import StreamSetupError, stream_kinds
 
         try:
-            return stream_kinds(self.settings, self.client, is_leader or (lambda: True))
+            return kinds + stream_kinds(s, self.client, is_leader or (lambda: True))
         except StreamSetupError as e:
             raise StartupError(str(e)) from e
+
+    def _transportservers_served(self) -> bool:
+        """Whether the cluster serves TransportServers (their CRD and the RBAC to list them); remembered for
+        `_custom_resource_kinds`."""
+        from ingressctl.controller.ts_kind import TRANSPORTSERVERS
+        from ingressctl.k8s.client import ApiError
+
+        s = self.settings
+        namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
+        try:
+            self.client.list(TRANSPORTSERVERS, namespace, limit=1)
+            self._serve_transportservers = True
+        except ApiError as e:
+            log.error("custom resources are enabled, but TransportServers cannot be listed: not serving "
+                      "them; "
+                      "install the k8s.nginx.org CRDs (charts/ingressctl/crds) and the RBAC for them",
+                      error=str(e))
+            self._serve_transportservers = False
+        return self._serve_transportservers
 
     def _start_admission_webhook(self, configuration: Any) -> None:
         """Serve `/validate` when enabled: the Configuration's validation, read-only."""
@@ -418,6 +468,33 @@ class App:
             raise StartupError(f"cannot read the NGINX ConfigMap {ref} (--nginx-configmaps): {e}") from e
         data = cm.get("data") or {}
         return {str(k): str(v) for k, v in data.items()}
+
+    def _has_stub_status(self) -> bool:
+        """Whether this NGINX has the stub_status module; without it the stub_status metrics and
+        --nginx-status are unavailable (said in the log) and the main config leaves them out."""
+        try:
+            found = "--with-http_stub_status_module" in self.manager.configure_arguments()
+        except (OSError, subprocess.TimeoutExpired) as e:
+            log.warning("cannot read the NGINX build options (nginx -V); assuming stub_status", error=str(e))
+            return True
+        if not found:
+            log.warning("this NGINX has no stub_status module: the stub_status metrics and --nginx-status "
+                        "are unavailable", binary=self.settings.nginx.binary)
+        return found
+
+    def _nginx_version(self) -> tuple[int, ...]:
+        """The running NGINX's version, which decides the directives newer than 1.22 (e.g. `sticky cookie`);
+        () when `nginx -v` fails (such directives are then left out, with a warning on the resource)."""
+        from ingressctl.configs.directive_values import parse_nginx_version
+
+        try:
+            text = self.manager.version()
+        except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
+            log.warning("cannot read the NGINX version; directives newer than NGINX 1.22 are left out",
+                        error=str(e))
+            return ()
+        log.info("nginx version", version=text)
+        return parse_nginx_version(text)
 
     def _special_secret(self, ref: str | None) -> bytes | None:
         """Fetch and validate a special TLS Secret (default server, wildcard); returns its PEM content."""

@@ -41,6 +41,7 @@ from typing import Any
 
 from ingressctl.demo_backend import Backend
 from ingressctl.demo_rundir import RunDirLock, remember_nginx_run_dir, stop_leftover_nginx
+from ingressctl.demo_vs import VSCheck, run_check, virtual_server_checks
 from ingressctl.k8s.store import SERVICE_NAME_LABEL
 from ingressctl.logging import configure_logging, get_logger
 from ingressctl.settings import (
@@ -56,12 +57,12 @@ from ingressctl.settings import (
 log = get_logger(__name__)
 
 DEFAULT_SERVER_SECRET = ("default", "ingressctl-demo-default-server")
-REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_EXAMPLES = os.path.join(REPO_DIR, "examples")
-# Examples of custom resources: loaded by the demo after the CRDs (plain `examples/` needs none).
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_EXAMPLES = os.path.join(REPO, "examples")
+# NIC's custom resource definitions (VirtualServer, ...): always loaded first, so examples may use them.
+CRDS = os.path.join(REPO, "charts", "ingressctl", "crds")
+# Examples of the custom resources that need their CRDs first (examples/tcp/ links them for devcluster).
 DEFAULT_CR_EXAMPLES = os.path.join(DEFAULT_EXAMPLES, "tcp")
-# NIC's CRDs, loaded before the manifests so that TransportServers and GlobalConfigurations can be created.
-CRDS = os.path.join(REPO_DIR, "charts", "ingressctl", "crds")
 
 
 def free_port(preferred: int = 0, what: str = "") -> int:
@@ -145,7 +146,8 @@ class Demo:
         for pid in stop_leftover_nginx(self.run_dir, conf_dir, run_dir):
             print(f"stopped NGINX (pid {pid}) left running by a previous demo with this run dir",
                   file=sys.stderr)
-        self.cluster = DevCluster(manifests=manifest_files([CRDS]) + self.manifests)
+        crds = manifest_files([CRDS]) if os.path.isdir(CRDS) else []
+        self.cluster = DevCluster(manifests=[*crds, *self.manifests])
         self.cluster.start()
         kubeconfig = os.path.abspath(os.path.join(self.run_dir, "kubeconfig"))
         self.kubeconfig = self.cluster.write_kubeconfig(kubeconfig)
@@ -318,6 +320,11 @@ class Demo:
         ok &= good
         print(f"{'PASS' if good else 'FAIL'}  curl -k https://127.0.0.1:{self.https_port}/  -> {status} "
               "(default server, generated certificate)")
+        for vc in self._vs_checks():
+            good, status, backend = run_check(self.http_port, vc)
+            ok &= good
+            print(f"{'PASS' if good else 'FAIL'}  {vc.curl(self.http_port)}  -> {status} {backend}"
+                  f"{f' ({vc.note})' if vc.note else ''}")
         for sr in self.stream_routes:
             # The TransportServer forwards raw TCP: the backend behind it answers HTTP with its name.
             status, backend, body = _get_until(sr.port, "tcp.example", "/", sr.service)
@@ -327,6 +334,14 @@ class Demo:
                   f"(TCP through TransportServer {sr.transportserver})")
         ok &= self._check_status()
         return ok
+
+    def _vs_checks(self) -> list[VSCheck]:
+        from ingressctl.k8s.client import ApiError
+
+        try:
+            return virtual_server_checks(self.client)
+        except ApiError:    # custom resources not installed (another --manifests set)
+            return []
 
     def _check_status(self) -> bool:
         """With an external-status-address, every Ingress of ours reports it in status.loadBalancer."""
@@ -368,6 +383,8 @@ class Demo:
                  f"metrics {self.metrics_port}", ""]
         lines += [f"  {r.curl_tls(self.https_port) if r.tls else r.curl(self.http_port)}"
                   for r in self.routes]
+        lines += [f"  {vc.curl(self.http_port)}{f'      # {vc.note}' if vc.note else ''}"
+                  for vc in self._vs_checks()]
         lines += [f"  {sr.curl()}      # TCP through TransportServer {sr.transportserver}"
                   for sr in self.stream_routes]
         lines += [
@@ -377,7 +394,8 @@ class Demo:
             "",
             f"  readiness:  curl http://127.0.0.1:{self.ready_port}/nginx-ready",
             f"  metrics:    curl -s http://127.0.0.1:{self.metrics_port}/metrics | grep reloads_total",
-            f"  kubectl:    kubectl --kubeconfig {self.kubeconfig} get ingress,ts,gc,svc,endpointslices -A",
+            f"  kubectl:    kubectl --kubeconfig {self.kubeconfig} get ingress,vs,ts,gc,svc,endpointslices "
+            "-A",
             "",
             "Change the cluster with kubectl and watch NGINX follow. Ctrl-C stops everything.",
             "",

@@ -44,7 +44,7 @@ def _unset(name: str, reason: str, *accepted: str) -> UnsupportedFlag:
 
 _PLUS = "NGINX Plus is not supported"
 _AP = "NGINX App Protect needs NGINX Plus, which is not supported"
-_CRD = "VirtualServer and Policy resources are not served yet"
+_CRD = "this integration of the custom resources is not supported yet"
 
 UNSUPPORTED_FLAGS: dict[str, UnsupportedFlag] = {f.name: f for f in (
     _off("nginx-plus", _PLUS),
@@ -68,18 +68,11 @@ UNSUPPORTED_FLAGS: dict[str, UnsupportedFlag] = {f.name: f for f in (
     _off("enable-cert-manager", _CRD),
     _off("enable-external-dns", _CRD),
     _off("enable-oidc", "OIDC policies need NGINX Plus and custom resources"),
-    _unset("virtualserver-template-path", _CRD),
     _unset("ingresslink", "BIG-IP IngressLink is not supported; use -external-service"),
     _unset("prometheus-tls-secret", "the metrics endpoint serves plain HTTP only"),
     _unset("proxy", "the kubectl-proxy test mode (no NGINX) is not supported; use -kubeconfig"),
     _unset("spire-agent-address", "NGINX Service Mesh is not supported"),
     _off("enable-internal-routes", "NGINX Service Mesh is not supported"),
-    _off("enable-config-safety", "configuration rollback is built in: a failed reload rejects only the "
-                                 "offending Ingresses"),
-    _off("enable-directive-autoadjust", "proxy buffer directives are not adjusted; invalid values are "
-                                        "reported instead"),
-    _off("allow-empty-ingress-host", "Ingress rules without a host are handled as NIC does without this "
-                                     "flag"),
     UnsupportedFlag("ssl-dynamic-reload", "certificates are loaded by an NGINX reload (the behaviour of "
                     "-ssl-dynamic-reload=false)", warns=("true",)),
     UnsupportedFlag("enable-telemetry-reporting", "ingressctl never sends telemetry", warns=("true",)),

@@ -132,7 +132,9 @@ class Configuration:
     """Valid resources of one class, resolved into configured resources (see the module docstring)."""
 
     def __init__(self, *, ingress_class: str, is_controller_ingress_class: bool = True,
-                 legacy_startup: bool = False, is_plus: bool = False, snippets_enabled: bool = False) -> None:
+                 legacy_startup: bool = False, is_plus: bool = False, snippets_enabled: bool = False,
+                 allow_empty_host: bool = False) -> None:
+        """`allow_empty_host`: NIC's -allow-empty-ingress-host: a rule without a host claims the catch-all."""
         self.ingress_class = ingress_class
         self.is_controller_ingress_class = is_controller_ingress_class
         self.legacy_startup = legacy_startup
@@ -141,7 +143,8 @@ class Configuration:
         self._startup_complete = False
         self._kinds: dict[str, ConfigurationKind] = {}
         self.register_kind(IngressModel(ingress_class, is_plus=is_plus, snippets_enabled=snippets_enabled,
-                                        is_controller_ingress_class=is_controller_ingress_class))
+                                        is_controller_ingress_class=is_controller_ingress_class,
+                                        allow_empty_host=allow_empty_host))
 
         self._entries: dict[ResourceKey, Entry] = {}
         self._claims: Index = {}  # host (or listener claim) -> parent/regular keys claiming it
@@ -266,6 +269,10 @@ class Configuration:
     def _parent_of(self, e: Entry) -> ResourceKey | None:
         owner = self._hosts.get(e.claims[0]) if e.claims else None
         if owner is None or self._entries[owner].role != "parent":
+            return None
+        # A parent takes children of its `child_kinds` (by default its own kind: Ingress masters and minions).
+        model = self._kinds[owner.kind]
+        if e.key.kind not in getattr(model, "child_kinds", (model.kind,)):
             return None
         return owner
 

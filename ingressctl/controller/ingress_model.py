@@ -125,11 +125,12 @@ class IngressModel:
     api_kind = "Ingress"
 
     def __init__(self, ingress_class: str, *, is_controller_ingress_class: bool = True, is_plus: bool = False,
-                 snippets_enabled: bool = False) -> None:
+                 snippets_enabled: bool = False, allow_empty_host: bool = False) -> None:
         self.ingress_class = ingress_class
         self.is_controller_ingress_class = is_controller_ingress_class
         self.is_plus = is_plus
         self.snippets_enabled = snippets_enabled
+        self.allow_empty_host = allow_empty_host  # -allow-empty-ingress-host: a rule without a host is valid
 
     def is_ours(self, obj: Mapping[str, Any]) -> bool:
         cls = get_annotations(obj).get(INGRESS_CLASS_ANNOTATION, "")
@@ -139,7 +140,8 @@ class IngressModel:
 
     def validate(self, obj: Mapping[str, Any]) -> str:
         return aggregate_message(validate_ingress(obj, is_plus=self.is_plus,
-                                                  snippets_enabled=self.snippets_enabled))
+                                                  snippets_enabled=self.snippets_enabled,
+                                                  allow_empty_host=self.allow_empty_host))
 
     def claims(self, obj: Mapping[str, Any]) -> Claims:
         ns = str((obj.get("metadata") or {}).get("namespace", ""))

@@ -377,7 +377,9 @@ class StatusWriters:
 
     @property
     def report_ingress_status(self) -> bool:
-        return self.base.report_ingress_status
+        """Whether the start-up flush has statuses to write: Ingress status is reported, or another kind is
+        served (custom-resource status does not depend on `--report-ingress-status`)."""
+        return self.base.report_ingress_status or any(w is not self.base for w in self._writers.values())
 
     def is_leader(self) -> bool:
         return self.base.is_leader()
@@ -388,6 +390,12 @@ class StatusWriters:
     @property
     def writes(self) -> int:
         return sum(w.writes for w in {id(w): w for w in self._writers.values()}.values())
+
+    def report_status_enabled_for(self, key: ResourceKey) -> bool:
+        """Whether `key`'s status is reported now: the Ingress's by `report_status_enabled()`; other kinds'
+        writers gate themselves (custom-resource status needs only leadership)."""
+        writer = self._writers.get(key.kind)
+        return self.base.report_status_enabled() if writer is None or writer is self.base else True
 
     def update(self, key: ResourceKey) -> bool:
         return self._writers[key.kind].update_status(key.ns_name)
