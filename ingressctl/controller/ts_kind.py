@@ -33,7 +33,7 @@ from ingressctl.controller.globalconfiguration import Listeners, parse_listeners
 from ingressctl.controller.handlers import resource_version, tombstone_key, unwrap
 from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
 from ingressctl.controller.model import Resource
-from ingressctl.controller.status import FLUSH_FAILED, FLUSH_UNCHANGED, FLUSH_WRITTEN
+from ingressctl.controller.status import safe_status_write
 from ingressctl.controller.task import Task
 from ingressctl.controller.ts_model import TransportServerConfiguration, TransportServerModel
 from ingressctl.controller.validation import aggregate_message
@@ -248,17 +248,7 @@ class TransportServerStatus:
         return self._write(key)
 
     def safe_update(self, key: str, on_item: Callable[[str], None] | None = None) -> bool:
-        """A status write that never raises; `on_item` gets the start-up flush's outcome of it."""
-        try:
-            wrote = self._write(key)
-        except Exception as e:
-            log.warning("error updating TransportServer status", resource=key, error=str(e))
-            if on_item is not None:
-                on_item(FLUSH_FAILED)
-            return False
-        if on_item is not None:
-            on_item(FLUSH_WRITTEN if wrote else FLUSH_UNCHANGED)
-        return True
+        return safe_status_write(self._write, key, on_item, "TransportServer")
 
 
 def transportserver_kind(lbc: Controller, client: Any, *, ingress_class: str, listeners: ListenerSource,
