@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests and the demo need, when they are missing: nginx and kubectl.
-#   scripts/install-system-deps.sh        nginx, kubectl
+# Installs the Debian packages the tests and the demo need, when they are missing: nginx, its stream module
+# (TransportServers) and kubectl.
+#   scripts/install-system-deps.sh        nginx, libnginx-mod-stream, kubectl
 #   scripts/install-system-deps.sh go     also Go and the Go libraries the chart renderer (tests/chart/render)
 #                                         builds against offline: sprig, sigs.k8s.io/yaml and gojsonschema
 #                                         (Helm's own template, YAML and values-schema libraries) from Debian
@@ -20,6 +21,8 @@ need() { # need <package>: add it once
 have_go_lib() { [ -d "$GOCODE_SRC/$1" ] && [ -n "$(ls -A "$GOCODE_SRC/$1" 2>/dev/null)" ]; }
 
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need nginx
+# The stream module: Debian builds it as a dynamic module in its own package.
+[ -e /usr/lib/nginx/modules/ngx_stream_module.so ] || need libnginx-mod-stream
 command -v kubectl >/dev/null 2>&1 || need kubernetes-client
 for extra in "$@"; do
   case "$extra" in

@@ -51,6 +51,7 @@ from ingressctl.controller.model import (
     best,
     host_taken_warning,
     listener_claim,
+    listener_taken_message,
     make_entry,
 )
 from ingressctl.keys import ResourceKey, object_key
@@ -269,6 +270,10 @@ class Configuration:
         owner = self._hosts.get(e.claims[0]) if e.claims else None
         if owner is None or self._entries[owner].role != "parent":
             return None
+        # A parent takes children of its `child_kinds` (by default its own kind: Ingress masters and minions).
+        model = self._kinds[owner.kind]
+        if e.key.kind not in getattr(model, "child_kinds", (model.kind,)):
+            return None
         return owner
 
     def _resolve_keys(self, keys: Iterable[ResourceKey]) -> list[Resource]:
@@ -411,6 +416,11 @@ class Configuration:
                 return self._kinds[key.kind].child_problem(e)
             return None
         if not any(self._hosts.get(c) == key for c in e.claims):
+            if not e.hosts:  # a stream resource: only listener claims
+                message = "; ".join(listener_taken_message(c, (o.ns_name, self.api_kind(o))
+                                                           if (o := self._hosts.get(c)) else None)
+                                    for c in e.claims)
+                return ConfigurationProblem(e.obj, False, REASON_REJECTED, message, key=key)
             taken = {h: (o.ns_name, self.api_kind(o)) if (o := self._hosts.get(h)) else None
                      for h in e.hosts}
             message = all_hosts_taken_message(taken)

@@ -5,6 +5,8 @@ Guarantees:
 - Events follow NIC's reasons and messages, name the object by its kind and
   apiVersion from the registry, and never raise (a failing recorder is logged). Normal events are logged at
   debug, warnings at warning level.
+- A kind's status writer with an `observe_event(obj, type, reason, message)` method sees every event on
+  that kind's resources before the status write that follows it (custom resources report their outcome).
 - Status goes to the resource's kind's writer through `StatusWriters`: written only when it changes, only
   with `--report-ingress-status`, only by the leader; during start-up it is deferred to the flush (returned by
   `take_deferred()`). A failed write is logged, never raised.
@@ -162,7 +164,7 @@ class Reporter:
             return  # a class change: no event, no status change (NIC)
         self.event(obj, key.kind, EVENT_WARNING, REASON_REJECTED,
                    f"{res.key} was rejected: {msg}")
-        if self._is_ready() and self.status.report_status_enabled():
+        if self._is_ready() and self.status.report_status_enabled_for(key):
             self._safe_status(self.status.clear, key)
 
     def report_problems(self, problems: Sequence[ConfigurationProblem]) -> None:
@@ -184,6 +186,10 @@ class Reporter:
         entry = self._kinds.get(kind)
         if entry is None:
             raise KeyError(f"unknown resource kind {kind!r}")
+        # A kind whose status reports the outcome (custom resources: state, reason, message) sees each event.
+        observe = getattr(entry.status, "observe_event", None)
+        if callable(observe):
+            observe(obj, event_type, reason, message)
         self.event_for(obj, entry.rt, event_type, reason, message)
 
     def event_for(self, obj: dict[str, Any], rt: ResourceType, event_type: str, reason: str,

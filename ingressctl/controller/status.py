@@ -72,6 +72,20 @@ def _report(fn: Callable[..., None] | None, *args: Any) -> None:
         log.warning("status metrics hook failed", error=str(e))
 
 
+def safe_status_write(write: Callable[[str], bool], key: str, on_item: Callable[[str], None] | None,
+                      what: str) -> bool:
+    """A kind's `safe_update`: `write(key)` that never raises (a failure is logged as an error updating the
+    status of `what`); `on_item` gets the start-up flush's outcome (written, unchanged or failed)."""
+    try:
+        wrote = write(key)
+    except Exception as e:
+        log.warning(f"error updating {what} status", resource=key, error=str(e))
+        _report(on_item, FLUSH_FAILED)
+        return False
+    _report(on_item, FLUSH_WRITTEN if wrote else FLUSH_UNCHANGED)
+    return True
+
+
 class StatusClient(Protocol):
     """The slice of KubeClient the status writer needs."""
 
@@ -377,7 +391,9 @@ class StatusWriters:
 
     @property
     def report_ingress_status(self) -> bool:
-        return self.base.report_ingress_status
+        """Whether the start-up flush has statuses to write: Ingress status is reported, or another kind is
+        served (custom-resource status does not depend on `--report-ingress-status`)."""
+        return self.base.report_ingress_status or any(w is not self.base for w in self._writers.values())
 
     def is_leader(self) -> bool:
         return self.base.is_leader()
@@ -388,6 +404,12 @@ class StatusWriters:
     @property
     def writes(self) -> int:
         return sum(w.writes for w in {id(w): w for w in self._writers.values()}.values())
+
+    def report_status_enabled_for(self, key: ResourceKey) -> bool:
+        """Whether `key`'s status is reported now: the Ingress's by `report_status_enabled()`; other kinds'
+        writers gate themselves (custom-resource status needs only leadership)."""
+        writer = self._writers.get(key.kind)
+        return self.base.report_status_enabled() if writer is None or writer is self.base else True
 
     def update(self, key: ResourceKey) -> bool:
         return self._writers[key.kind].update_status(key.ns_name)
