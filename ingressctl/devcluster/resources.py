@@ -37,6 +37,18 @@ class Column:
 
 
 @dataclass(frozen=True)
+class Subresource:
+    """A subresource other than `/status` (e.g. serviceaccounts/token): its own kind, group and verbs, served
+    by a handler the server is given for it."""
+
+    name: str
+    kind: str
+    group: str = ""
+    version: str = ""
+    verbs: tuple[str, ...] = ("create",)
+
+
+@dataclass(frozen=True)
 class ResourceKind:
     group: str
     version: str
@@ -61,6 +73,10 @@ class ResourceKind:
     storage: str = ""                      # the stored kind's "<group>/<plural>" when this is another version
     to_storage: Callable[[Obj], Obj] | None = None
     from_storage: Callable[[Obj], Obj] | None = None
+    subresources: tuple[Subresource, ...] = ()   # besides status
+
+    def subresource(self, name: str) -> Subresource | None:
+        return next((s for s in self.subresources if s.name == name), None)
 
     @property
     def api_version(self) -> str:

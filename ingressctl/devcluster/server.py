@@ -10,6 +10,9 @@ Guarantees:
 - Watch streams are chunked, one JSON event per line; they end cleanly at `timeoutSeconds`, abruptly when
   faults drop them or the server stops, and with one ERROR event (HTTP 200) for a too-old resourceVersion.
 - Fault rules (latency, error rates) and statistics apply to resource requests, keyed by (verb, resource).
+- Every request is authenticated and every resource request authorized by the server's `AccessControl`
+  (auth.py) before it touches the store; subresources other than `/status` (serviceaccounts/token) are
+  answered by the handler registered for them in `subresource_handlers`.
 """
 
 from __future__ import annotations
@@ -30,9 +33,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ingressctl.devcluster import errors, printing, protobuf
+from ingressctl.devcluster.auth import ADMIN, AccessControl
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.faults import Call, FaultInjector, RequestStats
 from ingressctl.devcluster.protobuf import ProtobufError
+from ingressctl.devcluster.rbac import Attributes, UserInfo
 from ingressctl.devcluster.resources import Obj, Registry, ResourceKind
 from ingressctl.devcluster.selectors import SelectorError, parse_field_selector, parse_label_selector
 from ingressctl.devcluster.store import (
@@ -122,8 +127,13 @@ class DevHTTPServer(ThreadingHTTPServer):
     request_queue_size = 512
 
     def __init__(self, address: tuple[str, int], *, store: Store, faults: FaultInjector, stats: RequestStats,
-                 config: ServerConfig, ssl_context: ssl.SSLContext | None = None) -> None:
+                 config: ServerConfig, ssl_context: ssl.SSLContext | None = None,
+                 access: AccessControl | None = None,
+                 subresource_handlers: dict[str, Callable[[str, str, Any], Obj]] | None = None) -> None:
         self.store = store
+        self.access = access or AccessControl(store, admin_token=config.token)
+        # "<plural>/<subresource>" -> handler(namespace, name, request body) returning the response object.
+        self.subresource_handlers = dict(subresource_handlers or {})
         self.registry: Registry = store.registry
         self.faults = faults
         self.stats = stats
@@ -284,6 +294,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self) -> None:
         self._body_read = False
+        self.user: UserInfo = ADMIN
         self._status = 0
         if _stdlog.isEnabledFor(logging.DEBUG):
             started = time.monotonic()
@@ -303,6 +314,7 @@ class Handler(BaseHTTPRequestHandler):
             self._authenticate(path)
             req = self._route(path, query)
             if req is not None:
+                self._authorize(req)
                 self._serve_resource(req)
         except StatusError as e:
             self._discard_body()
@@ -326,11 +338,22 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _authenticate(self, path: str) -> None:
-        token = self.server.config.token
-        if not token or path in _NON_RESOURCE_PUBLIC:
+        if path in _NON_RESOURCE_PUBLIC:
             return
-        if self.headers.get("Authorization", "") != f"Bearer {token}":
-            raise errors.unauthorized()
+        self.user = self.server.access.authenticate(self.headers.get("Authorization", ""))
+
+    def _authorize(self, req: ResourceRequest) -> None:
+        name = req.name
+        if not name and req.verb in ("list", "watch"):
+            # A list or watch of one object by field selector is authorized for that name, as the API
+            # server's request info does it.
+            for term in req.query.get("fieldSelector", "").split(","):
+                key, sep, value = term.partition("=")
+                if sep and key.strip() == "metadata.name" and not value.startswith("="):
+                    name = value.strip()
+        kind = req.kind
+        self.server.access.authorize(self.user, Attributes(
+            req.verb, kind.group, kind.version, kind.plural, req.subresource, req.namespace, name))
 
     def _route(self, path: str, query: dict[str, str]) -> ResourceRequest | None:
         parts = [urllib.parse.unquote(p) for p in path.split("/") if p]
@@ -406,7 +429,8 @@ class Handler(BaseHTTPRequestHandler):
             raise errors.resource_not_found()
         if name and kind.namespaced and not namespace:
             raise errors.resource_not_found()
-        if subresource and not (subresource == "status" and kind.has_status):
+        extra = kind.subresource(subresource) if subresource else None
+        if subresource and not (subresource == "status" and kind.has_status) and extra is None:
             raise errors.resource_not_found()
         method = self.command
         watch = legacy_watch or _bool_param(query, "watch") is True
@@ -418,7 +442,7 @@ class Handler(BaseHTTPRequestHandler):
                 query["fieldSelector"] = ",".join(x for x in (query.get("fieldSelector", ""),
                                                               f"metadata.name={name}") if x)
         elif method == "POST":
-            if name:
+            if name and extra is None:
                 raise errors.method_not_allowed(method)
             verb = "create"
         elif method == "PUT":
@@ -431,7 +455,10 @@ class Handler(BaseHTTPRequestHandler):
             raise errors.method_not_allowed(method)
         if verb in ("update", "patch") and not name:
             raise errors.method_not_allowed(method)
-        if verb not in kind.verbs and not (subresource and verb in ("get", "update", "patch")):
+        if extra is not None:
+            if verb not in extra.verbs or not name:
+                raise errors.method_not_allowed(method)
+        elif verb not in kind.verbs and not (subresource and verb in ("get", "update", "patch")):
             raise errors.method_not_allowed(method)
         return ResourceRequest(kind, namespace, name, subresource, verb, query)
 
@@ -475,6 +502,12 @@ class Handler(BaseHTTPRequestHandler):
                 resources.append({"name": f"{k.plural}/status", "singularName": "",
                                   "namespaced": k.namespaced,
                                   "kind": k.kind, "verbs": ["get", "patch", "update"]})
+            for sub in k.subresources:
+                entry = {"name": f"{k.plural}/{sub.name}", "singularName": "", "namespaced": k.namespaced,
+                         "kind": sub.kind, "verbs": list(sub.verbs)}
+                if sub.group or sub.version:
+                    entry.update(group=sub.group, version=sub.version)
+                resources.append(entry)
         gv = f"{group}/{version}" if group else version
         return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
 
@@ -531,7 +564,10 @@ class Handler(BaseHTTPRequestHandler):
             fault = srv.faults.fault_for(req.verb, req.resource)
             if fault is not None:
                 raise errors.server_fault(fault.status, fault.retry_after)
-            getattr(self, "_verb_" + req.verb)(req, raw)
+            if req.kind.subresource(req.subresource) is not None:
+                self._verb_subresource(req, raw)
+            else:
+                getattr(self, "_verb_" + req.verb)(req, raw)
         finally:
             end()
 
@@ -558,6 +594,12 @@ class Handler(BaseHTTPRequestHandler):
                                                  list_meta={"resourceVersion": str(stored.rv)}))
             return
         self._send(code, self._object_bytes(req.kind, stored))
+
+    def _verb_subresource(self, req: ResourceRequest, raw: bytes) -> None:
+        handler = self.server.subresource_handlers.get(req.resource)
+        if handler is None:
+            raise errors.resource_not_found()
+        self._send_json(201, handler(req.namespace, req.name, self._json_body(raw)))
 
     def _verb_get(self, req: ResourceRequest, raw: bytes) -> None:
         stored = self.server.store.get(req.kind, req.namespace, req.name)

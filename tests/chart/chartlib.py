@@ -4,8 +4,7 @@
   charts/ingressctl with `values` deep-merged over values.yaml and returns the parsed documents;
   `Renderer.error(values)` returns the error text of a render that must fail. `build_renderer(path)` builds
   the renderer; the `renderer` fixture (conftest.py) does so once per session.
-- `chart_cluster()`: a DevCluster that also serves the kinds the chart creates and the default table lacks
-  (ServiceAccount, RBAC, Deployment, DaemonSet, PodDisruptionBudget, ServiceMonitor), via its `kinds` table.
+- `chart_cluster()`: a DevCluster that also serves the ServiceMonitor kind, via its `kinds` table.
 """
 
 from __future__ import annotations
@@ -26,23 +25,9 @@ CHART = ROOT / "charts" / "ingressctl"
 RENDER_SRC = ROOT / "tests" / "chart" / "render"
 RELEASE = "ingressctl"
 NAMESPACE = "ingressctl"
-RBAC = "rbac.authorization.k8s.io"
 
-# Kinds the chart renders that devcluster's DEFAULT_KINDS does not serve.
+# The chart's optional ServiceMonitor: a CRD of the Prometheus operator in a real cluster.
 CHART_KINDS: tuple[ResourceKind, ...] = (
-    ResourceKind("", "v1", "serviceaccounts", "ServiceAccount", singular="serviceaccount",
-                 short_names=("sa",)),
-    ResourceKind(RBAC, "v1", "clusterroles", "ClusterRole", namespaced=False, singular="clusterrole"),
-    ResourceKind(RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False,
-                 singular="clusterrolebinding"),
-    ResourceKind(RBAC, "v1", "roles", "Role", singular="role"),
-    ResourceKind(RBAC, "v1", "rolebindings", "RoleBinding", singular="rolebinding"),
-    ResourceKind("apps", "v1", "deployments", "Deployment", singular="deployment", short_names=("deploy",),
-                 has_status=True, generation=True),
-    ResourceKind("apps", "v1", "daemonsets", "DaemonSet", singular="daemonset", short_names=("ds",),
-                 has_status=True, generation=True),
-    ResourceKind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget",
-                 singular="poddisruptionbudget", short_names=("pdb",), has_status=True, generation=True),
     ResourceKind("monitoring.coreos.com", "v1", "servicemonitors", "ServiceMonitor",
                  singular="servicemonitor", generation=True),
 )
