@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from ingressctl.devcluster import Call, DevCluster
-from tests.chart.chartlib import NAMESPACE, ROOT, Renderer, chart_cluster, container, find, kubectl
+from tests.chart.chartlib import NAMESPACE, ROOT, Helm, chart_cluster, container, find, kubectl
 from tests.helpers import free_port, make_cert, tls_secret, wait_until
 
 APP_NS = "shop"
@@ -126,9 +126,9 @@ def short_tmp() -> Iterator[str]:
 
 
 @pytest.mark.integration
-def test_cluster_role_covers_every_call_the_controller_makes(renderer: Renderer, tmp_path: Path,
+def test_cluster_role_covers_every_call_the_controller_makes(helm: Helm, tmp_path: Path,
                                                              short_tmp: str) -> None:
-    text = renderer.text({"controller": {"defaultTLS": {"secret": f"{NAMESPACE}/{DEFAULT_TLS}"}}})
+    text = helm.text({"controller": {"defaultTLS": {"secret": f"{NAMESPACE}/{DEFAULT_TLS}"}}})
     docs = [d for d in yaml.safe_load_all(text) if d]
     deployment = find(docs, "Deployment")
     sa = deployment["spec"]["template"]["spec"]["serviceAccountName"]
