@@ -152,6 +152,19 @@ def assert_loaded(cluster: DevCluster, docs: list[dict[str, Any]]) -> None:
         assert subset(md.get("labels", {}), stored[0]["metadata"].get("labels", {}))
 
 
+def released(dc: DevCluster, release: str = RELEASE) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """Every stored object of the release (by its instance label), and Helm's release records."""
+    out = {}
+    for kind in dc.registry.kinds:
+        if kind.storage:
+            continue
+        for obj in dc.objects(kind.plural, group=kind.group):
+            labels = obj["metadata"].get("labels") or {}
+            if labels.get("app.kubernetes.io/instance") == release or labels.get("owner") == "helm":
+                out[(kind.kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])] = obj
+    return out
+
+
 def names(docs: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(d["kind"], d["metadata"]["name"]) for d in docs]
 

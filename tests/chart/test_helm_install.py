@@ -6,35 +6,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from ingressctl.devcluster import DevCluster
-from tests.chart.chartlib import CHART, NAMESPACE, RELEASE, Helm, assert_loaded, chart_cluster, kubectl
+from tests.chart.chartlib import (
+    CHART,
+    NAMESPACE,
+    RELEASE,
+    Helm,
+    assert_loaded,
+    chart_cluster,
+    kubectl,
+    released,
+)
 
 pytestmark = pytest.mark.integration
-INSTANCE = "app.kubernetes.io/instance"
 
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[tuple[DevCluster, str]]:
     with chart_cluster(authorization_mode="RBAC") as dc:
         yield dc, dc.write_kubeconfig(str(tmp_path / "kubeconfig"))
-
-
-def released(dc: DevCluster) -> dict[tuple[str, str, str], dict[str, Any]]:
-    """Every stored object of the release (by its instance label), and Helm's release records."""
-    out = {}
-    for kind in dc.registry.kinds:
-        if kind.storage:
-            continue
-        for obj in dc.objects(kind.plural, group=kind.group):
-            labels = obj["metadata"].get("labels") or {}
-            if labels.get(INSTANCE) == RELEASE or labels.get("owner") == "helm":
-                out[(kind.kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])] = obj
-    return out
 
 
 def test_install_upgrade_rollback_uninstall(helm: Helm, cluster: tuple[DevCluster, str]) -> None:
