@@ -14,6 +14,7 @@ Guarantees:
   (`/api`, `/apis`, `/version`, `/openapi`, health) is open to every authenticated identity, as the default
   system:discovery and system:public-info-viewer bindings make it.
 - Every decision about a resource request of a non-admin identity is recorded (`AccessLog`), in every mode.
+- SelfSubjectAccessReview (`kubectl auth can-i`) answers for the requesting identity with the same policy.
 """
 
 from __future__ import annotations
@@ -183,6 +184,9 @@ class AccessControl:
             return
         if not attrs.resource_request:
             return   # discovery and health: open to every authenticated identity
+        if (attrs.group, attrs.resource, attrs.verb) == ("authorization.k8s.io", "selfsubjectaccessreviews",
+                                                         "create"):
+            return   # asking about oneself: open to every authenticated identity (system:basic-user)
         if self.mode == "RBAC":
             decision = self.policy().authorize(user, attrs)
             allowed, grant, reason = decision.allowed, decision.grant, decision.reason
@@ -192,6 +196,38 @@ class AccessControl:
                                        attrs.namespace, attrs.name, allowed, grant))
         if not allowed:
             raise forbidden(user, attrs, reason)
+
+    def self_subject_access_review(self, user: UserInfo, namespace: str, name: str, body: Any) -> Obj:
+        """Answer a SelfSubjectAccessReview (`kubectl auth can-i`): may the requesting identity do it?"""
+        spec = body.get("spec") if isinstance(body, dict) else None
+        if not isinstance(spec, dict):
+            raise errors.bad_request("the body must be an authorization.k8s.io/v1 SelfSubjectAccessReview")
+        res, non = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+        if isinstance(res, dict) == isinstance(non, dict):
+            raise errors.invalid("SelfSubjectAccessReview", "authorization.k8s.io", "", [(
+                "spec.resourceAttributes", "FieldValueInvalid",
+                "exactly one of nonResourceAttributes or resourceAttributes must be specified")])
+        if isinstance(res, dict):
+            def field(key: str) -> str:
+                return str(res.get(key) or "")
+            attrs = Attributes(field("verb"), field("group"), field("version"), field("resource"),
+                               field("subresource"), field("namespace"), field("name"))
+        else:
+            assert isinstance(non, dict)
+            attrs = Attributes(str(non.get("verb") or ""), path=str(non.get("path") or ""),
+                               resource_request=False)
+        status: Obj = {"allowed": True}
+        privileged = user is ADMIN or "system:masters" in user.groups
+        if not privileged and self.mode == "RBAC" and attrs.resource_request:   # URLs: open, see authorize()
+            decision = self.policy().authorize(user, attrs)
+            status = {"allowed": decision.allowed}
+            if decision.allowed and decision.grant is not None:
+                grant = decision.grant
+                status["reason"] = f'RBAC: allowed by {grant.binding} of {grant.role} (rule {grant.rule})'
+            elif decision.reason:
+                status["reason"] = decision.reason
+        return {"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
+                "metadata": {}, "spec": spec, "status": status}
 
     def policy(self) -> Policy:
         """The RBAC objects as stored now."""
@@ -214,7 +250,7 @@ class AccessControl:
             raise errors.not_found("serviceaccounts", "", name)
         return self.issuer.issue(namespace, name, stored.uid, audiences or [ISSUER], expiration_seconds)
 
-    def token_request(self, namespace: str, name: str, body: Any) -> Obj:
+    def token_request(self, user: UserInfo, namespace: str, name: str, body: Any) -> Obj:
         """Serve a TokenRequest (POST serviceaccounts/<name>/token): the request with its status filled in."""
         if not isinstance(body, dict) or body.get("kind", "TokenRequest") != "TokenRequest":
             raise errors.bad_request("the body must be an authentication.k8s.io/v1 TokenRequest")

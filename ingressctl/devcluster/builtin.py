@@ -1,6 +1,6 @@
 """Built-in kinds a chart or a kubectl user creates and no devcluster controller acts on: ServiceAccounts,
 workloads (Deployment, DaemonSet, ReplicaSet, StatefulSet), RBAC (Role, ClusterRole and their bindings),
-PodDisruptionBudgets and HorizontalPodAutoscalers.
+PodDisruptionBudgets and HorizontalPodAutoscalers; and SelfSubjectAccessReview, which is answered, not stored.
 
 Each is one row of the kinds table, stored, listed, watched and patched by the generic path with the defaults,
 strategic-merge keys, short names and `kubectl get` columns kube-apiserver gives it. Nothing reconciles them:
@@ -207,8 +207,13 @@ HORIZONTALPODAUTOSCALERS = ResourceKind(
                     type="integer"),
              AGE))
 
+# Answered, never stored (auth.AccessControl.self_subject_access_review).
+SELFSUBJECTACCESSREVIEWS = ResourceKind(
+    "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False,
+    singular="selfsubjectaccessreview", verbs=("create",))
+
 BUILTIN_KINDS: tuple[ResourceKind, ...] = (
     SERVICEACCOUNTS, DEPLOYMENTS, DAEMONSETS, REPLICASETS, STATEFULSETS, ROLES, CLUSTERROLES, ROLEBINDINGS,
-    CLUSTERROLEBINDINGS, PODDISRUPTIONBUDGETS, HORIZONTALPODAUTOSCALERS,
+    CLUSTERROLEBINDINGS, PODDISRUPTIONBUDGETS, HORIZONTALPODAUTOSCALERS, SELFSUBJECTACCESSREVIEWS,
 )
 DEFAULT_KINDS: tuple[ResourceKind, ...] = (*CORE_KINDS, *BUILTIN_KINDS)

@@ -85,7 +85,9 @@ class DevCluster:
             ctx = self.certificate.ssl_context()
         server = DevHTTPServer((self.host, self.port), store=self.store, faults=self.faults, stats=self.stats,
                                config=self.config, ssl_context=ctx, access=self.access,
-                               subresource_handlers={"serviceaccounts/token": self.access.token_request})
+                               answer_handlers={
+                                   "serviceaccounts/token": self.access.token_request,
+                                   "selfsubjectaccessreviews": self.access.self_subject_access_review})
         self._server = server
         port = server.server_address[1]
         self.port = port    # a later start() (after stop()) serves the same URL

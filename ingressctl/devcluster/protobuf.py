@@ -1,7 +1,7 @@
 """Decoding of Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`) into JSON objects.
 
 kubectl's typed clients (`kubectl create namespace|configmap|secret|service|ingress|token|serviceaccount|
-role|clusterrole|rolebinding|clusterrolebinding`) send protobuf. This
+role|clusterrole|rolebinding|clusterrolebinding`, `kubectl auth can-i`) send protobuf. This
 module decodes the `k8s\\x00` envelope (runtime.Unknown) and the messages of those kinds from field tables
 written after k8s.io/api's generated.proto, and produces the JSON the same object would have (empty values
 dropped, as Go's `omitempty` does; bytes as base64; IntOrString and Time as in JSON). Responses are always
@@ -107,6 +107,16 @@ ROLE_BINDING: Table = {
                        4: _f("namespace", "string")}, True),
     3: _f("roleRef", {1: _f("apiGroup", "string"), 2: _f("kind", "string"), 3: _f("name", "string")}),
 }
+SELF_SUBJECT_ACCESS_REVIEW: Table = {
+    1: _f("metadata", OBJECT_META),
+    2: _f("spec", {
+        1: _f("resourceAttributes", {1: _f("namespace", "string"), 2: _f("verb", "string"),
+                                     3: _f("group", "string"), 4: _f("version", "string"),
+                                     5: _f("resource", "string"), 6: _f("subresource", "string"),
+                                     7: _f("name", "string")}),
+        2: _f("nonResourceAttributes", {1: _f("path", "string"), 2: _f("verb", "string")}),
+    }),
+}
 KINDS: dict[tuple[str, str], Table] = {
     ("v1", "DeleteOptions"): DELETE_OPTIONS, ("meta.k8s.io/v1", "DeleteOptions"): DELETE_OPTIONS,
     ("v1", "Namespace"): NAMESPACE, ("v1", "ConfigMap"): CONFIGMAP, ("v1", "Secret"): SECRET,
@@ -115,6 +125,7 @@ KINDS: dict[tuple[str, str], Table] = {
     ("rbac.authorization.k8s.io/v1", "Role"): ROLE, ("rbac.authorization.k8s.io/v1", "ClusterRole"): ROLE,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): ROLE_BINDING,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ROLE_BINDING,
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): SELF_SUBJECT_ACCESS_REVIEW,
 }
 
 

@@ -11,8 +11,9 @@ Guarantees:
   faults drop them or the server stops, and with one ERROR event (HTTP 200) for a too-old resourceVersion.
 - Fault rules (latency, error rates) and statistics apply to resource requests, keyed by (verb, resource).
 - Every request is authenticated and every resource request authorized by the server's `AccessControl`
-  (auth.py) before it touches the store; subresources other than `/status` (serviceaccounts/token) are
-  answered by the handler registered for them in `subresource_handlers`.
+  (auth.py) before it touches the store. Requests that are answered rather than stored (the
+  serviceaccounts/token subresource, SelfSubjectAccessReview creates) go to the handler registered for their
+  resource in `answer_handlers`.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ _PATCH_TYPES = {"application/merge-patch+json": "merge", "application/json-patch
                 "application/strategic-merge-patch+json": "strategic"}
 _PROTO_OPENAPI = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 _NON_RESOURCE_PUBLIC = ("/healthz", "/livez", "/readyz", "/version")
+AnswerHandler = Callable[[UserInfo, str, str, Any], Obj]
 
 
 @dataclass
@@ -129,11 +131,11 @@ class DevHTTPServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], *, store: Store, faults: FaultInjector, stats: RequestStats,
                  config: ServerConfig, ssl_context: ssl.SSLContext | None = None,
                  access: AccessControl | None = None,
-                 subresource_handlers: dict[str, Callable[[str, str, Any], Obj]] | None = None) -> None:
+                 answer_handlers: dict[str, AnswerHandler] | None = None) -> None:
         self.store = store
         self.access = access or AccessControl(store, admin_token=config.token)
-        # "<plural>/<subresource>" -> handler(namespace, name, request body) returning the response object.
-        self.subresource_handlers = dict(subresource_handlers or {})
+        # "<plural>[/<subresource>]" -> handler(user, namespace, name, request body) -> the response object.
+        self.answer_handlers = dict(answer_handlers or {})
         self.registry: Registry = store.registry
         self.faults = faults
         self.stats = stats
@@ -564,8 +566,11 @@ class Handler(BaseHTTPRequestHandler):
             fault = srv.faults.fault_for(req.verb, req.resource)
             if fault is not None:
                 raise errors.server_fault(fault.status, fault.retry_after)
-            if req.kind.subresource(req.subresource) is not None:
-                self._verb_subresource(req, raw)
+            answer = srv.answer_handlers.get(req.resource) if req.verb == "create" else None
+            if answer is not None:
+                self._send_json(201, answer(self.user, req.namespace, req.name, self._json_body(raw)))
+            elif req.kind.subresource(req.subresource) is not None:
+                raise errors.resource_not_found()   # a subresource nothing answers here
             else:
                 getattr(self, "_verb_" + req.verb)(req, raw)
         finally:
@@ -594,12 +599,6 @@ class Handler(BaseHTTPRequestHandler):
                                                  list_meta={"resourceVersion": str(stored.rv)}))
             return
         self._send(code, self._object_bytes(req.kind, stored))
-
-    def _verb_subresource(self, req: ResourceRequest, raw: bytes) -> None:
-        handler = self.server.subresource_handlers.get(req.resource)
-        if handler is None:
-            raise errors.resource_not_found()
-        self._send_json(201, handler(req.namespace, req.name, self._json_body(raw)))
 
     def _verb_get(self, req: ResourceRequest, raw: bytes) -> None:
         stored = self.server.store.get(req.kind, req.namespace, req.name)

@@ -183,6 +183,12 @@ def test_service_account_token_is_authorized_by_rbac(rbac_cluster: Any, tmp_path
     assert 'clusterroles.rbac.authorization.k8s.io "ingress-reader" is forbidden: User ' \
         '"system:serviceaccount:edge:ctl" cannot delete resource "clusterroles" in API group ' \
         '"rbac.authorization.k8s.io" at the cluster scope' in out.stderr
+    # kubectl auth can-i asks the same policy (SelfSubjectAccessReview), for the token's own identity.
+    assert kubectl(sa, "auth", "can-i", "list", "ingresses", "--all-namespaces").stdout.strip() == "yes"
+    assert kubectl(sa, "auth", "can-i", "get", "secrets/tls", "-n", "edge").stdout.strip() == "yes"
+    assert kubectl(sa, "auth", "can-i", "get", "secrets/other", "-n", "edge").stdout.strip() == "no"
+    assert kubectl(sa, "auth", "can-i", "list", "configmaps", "-n", "default").stdout.strip() == "no"
+    assert kubectl(admin, "auth", "can-i", "delete", "clusterroles").stdout.strip() == "yes"
     # A permission granted later applies to the next request.
     ok(kubectl(admin, "create", "rolebinding", "ctl-default", "-n", "default", "--clusterrole",
                "ingress-reader", "--serviceaccount", "edge:ctl"))
