@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ingressctl.devcluster import errors, printing, protobuf
+from ingressctl.devcluster import apply, errors, printing, protobuf
 from ingressctl.devcluster.auth import ADMIN, AccessControl
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.faults import Call, FaultInjector, RequestStats
@@ -642,11 +642,14 @@ class Handler(BaseHTTPRequestHandler):
     def _verb_patch(self, req: ResourceRequest, raw: bytes) -> None:
         ctype = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
         patch_type = _PATCH_TYPES.get(ctype)
+        if ctype == apply.CONTENT_TYPE:
+            result, created = apply.server_side_apply(
+                self.server.store, req.kind, req.namespace, req.name, raw,
+                manager=req.query.get("fieldManager", ""), subresource=req.subresource,
+                dry_run=self._dry_run(req), view=self._view(req.kind))
+            self._respond_object(201 if created else 200, req, result.stored)
+            return
         if patch_type is None:
-            if ctype == "application/apply-patch+yaml":
-                raise StatusError(415, "UnsupportedMediaType",
-                                  "server-side apply is not supported by devcluster; "
-                                  "use client-side apply (kubectl apply without --server-side)", {})
             raise errors.unsupported_media_type(ctype)
         try:
             patch = json.loads(raw) if raw.strip() else None

@@ -111,12 +111,6 @@ class Helm:
         assert out.stdout == ""
         return out.stderr
 
-    @property
-    def client_side(self) -> tuple[str, ...]:
-        """Arguments that make `helm install` apply client-side: Helm 4 applies server-side by default, which
-        devcluster does not serve (it answers 415 with a hint to use client-side apply)."""
-        return ("--server-side=false",) if self.major == "v4" else ()
-
     def schema_path(self, dotted: str) -> str:
         """How this Helm names a value in a schema error: Helm 3 `a.b`, Helm 4 a JSON pointer `/a/b`."""
         return dotted.replace(".", "/") if self.major == "v4" else dotted

@@ -112,7 +112,7 @@ class Installed:
 
     def install(self) -> None:
         self.helm.run("install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--create-namespace",
-                      *self.helm.values_files(VALUES), *self.helm.client_side, kubeconfig=self.admin,
+                      *self.helm.values_files(VALUES), kubeconfig=self.admin,
                       check=True)
         # The load balancer's address, as a cloud controller would set it, and the default server's Secret.
         svc = next(o for o in self.cluster.objects("services", NAMESPACE)

@@ -38,7 +38,7 @@ def test_install_upgrade_rollback_uninstall(helm: Helm, cluster: tuple[DevCluste
                            "podDisruptionBudget": {"enabled": True}, "replicaCount": 2}}
     values = helm.values_files(base, edge)
     out = helm.run("install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--create-namespace", *values,
-                   *helm.client_side, kubeconfig=kubeconfig, check=True)
+                   kubeconfig=kubeconfig, check=True)
     # NOTES.txt
     assert "STATUS: deployed" in out.stdout and "REVISION: 1" in out.stdout
     assert "kubectl --namespace ingressctl get service ingressctl-controller" in out.stdout
@@ -81,6 +81,6 @@ def test_notes_without_an_ingress_class(helm: Helm, cluster: tuple[DevCluster, s
     dc, kubeconfig = cluster
     values = helm.values_files({"controller": {"ingressClass": {"create": False}}})
     out = helm.run("install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--create-namespace", *values,
-                   *helm.client_side, kubeconfig=kubeconfig, check=True)
+                   kubeconfig=kubeconfig, check=True)
     assert "CrashLoopBackOff" in out.stdout
     assert dc.objects("ingressclasses") == []

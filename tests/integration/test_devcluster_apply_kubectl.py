@@ -1,0 +1,56 @@
+"""`kubectl apply --server-side` against devcluster: create, re-apply with fields dropped, managedFields."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ingressctl.devcluster import DevCluster
+from tests.integration.test_devcluster_rbac import kubectl, ok
+
+pytestmark = pytest.mark.integration
+
+CM = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: default, labels: {app: web, tier: edge}}
+data: {a: "1", b: "2"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - {name: web, image: "web:1"}
+        - {name: sidecar, image: "sidecar:1"}
+"""
+
+
+def test_kubectl_server_side_apply(tmp_path: Path) -> None:
+    with DevCluster() as dc:
+        kc = dc.write_kubeconfig(str(tmp_path / "kubeconfig"))
+        out = ok(kubectl(kc, "apply", "--server-side", "--validate=false", "-f", "-", stdin=CM))
+        assert "configmap/settings serverside-applied" in out
+        assert "deployment.apps/web serverside-applied" in out
+        cm = dc.objects("configmaps", "default")[0]
+        assert cm["data"] == {"a": "1", "b": "2"}
+        [entry] = cm["metadata"]["managedFields"]
+        assert (entry["manager"], entry["operation"]) == ("kubectl", "Apply")
+        assert entry["fieldsV1"]["f:data"] == {"f:a": {}, "f:b": {}}
+        # Another writer's change stays; what this manager no longer applies goes.
+        ok(kubectl(kc, "label", "configmap", "settings", "owner=ops"))
+        changed = CM.replace(', tier: edge', '').replace('b: "2"', 'c: "3"').replace(
+            '        - {name: sidecar, image: "sidecar:1"}\n', '').replace('web:1', 'web:2')
+        ok(kubectl(kc, "apply", "--server-side", "--validate=false", "-f", "-", stdin=changed))
+        cm = dc.objects("configmaps", "default")[0]
+        assert cm["data"] == {"a": "1", "c": "3"}
+        assert cm["metadata"]["labels"] == {"app": "web", "owner": "ops"}
+        dep = dc.objects("deployments", "default")[0]
+        assert [(c["name"], c["image"]) for c in dep["spec"]["template"]["spec"]["containers"]] == [
+            ("web", "web:2")]
+        assert dep["spec"]["replicas"] == 1 and dep["metadata"]["generation"] == 2    # defaults kept

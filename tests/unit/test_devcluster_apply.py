@@ -1,0 +1,46 @@
+"""Server-side apply's field sets and removal patches (devcluster/apply.py)."""
+
+from __future__ import annotations
+
+from ingressctl.devcluster.apply import _add_removals, fields_of
+from ingressctl.devcluster.builtin import DEPLOYMENTS
+from ingressctl.devcluster.patch import strategic_merge_patch
+
+META = DEPLOYMENTS.patch_meta
+
+
+def deployment(*containers: dict[str, str], labels: dict[str, str] | None = None) -> dict[str, object]:
+    return {"metadata": {"name": "web", "labels": labels or {}},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": list(containers)}}}}
+
+
+def test_fields_of_keys_lists_by_their_merge_key() -> None:
+    fields = fields_of(deployment({"name": "web", "image": "web:1"}, labels={"app": "web"}), META)
+    assert fields == {
+        "f:metadata": {"f:name": {}, "f:labels": {"f:app": {}}},
+        "f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {
+            'k:{"name":"web"}': {".": {}, "f:name": {}, "f:image": {}}}}}}}
+    # A list without a merge key is atomic: one leaf.
+    assert fields_of({"args": ["a", "b"]}, META) == {"f:args": {}}
+
+
+def apply_again(live: dict[str, object], before: dict[str, object], after: dict[str, object]) -> object:
+    patch = dict(after)
+    _add_removals(patch, fields_of(before, META), fields_of(after, META), META)
+    return strategic_merge_patch(live, patch, META)
+
+
+def test_reapply_removes_what_the_manager_dropped_and_keeps_the_rest() -> None:
+    before = deployment({"name": "web", "image": "web:1", "imagePullPolicy": "Always"},
+                        {"name": "sidecar", "image": "s:1"}, labels={"app": "web", "tier": "edge"})
+    live = deployment({"name": "web", "image": "web:1", "imagePullPolicy": "Always",
+                       "terminationMessagePath": "/dev/termination-log"},      # a server default
+                      {"name": "sidecar", "image": "s:1"}, {"name": "injected", "image": "i:1"},
+                      labels={"app": "web", "tier": "edge", "owner": "other-manager"})
+    after = deployment({"name": "web", "image": "web:2"}, labels={"app": "web"})
+    result = apply_again(live, before, after)
+    assert result["metadata"]["labels"] == {"app": "web", "owner": "other-manager"}  # type: ignore[index]
+    assert result["spec"]["template"]["spec"]["containers"] == [                    # type: ignore[index]
+        {"name": "web", "image": "web:2", "terminationMessagePath": "/dev/termination-log"},
+        {"name": "injected", "image": "i:1"}]
+    assert result["spec"]["replicas"] == 2                                          # type: ignore[index]
