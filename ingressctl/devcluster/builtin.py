@@ -22,6 +22,7 @@ from ingressctl.devcluster.resources import (
     Obj,
     ResourceKind,
     Subresource,
+    default_pod_spec,
     object_patch_meta,
 )
 from ingressctl.devcluster.resources import (
@@ -50,12 +51,8 @@ def _dict(value: Any) -> Obj:
 
 def _default_pod_template(spec: Obj) -> None:
     template = spec["template"] = _dict(spec.get("template"))
-    pod = template["spec"] = _dict(template.get("spec"))
-    pod.setdefault("restartPolicy", "Always")
-    pod.setdefault("dnsPolicy", "ClusterFirst")
-    pod.setdefault("terminationGracePeriodSeconds", 30)
-    pod.setdefault("schedulerName", "default-scheduler")
-    pod.setdefault("securityContext", {})
+    pod = template["spec"] = _dict(template.get("spec"))   # copies: defaulting never edits nested input
+    default_pod_spec(pod)
 
 
 def _default_deployment(obj: Obj, old: Obj | None) -> None:

@@ -268,13 +268,18 @@ def _default_service(obj: Obj, old: Obj | None) -> None:
     obj.setdefault("status", {"loadBalancer": {}})
 
 
-def _default_pod(obj: Obj, old: Obj | None) -> None:
-    spec = obj["spec"] = _dict(obj.get("spec"))
+def default_pod_spec(spec: Obj) -> None:
+    """The PodSpec defaults a real API server fills in (for Pods and workloads' pod templates)."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("securityContext", {})
+
+
+def _default_pod(obj: Obj, old: Obj | None) -> None:
+    spec = obj["spec"] = _dict(obj.get("spec"))
+    default_pod_spec(spec)
     status = obj["status"] = _dict(obj.get("status"))
     status.setdefault("phase", "Pending")
 
