@@ -33,7 +33,7 @@ from typing import Any
 from ingressctl.devcluster import errors
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.rbac import Attributes, Grant, Policy, UserInfo, forbidden, service_account_user
-from ingressctl.devcluster.store import Store, object_key
+from ingressctl.devcluster.store import Store, Stored, object_key
 
 Obj = dict[str, Any]
 ADMIN = UserInfo("system:admin", ("system:masters", "system:authenticated"))
@@ -171,11 +171,16 @@ class AccessControl:
         if verified is None:
             return None
         namespace, name, uid = verified
-        with self.store.lock:
-            stored = self.store.bucket_by_id("/serviceaccounts").objects.get(object_key(namespace, name))
+        stored = self._service_account_object(namespace, name)
         if stored is None or stored.uid != uid:
             return None
         return service_account_user(namespace, name, uid)
+
+    def _service_account_object(self, namespace: str, name: str) -> Stored | None:
+        if "/serviceaccounts" not in self.store.registry.storage_ids():
+            return None   # a kinds table without ServiceAccounts: no ServiceAccount tokens
+        with self.store.lock:
+            return self.store.bucket_by_id("/serviceaccounts").objects.get(object_key(namespace, name))
 
     # ------------------------------------------------------------------------------------ authorization
     def authorize(self, user: UserInfo, attrs: Attributes) -> None:
@@ -244,8 +249,7 @@ class AccessControl:
     def create_token(self, namespace: str, name: str, *, audiences: list[str] | None = None,
                      expiration_seconds: int = DEFAULT_EXPIRATION) -> tuple[str, int]:
         """A token for ServiceAccount namespace/name and its expiry (Unix seconds); 404 if there is none."""
-        with self.store.lock:
-            stored = self.store.bucket_by_id("/serviceaccounts").objects.get(object_key(namespace, name))
+        stored = self._service_account_object(namespace, name)
         if stored is None:
             raise errors.not_found("serviceaccounts", "", name)
         return self.issuer.issue(namespace, name, stored.uid, audiences or [ISSUER], expiration_seconds)
