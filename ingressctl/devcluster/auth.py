@@ -59,19 +59,27 @@ class Access:
 
 
 class AccessLog:
-    """Decisions per identity (user name), in arrival order; thread-safe."""
+    """The distinct decisions per identity (user name), in order of first occurrence, with how often each was
+    made; thread-safe. Memory grows with the distinct (verb, resource, namespace, name) asked, not with the
+    number of requests."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_user: dict[str, list[Access]] = {}
+        self._by_user: dict[str, dict[Access, int]] = {}
 
     def add(self, user: str, access: Access) -> None:
         with self._lock:
-            self._by_user.setdefault(user, []).append(access)
+            seen = self._by_user.setdefault(user, {})
+            seen[access] = seen.get(access, 0) + 1
 
     def decisions(self, user: str) -> list[Access]:
         with self._lock:
             return list(self._by_user.get(user, ()))
+
+    def count(self, user: str, access: Access) -> int:
+        """How many times this decision was made."""
+        with self._lock:
+            return self._by_user.get(user, {}).get(access, 0)
 
     def allowed(self, user: str) -> set[tuple[str, str, str, str, str]]:
         """Every (verb, group, resource, subresource, namespace) allowed to `user`."""

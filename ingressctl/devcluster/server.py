@@ -354,8 +354,11 @@ class Handler(BaseHTTPRequestHandler):
                 if sep and key.strip() == "metadata.name" and not value.startswith("="):
                     name = value.strip()
         kind = req.kind
+        namespace = req.namespace
+        if kind.storage_id == "/namespaces" and name:
+            namespace = name   # a namespace is in itself, for RoleBindings (as the API server's request info)
         self.server.access.authorize(self.user, Attributes(
-            req.verb, kind.group, kind.version, kind.plural, req.subresource, req.namespace, name))
+            req.verb, kind.group, kind.version, kind.plural, req.subresource, namespace, name))
 
     def _route(self, path: str, query: dict[str, str]) -> ResourceRequest | None:
         parts = [urllib.parse.unquote(p) for p in path.split("/") if p]

@@ -204,7 +204,23 @@ def test_service_account_token_is_authorized_by_rbac(rbac_cluster: Any, tmp_path
     denied = {(a.verb, a.resource, a.namespace, a.name) for a in dc.access_log.denied(SA_USER)}
     # (kubectl itself reads the namespace after a NotFound, to say whether the namespace exists.)
     assert denied == {("list", "configmaps", "default", ""), ("get", "secrets", "edge", "other"),
-                      ("delete", "clusterroles", "", "ingress-reader"), ("get", "namespaces", "", "edge")}
+                      ("delete", "clusterroles", "", "ingress-reader"), ("get", "namespaces", "edge", "edge")}
+    # A namespace is "in itself": a RoleBinding in it may grant reading it, as in kube-apiserver.
+    out = kubectl(sa, "get", "namespace", "edge")
+    assert ('namespaces "edge" is forbidden: User "system:serviceaccount:edge:ctl" cannot get resource '
+            '"namespaces" in API group "" in the namespace "edge"') in out.stderr
+    ok(kubectl(admin, "create", "role", "ns-reader", "-n", "edge", "--verb", "get", "--resource",
+               "namespaces"))
+    ok(kubectl(admin, "create", "rolebinding", "ns-reader", "-n", "edge", "--role", "ns-reader",
+               "--serviceaccount", "edge:ctl"))
+    ok(kubectl(sa, "get", "namespace", "edge"))
+    assert "forbidden" in kubectl(sa, "get", "namespace", "default").stderr
+    # The log keeps each distinct decision once, with how often it was made.
+    listed = [a for a in dc.access_log.decisions(SA_USER) if (a.verb, a.resource, a.namespace) == (
+        "list", "ingresses", "")]
+    assert len(listed) == 1 and dc.access_log.count(SA_USER, listed[0]) == 1
+    ok(kubectl(sa, "get", "ingresses", "-A"))
+    assert dc.access_log.count(SA_USER, listed[0]) == 2
     assert dc.access_log.users() == [SA_USER]
 
 
