@@ -114,7 +114,7 @@ def _subjects(kind: str) -> Column:
     return Column(kind + "s", cell, priority=1)
 
 
-def _int_or_none(title: str, *keys: str) -> Column:
+def _or_na(title: str, *keys: str) -> Column:
     def cell(obj: Obj) -> str:
         value = _get(obj, *keys)
         return "N/A" if value is None else str(value)
@@ -130,7 +130,7 @@ def _created_at(obj: Obj) -> str:
     return str(_get(obj, "metadata", "creationTimestamp", default=""))
 
 
-# The TokenRequest subresource (authentication.k8s.io/v1); the server answers it with auth.TokenIssuer.
+# The TokenRequest subresource (authentication.k8s.io/v1), answered by auth.AccessControl.token_request.
 TOKEN = Subresource("token", kind="TokenRequest", group="authentication.k8s.io", version="v1",
                     verbs=("create",))
 
@@ -188,8 +188,8 @@ PODDISRUPTIONBUDGETS = ResourceKind(
     "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", singular="poddisruptionbudget",
     short_names=("pdb",), has_status=True, generation=True,
     patch_meta=object_patch_meta(status=_STATUS_CONDITIONS),
-    columns=(NAME, _int_or_none("Min Available", "spec", "minAvailable"),
-             _int_or_none("Max Unavailable", "spec", "maxUnavailable"),
+    columns=(NAME, _or_na("Min Available", "spec", "minAvailable"),
+             _or_na("Max Unavailable", "spec", "maxUnavailable"),
              Column("Allowed Disruptions", lambda o: int(_get(o, "status", "disruptionsAllowed", default=0)
                                                          or 0), type="integer"),
              AGE))
