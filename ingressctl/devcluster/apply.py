@@ -49,11 +49,13 @@ def _item_key(merge_key: str, item: Obj) -> str:
     return "k:" + json.dumps({merge_key: item[merge_key]}, separators=(",", ":"))
 
 
-def _add_removals(patch: Obj, old: dict[str, Any], new: dict[str, Any], meta: FieldMeta) -> None:
+def _add_removals(patch: Obj, old: Any, new: dict[str, Any], meta: FieldMeta) -> None:
     """Turn `patch` (the applied map at this level) into a strategic merge patch that also removes what `old`
-    had and `new` lacks."""
+    had and `new` lacks. A malformed recorded set (managedFields written by a client) removes nothing."""
+    if not isinstance(old, dict):
+        return
     for key, old_child in old.items():
-        if not key.startswith("f:"):
+        if not isinstance(key, str) or not key.startswith("f:") or not isinstance(old_child, dict):
             continue
         name = key[2:]
         if key not in new:
@@ -68,13 +70,24 @@ def _add_removals(patch: Obj, old: dict[str, Any], new: dict[str, Any], meta: Fi
                 if not item_key.startswith("k:"):
                     continue
                 if item_key not in new[key]:
-                    sub.append({"$patch": "delete", **json.loads(item_key[2:])})
+                    try:
+                        ident = json.loads(item_key[2:])
+                    except ValueError:
+                        continue
+                    if isinstance(ident, dict):
+                        sub.append({"$patch": "delete", **ident})
                     continue
                 match = next(i for i in sub if isinstance(i, dict) and child_meta.merge_key in i
                              and _item_key(child_meta.merge_key, i) == item_key)
                 _add_removals(match, old_item, new[key][item_key], element)
         elif isinstance(sub, list) and child_meta.merge_primitives:
-            gone = [json.loads(v[2:]) for v in old_child if v.startswith("v:") and v not in new[key]]
+            gone = []
+            for v in old_child:
+                if v.startswith("v:") and v not in new[key]:
+                    try:
+                        gone.append(json.loads(v[2:]))
+                    except ValueError:
+                        continue
             if gone:
                 patch[f"$deleteFromPrimitiveList/{name}"] = gone
 
@@ -125,7 +138,7 @@ def server_side_apply(store: Store, kind: ResourceKind, namespace: str, name: st
                 continue
         live = view(current) if view is not None else current.parse()
         managed = [m for m in live.get("metadata", {}).get("managedFields") or [] if isinstance(m, dict)]
-        previous = next((m.get("fieldsV1") or {} for m in managed
+        previous: Any = next((m.get("fieldsV1") for m in managed
                          if m.get("manager") == manager and m.get("operation") == "Apply"), {})
         patch = json.loads(json.dumps(applied))
         _add_removals(patch, previous, {"f:apiVersion": {}, "f:kind": {}, **new_fields}, patch_meta)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from ingressctl.devcluster.apply import _add_removals, fields_of
 from ingressctl.devcluster.builtin import DEPLOYMENTS
 from ingressctl.devcluster.patch import strategic_merge_patch
@@ -44,3 +46,20 @@ def test_reapply_removes_what_the_manager_dropped_and_keeps_the_rest() -> None:
         {"name": "web", "image": "web:2", "terminationMessagePath": "/dev/termination-log"},
         {"name": "injected", "image": "i:1"}]
     assert result["spec"]["replicas"] == 2                                          # type: ignore[index]
+
+
+def test_malformed_recorded_fields_remove_nothing() -> None:
+    live = deployment({"name": "web", "image": "web:1"}, labels={"app": "web"})
+    after = deployment({"name": "web", "image": "web:2"}, labels={"app": "web"})
+    for recorded in (None, "junk", {"f:spec": "junk"}, {"f:metadata": {"f:labels": {"f:gone": {}}},
+                                                        "f:spec": {"f:template": {"f:spec": {"f:containers": {
+                                                            "k:not-json": {}}}}}}):
+        patch = dict(after)
+        _add_removals(patch, recorded, fields_of(after, META), META)
+        result = strategic_merge_patch(json_copy(live), patch, META)
+        assert result["spec"]["template"]["spec"]["containers"] == [{"name": "web", "image": "web:2"}]
+
+
+def json_copy(value: dict[str, object]) -> dict[str, object]:
+    out: dict[str, object] = json.loads(json.dumps(value))
+    return out
