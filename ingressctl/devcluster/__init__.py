@@ -29,10 +29,10 @@ Python:
 
 Known differences from a real API server: authentication by bearer token only (the admin token, ServiceAccount
 tokens), RBAC without ClusterRole aggregation and without escalation checks on RBAC writes, no admission
-or schema validation beyond metadata, server-side apply without conflict detection (apply.py), no OpenAPI
-schemas (kubectl then validates nothing client-side and computes strategic merge patches from its
-compiled-in types), protobuf accepted only for the bodies kubectl's create generators send, and bookmarks
-every `bookmark_interval` seconds (default 2) rather than every minute.
+or schema validation beyond metadata, server-side apply whose field ownership ignores non-apply writes
+(apply.py), no OpenAPI schemas (kubectl then validates nothing client-side and computes strategic merge
+patches from its compiled-in types), protobuf accepted only for the bodies kubectl's create generators send,
+and bookmarks every `bookmark_interval` seconds (default 2) rather than every minute.
 """
 
 from ingressctl.devcluster.auth import Access, AccessLog

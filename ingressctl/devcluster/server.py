@@ -648,7 +648,8 @@ class Handler(BaseHTTPRequestHandler):
         if ctype == apply.CONTENT_TYPE:
             result, created = apply.server_side_apply(
                 self.server.store, req.kind, req.namespace, req.name, raw,
-                manager=req.query.get("fieldManager", ""), subresource=req.subresource,
+                manager=req.query.get("fieldManager", ""), force=_bool_param(req.query, "force") is True,
+                subresource=req.subresource,
                 dry_run=self._dry_run(req), view=self._view(req.kind))
             self._respond_object(201 if created else 200, req, result.stored)
             return

@@ -54,3 +54,28 @@ def test_kubectl_server_side_apply(tmp_path: Path) -> None:
         assert [(c["name"], c["image"]) for c in dep["spec"]["template"]["spec"]["containers"]] == [
             ("web", "web:2")]
         assert dep["spec"]["replicas"] == 1 and dep["metadata"]["generation"] == 2    # defaults kept
+
+
+def test_conflicts_between_managers(tmp_path: Path) -> None:
+    with DevCluster() as dc:
+        kc = dc.write_kubeconfig(str(tmp_path / "kubeconfig"))
+        ok(kubectl(kc, "apply", "--server-side", "-f", "-", stdin=CM.split("---")[0]))
+        other = CM.split("---")[0].replace('a: "1", b: "2"', 'a: "9"')
+        out = kubectl(kc, "apply", "--server-side", "--field-manager", "ops", "-f", "-", stdin=other)
+        assert out.returncode == 1
+        assert 'Apply failed with 1 conflict: conflict with "kubectl" using v1: .data.a' in out.stderr
+        assert dc.objects("configmaps", "default")[0]["data"] == {"a": "1", "b": "2"}
+        # The same value is no conflict: both own it then.
+        same = CM.split("---")[0].replace('a: "1", b: "2"', 'a: "1"')
+        ok(kubectl(kc, "apply", "--server-side", "--field-manager", "ops", "-f", "-", stdin=same))
+        # kubectl drops a: ops still applies it, so it stays; b (only kubectl's) goes.
+        ok(kubectl(kc, "apply", "--server-side", "-f", "-", stdin=CM.split("---")[0].replace(
+            'a: "1", b: "2"', 'c: "3"')))
+        assert dc.objects("configmaps", "default")[0]["data"] == {"a": "1", "c": "3"}
+        # --force-conflicts takes the field over.
+        ok(kubectl(kc, "apply", "--server-side", "--field-manager", "ops", "--force-conflicts", "-f", "-",
+                   stdin=other.replace('a: "9"', 'c: "9"')))
+        cm = dc.objects("configmaps", "default")[0]
+        assert cm["data"] == {"c": "9"}          # ops dropped a (no one else applies it) and took c
+        owners = {m["manager"]: m["fieldsV1"].get("f:data") for m in cm["metadata"]["managedFields"]}
+        assert owners == {"kubectl": None, "ops": {"f:c": {}}}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ingressctl.devcluster.apply import _add_removals, fields_of
+from ingressctl.devcluster.apply import _add_removals, _conflict, fields_of
 from ingressctl.devcluster.builtin import DEPLOYMENTS
 from ingressctl.devcluster.patch import strategic_merge_patch
 
@@ -63,3 +63,15 @@ def test_malformed_recorded_fields_remove_nothing() -> None:
 def json_copy(value: dict[str, object]) -> dict[str, object]:
     out: dict[str, object] = json.loads(json.dumps(value))
     return out
+
+
+def test_conflict_messages() -> None:
+    one = _conflict([("helm", "apps/v1", ("f:spec", "f:template", "f:spec", "f:containers",
+                                           'k:{"name":"web"}', "f:image"))])
+    assert (one.code, one.reason) == (409, "Conflict")
+    assert one.message == ('Apply failed with 1 conflict: conflict with "helm" using apps/v1: '
+                           '.spec.template.spec.containers[name="web"].image')
+    two = _conflict([("kubectl", "v1", ("f:data", "f:a")), ("kubectl", "v1", ("f:data", "f:b"))])
+    assert two.message == ('Apply failed with 2 conflicts: conflicts with "kubectl" using v1:\n'
+                           "- .data.a\n- .data.b")
+    assert [c["field"] for c in two.details["causes"]] == [".data.a", ".data.b"]  # type: ignore[index]
