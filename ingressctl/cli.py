@@ -1,4 +1,9 @@
-"""Command line: NIC's flag names (with two dashes) parsed into a frozen `Settings`.
+"""Command line: NIC's flag names parsed into a frozen `Settings`.
+
+Flags are written as in NIC's manifests and Helm chart (Go's flag syntax: `-flag=value`, `-flag value`,
+boolean `-flag` or `-flag=false`) or with two dashes; `go_style_argv` turns the former into the latter before
+argparse sees them. NIC flags whose features ingressctl lacks are checked against `ingressctl.nic_flags`: the
+value that leaves the feature off is accepted, any other is refused naming the flag.
 
 `parse_args` never starts anything; it fails with argparse's usage error (exit 2) on any invalid flag value or
 combination, so a bad command line is reported before a single API call is made.
@@ -7,11 +12,13 @@ combination, so a bad command line is reported before a single API call is made.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import re
 import sys
 from collections.abc import Sequence
 
 from ingressctl import __version__
+from ingressctl.nic_flags import UNSUPPORTED_FLAGS
 from ingressctl.settings import (
     ControllerSettings,
     KubeSettings,
@@ -27,6 +34,8 @@ _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(
     r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LOG_LEVELS = ("trace", "debug", "info", "warning", "error", "fatal")
+LOG_FORMATS = ("text", "json", "glog")
+DEFAULT_STATUS_ALLOW_CIDRS = "127.0.0.1,::1"
 
 
 def _bool(value: str) -> bool:
@@ -55,14 +64,18 @@ def _port(value: str) -> int:
     return port
 
 
-def _positive_int(value: str) -> int:
+def _int_at_least(value: str, minimum: int, what: str = "number") -> int:
     try:
         number = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {value!r}") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"{number} must be greater than 0")
+        raise argparse.ArgumentTypeError(f"invalid {what} {value!r}") from None
+    if number < minimum:
+        raise argparse.ArgumentTypeError(f"{what} {number} must be at least {minimum}")
     return number
+
+
+def _positive_int(value: str) -> int:
+    return _int_at_least(value, 1)
 
 
 def _seconds(value: str) -> float:
@@ -73,6 +86,71 @@ def _seconds(value: str) -> float:
     if not 0 < number < 86400:
         raise argparse.ArgumentTypeError(f"{value} must be greater than 0 and less than a day")
     return number
+
+
+def _glog_verbosity(value: str) -> str:
+    """NIC's older glog `-v=N` as a log level: 0-2 info, 3 debug, 4 and more trace."""
+    v = _int_at_least(value, 0, "verbosity")
+    return "info" if v < 3 else "debug" if v == 3 else "trace"
+
+
+def _cidrs(value: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for item in value.split(","):
+        item = item.strip()
+        try:
+            out.append(str(ipaddress.ip_network(item, strict=False)) if "/" in item
+                       else str(ipaddress.ip_address(item)))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid IP address or CIDR {item!r} in {value!r}") from None
+    return tuple(out)
+
+
+def go_style_argv(argv: Sequence[str], parser: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
+    """Rewrite Go-style flags for argparse and take out NIC flags from `ingressctl.nic_flags`.
+
+    Returns (argv for argparse, warnings). `-name...` becomes `--name...` when `--name` is a flag of
+    `parser` (an unknown `-name` is left for argparse to reject). A flag of the NIC table is checked: an
+    accepted value is dropped (with a warning where the table has one), any other value calls
+    `parser.error` naming the flag. Everything after `--` is left as it is, as Go's flag package does."""
+    out: list[str] = []
+    warnings: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            out += args[i - 1:]
+            break
+        if not arg.startswith("-") or arg in ("-", "-h"):
+            out.append(arg)
+            continue
+        name, eq, value = arg.lstrip("-").partition("=")
+        nic = UNSUPPORTED_FLAGS.get(name)
+        if nic is not None:
+            if not eq:
+                if nic.boolean:
+                    value = "true"
+                elif i < len(args):
+                    value, i = args[i], i + 1
+                else:
+                    parser.error(f"flag needs an argument: -{name}")
+            if nic.boolean:
+                try:
+                    value = str(_bool(value)).lower()
+                except argparse.ArgumentTypeError as e:
+                    parser.error(f"-{name}: {e}")
+            ok, message = nic.check(value.strip())
+            if not ok:
+                parser.error(message)
+            if message:
+                warnings.append(message)
+            continue
+        if not arg.startswith("--") and (f"--{name}" in parser._option_string_actions or name == "help"):
+            arg = "-" + arg
+        out.append(arg)
+    return out, warnings
 
 
 def _flag(parser: argparse._ActionsContainer, name: str, default: bool, help_text: str) -> None:
@@ -95,6 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--ingress-class", default="nginx",
                    help="the IngressClass this controller serves (default nginx)")
     k.add_argument("--watch-namespace", default="", help="comma-separated namespaces to watch (default: all)")
+    k.add_argument("--watch-secret-namespace", default="",
+                   help="comma-separated namespaces whose Secrets are watched (default: those of "
+                        "--watch-namespace)")
     k.add_argument("--nginx-configmaps", type=_namespaced_name,
                    help="<namespace>/<name> of the NGINX ConfigMap")
     k.add_argument("--default-server-tls-secret", type=_namespaced_name,
@@ -110,8 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     n = p.add_argument_group("NGINX")
     n.add_argument("--nginx-binary", default="nginx", help="the NGINX executable (default nginx)")
-    n.add_argument("--nginx-conf-dir", default="/etc/nginx", help="where the configuration is written")
-    n.add_argument("--nginx-run-dir", default="/var/lib/nginx", help="sockets, PEM files and state")
+    _flag(n, "--nginx-debug", False, "run an NGINX built with debug logging (nginx-debug, or an nginx "
+          "built --with-debug); set error-log-level: debug in the ConfigMap")
+    n.add_argument("--nginx-conf-dir", default="/etc/nginx",
+                   help="where the configuration is written (default /etc/nginx)")
+    n.add_argument("--nginx-run-dir", default="/var/lib/nginx",
+                   help="sockets, PEM files and state (default /var/lib/nginx)")
     n.add_argument("--nginx-reload-timeout", type=_positive_int, default=60000,
                    help="ms to wait for NGINX to serve a new configuration version (default 60000)")
     n.add_argument("--default-http-listener-port", type=_port, default=80,
@@ -123,7 +208,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="path of the --health-status location (default /nginx-health)")
     _flag(n, "--nginx-status", True, "serve stub_status on --nginx-status-port")
     n.add_argument("--nginx-status-port", type=_port, default=8080,
-                   help="port of NGINX's stub_status page, for 127.0.0.1 and ::1 only (default 8080)")
+                   help="port of NGINX's stub_status page (default 8080)")
+    n.add_argument("--nginx-status-allow-cidrs", type=_cidrs, default=DEFAULT_STATUS_ALLOW_CIDRS,
+                   help="comma-separated IP addresses and CIDRs allowed to read the stub_status page "
+                        f"(default {DEFAULT_STATUS_ALLOW_CIDRS})")
+    _flag(n, "--disable-ipv6", False, "no IPv6 listeners (they are also left out where the host has no IPv6)")
+    _flag(n, "--default-server-access-log-off", False,
+          "no access log for the default server; the ConfigMap key of the same name overrides it")
     n.add_argument("--main-template-path", help="a custom main template (Jinja2)")
     n.add_argument("--ingress-template-path", help="a custom Ingress template (Jinja2)")
 
@@ -138,9 +229,13 @@ def build_parser() -> argparse.ArgumentParser:
           "collect upstream latency from NGINX's syslog (needs metrics)")
 
     lg = p.add_argument_group("Logging")
-    lg.add_argument("--log-format", choices=("text", "json"), default="text",
-                    help="text (key=value) or json lines (default text)")
+    lg.add_argument("--log-format", choices=LOG_FORMATS, default="text",
+                    help="text (key=value), json lines, or glog's line format (default text)")
     lg.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="(default info)")
+    lg.add_argument("--v", dest="log_level", type=_glog_verbosity, default=argparse.SUPPRESS, metavar="N",
+                    help="glog verbosity of older NIC manifests: 0-2 info, 3 debug, 4 or more trace "
+                         "(the later of --v and --log-level wins)")
+    _flag(lg, "--include-year", False, "the year in the header of glog lines")
 
     dev = p.add_argument_group("Development")
     _flag(dev, "--legacy-startup", False, "the pre-5.5 start-up path, kept as a benchmark baseline")
@@ -160,7 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None = None) -> Settings:
     """Parse and validate the command line into `Settings`; exits with status 2 on an invalid one."""
     parser = build_parser()
-    a = parser.parse_args(argv)
+    args, warnings = go_style_argv(sys.argv[1:] if argv is None else argv, parser)
+    a = parser.parse_args(args)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
 
     uri = a.health_status_uri
     if not uri.startswith("/") or uri == "/" or re.search(r"[\s{};]", uri):
@@ -174,10 +272,9 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
     if not lease > renew > 1.2 * retry:
         parser.error(f"leader election timings must satisfy lease duration ({lease}) > renew deadline "
                      f"({renew:g}) > 1.2 * retry period ({retry:g})")
-    namespaces = tuple(ns.strip() for ns in a.watch_namespace.split(",") if ns.strip())
-    for ns in namespaces:
-        if not _DNS1123_LABEL.match(ns):
-            parser.error(f"invalid namespace {ns!r} in --watch-namespace: must be a DNS-1123 label")
+    namespaces = _namespaces(parser, a.watch_namespace, "--watch-namespace")
+    secret_namespaces = (_namespaces(parser, a.watch_secret_namespace, "--watch-secret-namespace")
+                         if a.watch_secret_namespace.strip() else None)
     if a.external_service and not _DNS1123_LABEL.match(a.external_service):
         parser.error(f"invalid --external-service {a.external_service!r}: must be a Service name")
     if a.default_http_listener_port == a.default_https_listener_port:
@@ -191,13 +288,15 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
     pod_ns, pod_name = pod_identity(environ)
     return Settings(
         kube=KubeSettings(kubeconfig=a.kubeconfig, watch_namespaces=namespaces,
-                          pod_namespace=pod_ns, pod_name=pod_name),
+                          watch_secret_namespaces=secret_namespaces, pod_namespace=pod_ns, pod_name=pod_name),
         nginx=NginxSettings(
             binary=a.nginx_binary, conf_dir=a.nginx_conf_dir, run_dir=a.nginx_run_dir,
             reload_timeout_ms=a.nginx_reload_timeout, http_port=a.default_http_listener_port,
             https_port=a.default_https_listener_port, health_status=a.health_status,
             health_status_uri=uri, status=a.nginx_status, status_port=a.nginx_status_port,
-            main_template_path=a.main_template_path, ingress_template_path=a.ingress_template_path,
+            status_allow_cidrs=a.nginx_status_allow_cidrs, main_template_path=a.main_template_path,
+            ingress_template_path=a.ingress_template_path, debug=a.nginx_debug, disable_ipv6=a.disable_ipv6,
+            default_server_access_log_off=a.default_server_access_log_off,
         ),
         controller=ControllerSettings(
             ingress_class=a.ingress_class, nginx_configmaps=a.nginx_configmaps,
@@ -214,8 +313,16 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
             enable_prometheus_metrics=a.enable_prometheus_metrics,
             prometheus_metrics_listen_port=a.prometheus_metrics_listen_port, enable_latency_metrics=latency,
         ),
-        log=LogSettings(format=a.log_format, level=a.log_level),
+        log=LogSettings(format=a.log_format, level=a.log_level, include_year=a.include_year),
     )
+
+
+def _namespaces(parser: argparse.ArgumentParser, value: str, flag: str) -> tuple[str, ...]:
+    namespaces = tuple(ns.strip() for ns in value.split(",") if ns.strip())
+    for ns in namespaces:
+        if not _DNS1123_LABEL.match(ns):
+            parser.error(f"invalid namespace {ns!r} in {flag}: must be a DNS-1123 label")
+    return namespaces
 
 
 def main(argv: Sequence[str] | None = None) -> int:

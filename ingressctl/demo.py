@@ -1,26 +1,32 @@
-"""`make run`: the whole system on one machine (DESIGN.md section 7).
+"""`make run`: the whole system on one machine (docs/architecture.md, "The demo").
 
 Starts a devcluster loaded with `examples/`, one small HTTP backend per Service (each answers with its own
-name), EndpointSlices pointing at those backends, and the real controller with a real NGINX on unprivileged
-ports (config and runtime files under `--run-dir`, default `.run/`). It then prints curl commands that show
-the routing and runs until Ctrl-C.
+name), EndpointSlices pointing at those backends, a generated self-signed certificate for every Ingress TLS
+Secret the manifests name but do not contain (and one for the default server), and the real controller with
+a real NGINX on unprivileged ports (config and runtime files under `--run-dir`, default `.run/`). It then
+prints curl commands that show the routing, with every port it uses, and runs until Ctrl-C.
 
-`--check` runs those requests itself instead (every Ingress path must reach the backend of its Service, an
-unknown host must get 404) and exits 0 if all pass, 1 otherwise.
+`--check` runs those requests itself instead (every Ingress path must reach the backend of its Service, over
+HTTPS for TLS hosts; an unknown host must get 404) in a run dir of its own (a fresh temporary one unless
+`--run-dir` is given), and exits 0 if all pass, 1 otherwise.
 
-Guarantees: every port is free at start (0 = pick one); everything started is stopped on exit, also after a
-failure; the exit status is 0 on success, 1 on a failed check or start-up error.
+Guarantees: the run dir is locked before anything in it is touched, so a second demo on the same run dir is
+refused having changed nothing; an NGINX a killed demo left running is stopped before ports are picked;
+every port is free at start (0 = pick one); everything started is stopped on exit, also after a failure; the
+exit status is 0 on success, 1 on a failed check or start-up error.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import glob
 import http.client
 import os
 import shutil
 import signal
 import socket
+import ssl
 import sys
 import tempfile
 import threading
@@ -31,6 +37,7 @@ from types import FrameType
 from typing import Any
 
 from ingressctl.demo_backend import Backend
+from ingressctl.demo_rundir import RunDirLock, remember_nginx_run_dir, stop_leftover_nginx
 from ingressctl.logging import configure_logging, get_logger
 from ingressctl.settings import (
     ControllerSettings,
@@ -45,18 +52,21 @@ from ingressctl.settings import (
 log = get_logger(__name__)
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+DEFAULT_SERVER_SECRET = ("default", "ingressctl-demo-default-server")
 DEFAULT_EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
 
-def free_port(preferred: int = 0) -> int:
+def free_port(preferred: int = 0, what: str = "") -> int:
     """`preferred` if it is free on 127.0.0.1, else a port the kernel picks (0: always pick)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", preferred))
         except OSError:
-            print(f"port {preferred} is in use; the demo picks a free port instead", file=sys.stderr)
             s.bind(("127.0.0.1", 0))
+            picked = s.getsockname()[1]
+            print(f"{what or 'the'} port {preferred} is in use; the demo uses port {picked} instead",
+                  file=sys.stderr)
         return int(s.getsockname()[1])
 
 
@@ -69,9 +79,13 @@ class Route:
     service: str
     namespace: str
     ingress: str = ""
+    tls: bool = False
 
     def curl(self, port: int) -> str:
         return f"curl -H 'Host: {self.host}' http://127.0.0.1:{port}{self.path}"
+
+    def curl_tls(self, port: int) -> str:
+        return f"curl -k --resolve {self.host}:{port}:127.0.0.1 https://{self.host}:{port}{self.path}"
 
 
 @dataclass
@@ -93,35 +107,45 @@ class Demo:
     ignored_hosts: list[str] = field(default_factory=list)
     kubeconfig: str = ""
     _tmp_run: str = ""
+    _lock: RunDirLock | None = None
 
     def start(self) -> None:
         from ingressctl.app import App
         from ingressctl.devcluster import DevCluster
         from ingressctl.k8s.client import KubeClient
 
-        os.makedirs(self.run_dir, exist_ok=True)
-        self.cluster = DevCluster(manifests=self.manifests)
-        self.cluster.start()
-        self.kubeconfig = self.cluster.write_kubeconfig(os.path.join(self.run_dir, "kubeconfig"))
-        self.client = KubeClient.from_kubeconfig(self.kubeconfig)
-        self._start_backends()
-        self.routes = self._routes()
-
-        self.http_port = free_port(self.http_port)
-        self.https_port = free_port(self.https_port)
-        self.ready_port = free_port(self.ready_port)
-        self.metrics_port = free_port(self.metrics_port)
+        # Nothing in the run dir is touched before the lock is held (DemoBusyError otherwise).
+        self._lock = RunDirLock(self.run_dir)
+        self._lock.acquire()
         conf_dir = os.path.abspath(os.path.join(self.run_dir, "nginx", "conf"))
         run_dir = os.path.abspath(os.path.join(self.run_dir, "nginx", "run"))
+        for pid in stop_leftover_nginx(self.run_dir, conf_dir, run_dir):
+            print(f"stopped NGINX (pid {pid}) left running by a previous demo with this run dir",
+                  file=sys.stderr)
+        self.cluster = DevCluster(manifests=self.manifests)
+        self.cluster.start()
+        kubeconfig = os.path.abspath(os.path.join(self.run_dir, "kubeconfig"))
+        self.kubeconfig = self.cluster.write_kubeconfig(kubeconfig)
+        self.client = KubeClient.from_kubeconfig(self.kubeconfig)
+        self._start_backends()
+        self._create_missing_tls_secrets()
+        self.routes = self._routes()
+
+        self.http_port = free_port(self.http_port, "HTTP")
+        self.https_port = free_port(self.https_port, "HTTPS")
+        self.ready_port = free_port(self.ready_port, "readiness")
+        self.metrics_port = free_port(self.metrics_port, "metrics")
         if len(os.fsencode(run_dir)) > 60:  # unix socket paths are short; use /tmp for a deep checkout
             self._tmp_run = tempfile.mkdtemp(prefix="ingressctl-run-")
             run_dir = self._tmp_run
+        remember_nginx_run_dir(self.run_dir, run_dir)
         settings = Settings(
             kube=KubeSettings(kubeconfig=self.kubeconfig, pod_namespace="default",
                               pod_name="ingressctl-demo"),
             nginx=NginxSettings(conf_dir=conf_dir, run_dir=run_dir, http_port=self.http_port,
                                 https_port=self.https_port, status=False, reload_timeout_ms=30000),
             controller=ControllerSettings(ingress_class="nginx", nginx_configmaps=self._configmap(),
+                                          default_server_tls_secret="/".join(DEFAULT_SERVER_SECRET),
                                           report_ingress_status=True),
             leader_election=LeaderElectionSettings(enabled=True, lease_duration_s=15.0, renew_deadline_s=10.0,
                                                    retry_period_s=2.0),
@@ -165,6 +189,31 @@ class Demo:
                                "targetRef": {"kind": "Pod", "namespace": ns, "name": f"{name}-0"}}],
             })
 
+    def _create_missing_tls_secrets(self) -> None:
+        """A self-signed certificate for each TLS Secret an Ingress names but the manifests lack, and one for
+        the default server (so that HTTPS to an unknown host gets the default server's 404)."""
+        from ingressctl.devcluster.tlsutil import generate
+        from ingressctl.k8s.client import ApiError
+        from ingressctl.k8s.resource import INGRESSES, SECRETS
+
+        wanted: dict[tuple[str, str], str] = {DEFAULT_SERVER_SECRET: "default.ingressctl.demo"}
+        for ing in self.client.list(INGRESSES, None)["items"]:
+            ns = ing["metadata"]["namespace"]
+            for tls in (ing.get("spec") or {}).get("tls") or []:
+                if tls.get("secretName"):
+                    wanted.setdefault((ns, tls["secretName"]), (tls.get("hosts") or ["localhost"])[0])
+        for (ns, name), host in wanted.items():
+            cert = generate(host)
+            secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+                      "metadata": {"name": name, "namespace": ns},
+                      "data": {"tls.crt": base64.b64encode(cert.cert_pem).decode(),
+                               "tls.key": base64.b64encode(cert.key_pem).decode()}}
+            try:
+                self.client.create(SECRETS, ns, secret)
+            except ApiError as e:
+                if not e.is_already_exists:
+                    raise
+
     def _routes(self) -> list[Route]:
         from ingressctl.k8s.resource import INGRESSES
 
@@ -176,13 +225,15 @@ class Demo:
             if cls != "nginx":
                 self.ignored_hosts += [r["host"] for r in spec.get("rules") or [] if r.get("host")]
                 continue
+            tls_hosts = {h for t in spec.get("tls") or [] if t.get("secretName")
+                         for h in t.get("hosts") or []}
             for rule in spec.get("rules") or []:
                 for p in (rule.get("http") or {}).get("paths") or []:
                     svc = ((p.get("backend") or {}).get("service") or {}).get("name")
                     if rule.get("host") and svc:
                         ns = ing["metadata"]["namespace"]
                         routes.append(Route(rule["host"], p.get("path") or "/", svc, ns,
-                                            ing["metadata"]["name"]))
+                                            ing["metadata"]["name"], tls=rule["host"] in tls_hosts))
         return routes
 
     def check(self) -> bool:
@@ -190,6 +241,17 @@ class Demo:
         ok = True
         for r in self.routes:
             expected = r.service if f"{r.namespace}/{r.service}" in self.backends else None
+            if r.tls:
+                status, backend, body = _get_until(self.https_port, r.host, r.path, expected, tls=True)
+                good = status == 200 and backend == expected
+                ok &= good
+                print(f"{'PASS' if good else 'FAIL'}  {r.curl_tls(self.https_port)}  -> {status} "
+                      f"{body.strip()!r}")
+                status, _, _ = _get_until(self.http_port, r.host, r.path, None, want_status=301)
+                good = status == 301
+                ok &= good
+                print(f"{'PASS' if good else 'FAIL'}  {r.curl(self.http_port)}  -> {status} (to HTTPS)")
+                continue
             status, backend, body = _get_until(self.http_port, r.host, r.path, expected)
             good = status == 200 and backend == expected
             ok &= good
@@ -201,6 +263,11 @@ class Demo:
             ok &= good
             print(f"{'PASS' if good else 'FAIL'}  curl -H 'Host: {host}' http://127.0.0.1:{self.http_port}/"
                   f"  -> {status} ({why})")
+        status, _, _ = _get_until(self.https_port, "127.0.0.1", "/", None, want_status=404, tls=True)
+        good = status == 404
+        ok &= good
+        print(f"{'PASS' if good else 'FAIL'}  curl -k https://127.0.0.1:{self.https_port}/  -> {status} "
+              "(default server, generated certificate)")
         ok &= self._check_status()
         return ok
 
@@ -239,10 +306,15 @@ class Demo:
         return [route.ingress] if route.ingress else []
 
     def banner(self) -> str:
-        lines = ["", "ingressctl demo is running: a devcluster, the controller and NGINX.", ""]
-        lines += [f"  {r.curl(self.http_port)}" for r in self.routes]
+        lines = ["", "ingressctl demo is running: a devcluster, the controller and NGINX.", "",
+                 f"  ports: HTTP {self.http_port}, HTTPS {self.https_port}, readiness {self.ready_port}, "
+                 f"metrics {self.metrics_port}", ""]
+        lines += [f"  {r.curl_tls(self.https_port) if r.tls else r.curl(self.http_port)}"
+                  for r in self.routes]
         lines += [
             f"  curl -H 'Host: unknown.example.com' http://127.0.0.1:{self.http_port}/      # 404",
+            f"  curl -k https://127.0.0.1:{self.https_port}/      # 404 (the default server's generated "
+            "certificate)",
             "",
             f"  readiness:  curl http://127.0.0.1:{self.ready_port}/nginx-ready",
             f"  metrics:    curl -s http://127.0.0.1:{self.metrics_port}/metrics | grep reloads_total",
@@ -264,10 +336,19 @@ class Demo:
             self.cluster.stop()
         if self._tmp_run:
             shutil.rmtree(self._tmp_run, ignore_errors=True)
+        if self._lock is not None:
+            self._lock.release()
 
 
-def _get(port: int, host: str, path: str) -> tuple[int, str, str]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+def _get(port: int, host: str, path: str, *, tls: bool = False) -> tuple[int, str, str]:
+    conn: http.client.HTTPConnection
+    if tls:   # SNI names the host; the demo's certificates are self-signed
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        conn = _SNIConnection(host, "127.0.0.1", port, timeout=10, context=ctx)
+    else:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
         conn.request("GET", path, headers={"Host": host, "Connection": "close"})
         r = conn.getresponse()
@@ -276,13 +357,26 @@ def _get(port: int, host: str, path: str) -> tuple[int, str, str]:
         conn.close()
 
 
+class _SNIConnection(http.client.HTTPSConnection):
+    """HTTPS to an address with another name in SNI (curl's --resolve)."""
+
+    def __init__(self, server_name: str, address: str, port: int, **kw: Any) -> None:
+        super().__init__(address, port, **kw)
+        self._server_name = server_name
+
+    def connect(self) -> None:
+        http.client.HTTPConnection.connect(self)
+        self.sock = self._context.wrap_socket(self.sock,  # type: ignore[attr-defined]
+                                              server_hostname=self._server_name)
+
+
 def _get_until(port: int, host: str, path: str, backend: str | None, *, want_status: int = 200,
-               deadline: float = 20.0) -> tuple[int, str, str]:
+               deadline: float = 20.0, tls: bool = False) -> tuple[int, str, str]:
     end = time.monotonic() + deadline
     result: tuple[int, str, str] = (0, "", "")
     while True:
         try:
-            result = _get(port, host, path)
+            result = _get(port, host, path, tls=tls)
         except OSError as e:
             result = (0, "", str(e))
         if result[0] == want_status and (backend is None or result[1] == backend):
@@ -306,7 +400,9 @@ def manifest_files(paths: Sequence[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ingressctl.demo", description=__doc__.split("\n\n")[0])
     p.add_argument("--manifests", nargs="*", default=[DEFAULT_EXAMPLES], help="files or directories to load")
-    p.add_argument("--run-dir", default=".run", help="where NGINX's files and the kubeconfig go")
+    p.add_argument("--run-dir", default=None,
+                   help="where NGINX's files and the kubeconfig go (default .run; with --check a temporary "
+                        "directory of its own)")
     p.add_argument("--http-port", type=int, default=0,
                    help="NGINX's HTTP port (0, or a port in use: pick a free one)")
     p.add_argument("--https-port", type=int, default=0,
@@ -318,8 +414,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
     configure_logging(LogSettings(format="text", level=a.log_level))
 
-    demo = Demo(run_dir=a.run_dir, manifests=manifest_files(a.manifests), http_port=a.http_port,
-                https_port=a.https_port, metrics_port=a.metrics_port, log_level=a.log_level)
+    own_run_dir = tempfile.mkdtemp(prefix="ingressctl-check-") if a.check and a.run_dir is None else ""
+    demo = Demo(run_dir=own_run_dir or a.run_dir or ".run", manifests=manifest_files(a.manifests),
+                http_port=a.http_port, https_port=a.https_port, metrics_port=a.metrics_port,
+                log_level=a.log_level)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -343,6 +441,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     finally:
         demo.stop()
+        if own_run_dir:
+            shutil.rmtree(own_run_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

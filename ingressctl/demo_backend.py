@@ -13,6 +13,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from ingressctl.http_serving import serve_in_background
+
 
 class Backend:
     """One named HTTP backend (a stand-in for a Pod)."""
@@ -66,9 +68,7 @@ class Backend:
 
         self._server = ThreadingHTTPServer((self.host, self._port), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name=f"backend-{self.name}",
-                                        daemon=True)
-        self._thread.start()
+        self._thread = serve_in_background(self._server, f"backend-{self.name}")
         return self
 
     def stop(self) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from ingressctl.http_serving import serve_in_background
 from ingressctl.logging import get_logger
 
 log = get_logger(__name__)
@@ -77,8 +78,7 @@ class HealthServer:
 
         self._server = ThreadingHTTPServer((self._host, self._port), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="health-server", daemon=True)
-        self._thread.start()
+        self._thread = serve_in_background(self._server, "health-server")
         log.info("readiness server listening", port=self.port, path="/nginx-ready")
 
     def stop(self) -> None:

@@ -1,12 +1,16 @@
 """structlog set-up: one call, before anything logs; stdlib loggers (kubernetes, urllib3) go the same way.
 
-`--log-format json` gives one JSON object per line; `text` gives key=value console lines (coloured on a TTY).
+`--log-format json` gives one JSON object per line; `text` gives key=value console lines (coloured on a TTY);
+`glog` gives the line format of NIC's default logger (`I1125 16:24:39.123456   4242 logger] event key=value`,
+UTC, the year after the level letter with `--include-year`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -33,6 +37,9 @@ def configure_logging(settings: LogSettings, stream: Any = None) -> None:
     if settings.format == "json":
         shared.append(structlog.processors.dict_tracebacks)
         renderer = structlog.processors.JSONRenderer()
+    elif settings.format == "glog":
+        shared.append(structlog.processors.format_exc_info)
+        renderer = GlogRenderer(include_year=settings.include_year)
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=bool(getattr(out, "isatty", lambda: False)()))
 
@@ -56,6 +63,27 @@ def configure_logging(settings: LogSettings, stream: Any = None) -> None:
     if settings.level != "trace":
         for name in ("urllib3", "kubernetes"):
             logging.getLogger(name).setLevel(max(logging.WARNING, _LEVELS[settings.level]))
+
+
+class GlogRenderer:
+    """One glog-style line per event: `<L><[YYYY]MMDD> <HH:MM:SS.micro> <pid> <logger>] <event> k=v ...`."""
+
+    _LETTERS = {"debug": "I", "info": "I", "warning": "W", "error": "E", "critical": "F", "exception": "E"}
+
+    def __init__(self, *, include_year: bool = False) -> None:
+        self._date = "%Y%m%d" if include_year else "%m%d"
+
+    def __call__(self, logger: Any, method: str, event: dict[str, Any]) -> str:
+        event.pop("timestamp", None)
+        letter = self._LETTERS.get(str(event.pop("level", "info")), "I")
+        now = datetime.now(UTC)
+        head = f"{letter}{now.strftime(self._date)} {now.strftime('%H:%M:%S.%f')} {os.getpid():>7} " \
+               f"{event.pop('logger', '')}] {event.pop('event', '')}"
+        tail = event.pop("exception", None)
+        fields = " ".join(f"{k}={v!r}" if isinstance(v, str) and (" " in v or not v) else f"{k}={v}"
+                          for k, v in event.items())
+        line = f"{head} {fields}" if fields else head
+        return f"{line}\n{tail}" if tail else line
 
 
 def get_logger(name: str) -> Any:

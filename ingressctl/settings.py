@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 class KubeSettings:
     kubeconfig: str | None = None
     watch_namespaces: tuple[str, ...] = ()  # empty: all namespaces
+    # Namespaces whose Secrets are watched; None: the same as watch_namespaces (NIC's default).
+    watch_secret_namespaces: tuple[str, ...] | None = None
     pod_namespace: str = "default"
     pod_name: str = ""
 
@@ -29,8 +31,12 @@ class NginxSettings:
     health_status_uri: str = "/nginx-health"
     status: bool = True
     status_port: int = 8080
+    status_allow_cidrs: tuple[str, ...] = ("127.0.0.1", "::1")
     main_template_path: str | None = None
     ingress_template_path: str | None = None
+    debug: bool = False  # run an NGINX built with debug logging (`nginx-debug`, NIC's -nginx-debug)
+    disable_ipv6: bool = False  # no IPv6 listeners even where the host supports IPv6
+    default_server_access_log_off: bool = False  # the ConfigMap key of the same name overrides it
 
 
 @dataclass(frozen=True)
@@ -66,8 +72,9 @@ class ServingSettings:
 
 @dataclass(frozen=True)
 class LogSettings:
-    format: str = "text"  # text | json
+    format: str = "text"  # text | json | glog
     level: str = "info"
+    include_year: bool = False  # glog format: the year in each line's header
 
 
 @dataclass(frozen=True)

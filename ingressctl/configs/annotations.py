@@ -5,7 +5,9 @@ Guarantees:
   a value that fails is NOT applied and is reported in `IngressAnnotations.errors` as
   `annotation nginx.org/<name>: invalid value "<value>": <detail>`. The generator turns errors into a rejected
   Ingress (NIC only logs them; here nothing an Ingress's author typed reaches NGINX unvalidated).
-- Snippet annotations apply only with `snippets_enabled`; otherwise they are ignored with a warning.
+- Snippet annotations apply only with `snippets_enabled`. Without it, validation rejects the whole Ingress
+  before it gets here (`controller.validation`, NIC's behaviour); should one arrive anyway (a caller that
+  skipped validation), it is left out of the config with a warning, never rendered.
 - The HSTS annotations apply together: an error in any of them applies none (as NIC). HSTS settings without
   `nginx.org/hsts`, and a realm without a basic-auth Secret, are ignored with a warning (validation rejects
   them; they remain on a minion whose `nginx.org/hsts` was removed).

@@ -81,7 +81,7 @@ class ConfigParams:
     use_cluster_ip: bool = False  # annotation only; the controller resolves the ClusterIP
     # Default server
     default_server_return: str = "404"
-    default_server_access_log_off: bool = False
+    default_server_access_log_off: bool | None = None  # None: not in the ConfigMap, the flag decides
     # Main and http level
     worker_processes: str = "auto"
     worker_connections: int = 1024
@@ -129,6 +129,7 @@ class StaticConfigParams:
     wildcard_tls_path: str = ""  # PEM for TLS hosts without secretName; "" -> such hosts reject handshakes
     enable_snippets: bool = False
     disable_ipv6: bool = False
+    default_server_access_log_off: bool = False  # the default; the ConfigMap key overrides it
     secrets_dir: str = ""  # "" -> <conf_dir>/secrets
     worker_user: str = ""  # `user` for worker processes; set it when NGINX's master runs as root
 
@@ -140,8 +141,10 @@ class StaticConfigParams:
         return cls(
             http_port=n.http_port, https_port=n.https_port, health_status=n.health_status,
             health_status_uri=n.health_status_uri, nginx_status=n.status, nginx_status_port=n.status_port,
-            conf_dir=n.conf_dir, run_dir=n.run_dir, enable_snippets=settings.controller.enable_snippets,
-            disable_ipv6=not ipv6_available(),
+            nginx_status_allow_cidrs=n.status_allow_cidrs, conf_dir=n.conf_dir, run_dir=n.run_dir,
+            enable_snippets=settings.controller.enable_snippets,
+            disable_ipv6=n.disable_ipv6 or not ipv6_available(),
+            default_server_access_log_off=n.default_server_access_log_off,
         )
 
 
@@ -290,7 +293,9 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         default_https_listener_port=static.https_port,
         default_server_tls_path=static.default_server_tls_path,
         default_server_return=config.default_server_return,
-        default_server_access_log_off=config.default_server_access_log_off,
+        default_server_access_log_off=(static.default_server_access_log_off
+                                       if config.default_server_access_log_off is None
+                                       else config.default_server_access_log_off),
         disable_ipv6=static.disable_ipv6,
         health_status=static.health_status,
         health_status_uri=static.health_status_uri,

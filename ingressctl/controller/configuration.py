@@ -14,11 +14,11 @@ Guarantees:
   once, sorted by key within each group) and ConfigurationProblems (only new or changed ones), computed by
   re-resolving just the hosts the changed Ingress touches: steady-state work is proportional to the Ingresses
   that share those hosts, not to the size of the cluster.
-- Start-up (seeds/004): until `set_startup_complete()` adds, updates and deletes only validate and store
-  (constant work per Ingress: no host resolution); `set_startup_complete()` runs ONE full resolution and
-  returns every configured resource as an AddOrUpdate plus every problem. `legacy_startup=True` keeps the
-  pre-5.5 behaviour (a full rebuild on every change, minions found by scanning) as a benchmark baseline;
-  every mode reaches the same state.
+- Start-up (see docs/architecture.md): until `set_startup_complete()`, adds, updates and deletes only
+  validate and store (constant work per Ingress: no host resolution); `set_startup_complete()` runs ONE full
+  resolution and returns every configured resource as an AddOrUpdate plus every problem.
+  `legacy_startup=True` keeps the pre-5.5 behaviour (a full rebuild on every change, minions found by
+  scanning) as a benchmark baseline; every mode reaches the same state.
 - Lookups by Service and Secret use indexes maintained on every store change; they return only configured
   resources (a minion's master stands in for the minion). Per-Ingress state is kept small (slots, no stored
   sort keys, one string instead of a set in an index entry used by one Ingress): it is held for every

@@ -6,7 +6,7 @@ Guarantees:
   IngressClass; one set per `--watch-namespace` entry, or one for all namespaces) feed handlers that only
   filter and enqueue `Task`s. ONE sync thread drains the rate-limited queue and owns the Configuration, the
   Configurator and NGINX. A sync that raises is logged and re-queued rate-limited; the thread never dies.
-- Start-up (DESIGN.md section 5): nothing is rendered or reloaded until the informers have synced and the
+- Start-up (docs/architecture.md): nothing is rendered or reloaded until the informers have synced and the
   initial queue has drained; then ONE host resolution, everything rendered, ONE reload, problem
   statuses/events written synchronously, readiness turned on (also with zero Ingresses), and the deferred
   statuses flushed in the background by 10 workers gated on leader election. `legacy_startup` keeps the
@@ -15,7 +15,7 @@ Guarantees:
   is reloaded only when a file changed. While two or more tasks wait, reloads are held and done once when
   the queue drains (batching). A failed reload rejects only the offending Ingresses (event
   `AddedOrUpdatedWithError` with NGINX's error text); the others keep serving.
-- Events follow NIC's reasons and messages (nic-behaviour.md 2.4-2.6); status follows section 8 through
+- Events follow NIC's reasons and messages; status follows NIC's status updater through
   `StatusUpdater`: written only when it changes, only with `--report-ingress-status`, only by the leader.
 - Deletes are never lost: tombstones are handled, and a deleted EndpointSlice re-renders its Service.
 - The special TLS Secrets (`default_server_tls_secret`, `wildcard_tls_secret`) stay in step after start-up:
@@ -40,6 +40,7 @@ from ingressctl.controller.configuration import (
     IngressConfiguration,
     ResourceChange,
 )
+from ingressctl.controller.endpoint_warnings import REASON_NO_ENDPOINTS, EndpointWarnings, no_endpoints_reason
 from ingressctl.controller.endpoints import (
     BackendError,
     cluster_ip_endpoint,
@@ -105,6 +106,7 @@ class ControllerOptions:
 
     ingress_class: str = "nginx"
     watch_namespaces: tuple[str, ...] = ()          # empty: all namespaces
+    watch_secret_namespaces: tuple[str, ...] | None = None  # None: watch_namespaces; empty: all
     nginx_configmaps: str | None = None             # "namespace/name"
     pod_namespace: str = "default"
     external_service: str | None = None             # a Service name in pod_namespace
@@ -208,6 +210,7 @@ class LoadBalancerController:
         self._batch_update_all = False
         self._config_map: dict[str, Any] | None = None
         self._startup_problems: dict[str, ConfigurationProblem] = {}
+        self._endpoint_warnings = EndpointWarnings()
         self._startup_status_keys: list[str] = []
         self._status_lock = threading.Lock()
         self._status_keys: set[str] = set()     # Ingress keys with a configured resource (masters + minions)
@@ -249,13 +252,16 @@ class LoadBalancerController:
         service_h = ServiceHandler(enqueue, self._external_service_key)
         slice_h = EndpointSliceHandler(enqueue)
         secret_h = SecretHandler(enqueue)
-        for ns in self._namespaces():
-            for rt, handler, kw in (
-                (INGRESSES, ingress_h, {}),
-                (SERVICES, service_h, {}),
-                (ENDPOINTSLICES, slice_h, {"indexers": {BY_SERVICE_INDEX: endpoint_slices_by_service}}),
-                (SECRETS, secret_h, {}),
-            ):
+        secret_namespaces = (self._namespaces() if o.watch_secret_namespaces is None
+                             else list(o.watch_secret_namespaces) or [""])
+        for rt, handler, kw, namespaces in (
+            (INGRESSES, ingress_h, {}, self._namespaces()),
+            (SERVICES, service_h, {}, self._namespaces()),
+            (ENDPOINTSLICES, slice_h, {"indexers": {BY_SERVICE_INDEX: endpoint_slices_by_service}},
+             self._namespaces()),
+            (SECRETS, secret_h, {}, secret_namespaces),   # --watch-secret-namespace
+        ):
+            for ns in namespaces:
                 inf = self._new_informer(rt, ns, **kw)
                 inf.add_event_handler(handler)
                 self._informers[(rt.plural, ns)] = inf
@@ -724,6 +730,7 @@ class LoadBalancerController:
             if ch.op == "Delete":
                 self.configurator.delete_ingress(ch.resource.key)
                 self._forget_status_keys(ch.resource)
+                self._endpoint_warnings.forget(ch.resource.key)
                 deleted.append(ch)
             else:
                 updates.append(ch.resource)
@@ -874,6 +881,7 @@ class LoadBalancerController:
                     continue
                 backends.append(p.get("backend"))
         seen: set[str] = set()
+        no_endpoints: dict[str, str] = {}   # Service -> why it has no endpoints
         for backend in backends:
             b = backend_service(backend)
             if b is None:
@@ -888,11 +896,16 @@ class LoadBalancerController:
                 if use_cluster_ip and svc is not None:
                     eps = cluster_ip_endpoint(svc, port)
                 else:
-                    eps = resolve_backend_endpoints(ns, svc_name, port, svc, self._slices_for(ns, svc_name))
+                    slices = self._slices_for(ns, svc_name)
+                    eps = resolve_backend_endpoints(ns, svc_name, port, svc, slices)
+                    if not eps:
+                        no_endpoints.setdefault(svc_name, no_endpoints_reason(ns, svc_name, port, slices))
             except BackendError as e:
                 warnings.append(str(e))
                 eps = []
             endpoints[bkey] = eps
+        for message in self._endpoint_warnings.observe(cfg.key, no_endpoints):
+            self._event(ing, EVENT_WARNING, REASON_NO_ENDPOINTS, message)
 
         secret_refs: dict[str, SecretReference] = {}
         for tls in spec.get("tls") or []:

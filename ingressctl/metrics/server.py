@@ -19,6 +19,7 @@ from typing import Any
 
 from prometheus_client.registry import Collector
 
+from ingressctl.http_serving import serve_in_background
 from ingressctl.logging import get_logger
 from ingressctl.metrics.exposition import CONTENT_TYPE, generate_text
 
@@ -105,8 +106,7 @@ class MetricsServer:
             server = ThreadingHTTPServer((self._host, self._port), Handler)
             server.daemon_threads = True
             self._server = server
-            self._thread = threading.Thread(target=server.serve_forever, name="metrics-server", daemon=True)
-            self._thread.start()
+            self._thread = serve_in_background(server, "metrics-server")
         log.info("metrics server listening", port=self.port, path="/metrics")
 
     def stop(self) -> None:

@@ -654,18 +654,8 @@ class Manager:
         if inst is not None:
             self._stop_instance(inst, 0.0)
             self._instance = None
-        try:
-            with open(self.paths.pid_file) as f:
-                pid = int(f.read().strip() or "0")
-        except (OSError, ValueError):
-            return
-        try:
-            with open(os.path.join(self.proc_root, str(pid), "cmdline"), "rb") as f:
-                title = f.read().split(b"\0", 1)[0]
-        except OSError:
-            return
-        ours = (os.fsencode(self.paths.main_config) in title or os.fsencode(self.run_dir) in title)
-        if pid <= 0 or not title.startswith(b"nginx: master process") or not ours:
+        pid = self._leftover_master()
+        if pid is None:
             return
         if self._parent_pid(pid) != 1:
             raise NginxStartError(f"an NGINX master process (pid {pid}, from {self.paths.pid_file}) is "
@@ -674,6 +664,35 @@ class Manager:
         # dir: a graceful quit, then SIGKILL of its whole process group.
         log.warning("stopping an orphaned NGINX left by a previous controller", pid=pid)
         self._stop_orphan(pid, timeout=self.reload_timeout_ms / 1000)
+
+    def stop_leftover(self) -> int | None:
+        """Stop the NGINX master named by this run dir's pid file and running this config, whoever its parent
+        is, and return its pid (None: there is none). Only for a caller that knows the process which ran it
+        is gone (it holds that process's lock); `start()` itself stops only masters re-parented to init."""
+        if self.is_running():
+            return None
+        pid = self._leftover_master()
+        if pid is not None:
+            log.warning("stopping an NGINX left running by a previous run", pid=pid)
+            self._stop_orphan(pid, timeout=self.reload_timeout_ms / 1000)
+        return pid
+
+    def _leftover_master(self) -> int | None:
+        """The pid of a running NGINX master of this run dir or config, from the pid file; None if none."""
+        try:
+            with open(self.paths.pid_file) as f:
+                pid = int(f.read().strip() or "0")
+        except (OSError, ValueError):
+            return None
+        try:
+            with open(os.path.join(self.proc_root, str(pid), "cmdline"), "rb") as f:
+                title = f.read().split(b"\0", 1)[0]
+        except OSError:
+            return None
+        ours = (os.fsencode(self.paths.main_config) in title or os.fsencode(self.run_dir) in title)
+        if pid <= 0 or not title.startswith(b"nginx: master process") or not ours:
+            return None
+        return pid
 
     def _parent_pid(self, pid: int) -> int | None:
         try:

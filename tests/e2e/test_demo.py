@@ -6,6 +6,7 @@ import http.client
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -13,7 +14,7 @@ import threading
 
 import pytest
 
-from tests.helpers import wait_until
+from tests.helpers import free_port, http_get, https_get, process_gone, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -78,3 +79,131 @@ def test_demo_runs_until_interrupted_and_its_curl_commands_work() -> None:
             if p.poll() is None:
                 p.kill()
                 p.wait(30)
+
+
+class RunningDemo:
+    """`python -m ingressctl.demo` in the background, with its output collected."""
+
+    def __init__(self, *args: str) -> None:
+        self.p = subprocess.Popen([sys.executable, "-m", "ingressctl.demo", *args], cwd=REPO,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines: list[str] = []
+        assert self.p.stdout is not None
+        stdout = self.p.stdout
+        threading.Thread(target=lambda: self.lines.extend(iter(stdout.readline, "")), daemon=True).start()
+
+    def wait_banner(self) -> None:
+        wait_until(lambda: any("Ctrl-C stops everything" in ln for ln in self.lines)
+                   or self.p.poll() is not None, "the demo banner", deadline=120)
+        assert self.p.poll() is None, "".join(self.lines)
+
+    def line(self, prefix: str) -> str:
+        return next(ln.strip() for ln in self.lines if ln.strip().startswith(prefix))
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGINT)
+            try:
+                self.p.wait(60)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait(30)
+
+
+def _ports(demo: RunningDemo) -> dict[str, int]:
+    m = re.search(r"ports: HTTP (\d+), HTTPS (\d+), readiness (\d+), metrics (\d+)", demo.line("ports:"))
+    assert m, demo.lines
+    return dict(zip(("http", "https", "ready", "metrics"), map(int, m.groups()), strict=True))
+
+
+def _snapshot(run_dir: str) -> dict[str, bytes]:
+    """Every file the demo wrote under its run dir (the lock file aside), with its bytes."""
+    out = {}
+    for root, _, files in os.walk(run_dir):
+        for name in files:
+            path = os.path.join(root, name)
+            if name != "demo.lock" and not name.endswith(".sock") and os.path.isfile(path):
+                with open(path, "rb") as f:
+                    out[os.path.relpath(path, run_dir)] = f.read()
+    return out
+
+
+def test_a_second_demo_or_a_check_leaves_the_running_demo_alone() -> None:
+    with tempfile.TemporaryDirectory(prefix="ic-demo-", dir="/tmp") as run_dir:
+        first = RunningDemo("--run-dir", run_dir)
+        try:
+            first.wait_banner()
+            ports = _ports(first)
+            before = _snapshot(run_dir)
+            assert "kubeconfig" in before and "nginx/conf/nginx.conf" in before
+
+            second = subprocess.run([sys.executable, "-m", "ingressctl.demo", "--run-dir", run_dir], cwd=REPO,
+                                    capture_output=True, text=True, timeout=120)
+            assert second.returncode == 1
+            assert f"is running with the run dir {run_dir}" in second.stderr, second.stderr
+            # The README's check, run from the same checkout: a run dir of its own.
+            check = subprocess.run([sys.executable, "-m", "ingressctl.demo", "--check"], cwd=REPO,
+                                   capture_output=True, text=True, timeout=300)
+            assert check.returncode == 0, check.stdout + check.stderr
+
+            assert _snapshot(run_dir) == before
+            # Still serving as before, also after a reload of the first demo's NGINX.
+            with open(os.path.join(run_dir, "nginx", "run", "nginx.pid")) as f:
+                os.kill(int(f.read()), signal.SIGHUP)
+            wait_until(lambda: http_get(ports["http"], "shop.example.com", "/api").backend == "shop-api",
+                       "shop-api through the first demo")
+            assert http_get(ports["http"], "unknown.example.com", "/").status == 404
+        finally:
+            first.stop()
+
+
+def test_a_killed_demos_nginx_is_stopped_and_its_ports_reused() -> None:
+    with tempfile.TemporaryDirectory(prefix="ic-demo-", dir="/tmp") as run_dir:
+        http, https, metrics = free_port(), free_port(), free_port()
+        args = ("--run-dir", run_dir, "--http-port", str(http), "--https-port", str(https),
+                "--metrics-port", str(metrics))
+        killed = RunningDemo(*args)
+        again: RunningDemo | None = None
+        try:
+            killed.wait_banner()
+            with open(os.path.join(run_dir, "nginx", "run", "nginx.pid")) as f:
+                orphan = int(f.read())
+            killed.p.kill()
+            killed.p.wait(30)
+            assert http_get(http, "shop.example.com", "/").status in (200, 502)   # the orphan still listens
+
+            again = RunningDemo(*args)
+            again.wait_banner()
+            assert _ports(again)["http"] == http and _ports(again)["https"] == https
+            assert any(f"stopped NGINX (pid {orphan}) left running by a previous demo" in ln
+                       for ln in again.lines)
+            assert process_gone(orphan)
+            wait_until(lambda: http_get(http, "shop.example.com", "/").backend == "shop-web", "shop-web")
+        finally:
+            killed.stop()
+            if again is not None:
+                again.stop()
+
+
+def test_the_demo_prints_every_port_an_absolute_kubeconfig_and_serves_tls() -> None:
+    # The HTTPS port asked for is taken: the banner shows the one used.
+    with tempfile.TemporaryDirectory(prefix="ic-demo-", dir="/tmp") as run_dir, socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        demo = RunningDemo("--run-dir", run_dir, "--https-port", str(taken))
+        try:
+            demo.wait_banner()
+            ports = _ports(demo)
+            assert ports["https"] != taken
+            assert any(f"HTTPS port {taken} is in use; the demo uses port {ports['https']}" in ln
+                       for ln in demo.lines)
+            kubectl = demo.line("kubectl:")
+            assert f"--kubeconfig {os.path.join(run_dir, 'kubeconfig')} " in kubectl
+            tls = demo.line("curl -k --resolve secure.example.com")
+            assert f"https://secure.example.com:{ports['https']}/" in tls
+            r = https_get(ports["https"], "secure.example.com", "/")
+            assert r.status == 200 and r.body.startswith("secure-web GET")
+            assert https_get(ports["https"], "unknown.example.com", "/").status == 404
+        finally:
+            demo.stop()

@@ -29,6 +29,7 @@ from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, pars
 from ingressctl.configs.configurator import Configurator, ReloadOutcome
 from ingressctl.configs.ingress_ex import IngressEx, SecretReference, backend_key
 from ingressctl.configs.templates import TEMPLATES_DIR, TemplateExecutor
+from ingressctl.http_serving import serve_in_background
 from ingressctl.nginx.manager import Manager
 from tests.helpers import free_port, make_cert, wait_until
 
@@ -138,7 +139,7 @@ def backends() -> Iterator[dict[str, _BackendServer]]:
     ctx.load_cert_chain(f"{cert_dir}/c.pem")
     servers["secure"] = _BackendServer("secure", tls=ctx)
     for s in servers.values():
-        threading.Thread(target=s.serve_forever, name=f"backend-{s.name}", daemon=True).start()
+        serve_in_background(s, f"backend-{s.name}")
     yield servers
     for s in servers.values():
         s.shutdown()

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import free_port, http_get, wait_until
+from tests.helpers import free_port, http_get, https_get, wait_until
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 README = os.path.join(REPO, "README.md")
@@ -62,14 +62,66 @@ def flag_table() -> str:
     return "\n".join(lines)
 
 
-def readme_flag_block(text: str) -> str:
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    return text[start:end].strip()
+NIC_BEGIN = "<!-- nic-flags:begin (generated from ingressctl.nic_flags) -->"
+NIC_END = "<!-- nic-flags:end -->"
+
+
+def nic_flag_table() -> str:
+    """The Markdown table of the NIC flags ingressctl refuses unless their value leaves the feature off."""
+    from ingressctl.nic_flags import ANY, UNSUPPORTED_FLAGS
+
+    lines = ["| NIC flag | accepted | why not more |", "| --- | --- | --- |"]
+    for name, flag in sorted(UNSUPPORTED_FLAGS.items()):
+        if flag.accepts == ANY:
+            accepted = "any value"
+        else:
+            accepted = ", ".join(f"`{v}`" if v else "empty" for v in flag.accepts)
+        if flag.warns:
+            accepted += ", " + ", ".join(f"`{v}` (with a warning)" for v in flag.warns)
+        lines.append(f"| `-{name}` | {accepted} | {flag.reason} |")
+    return "\n".join(lines)
+
+
+def readme_flag_block(text: str, begin: str = BEGIN, end: str = END) -> str:
+    start, stop = text.index(begin) + len(begin), text.index(end)
+    return text[start:stop].strip()
 
 
 def test_readme_flag_table_matches_the_parser() -> None:
     assert readme_flag_block(read("README.md")) == flag_table(), \
         "README flag table is stale: run python -m tests.integration.test_app_docs --write"
+
+
+def test_readme_lists_every_refused_nic_flag() -> None:
+    assert readme_flag_block(read("README.md"), NIC_BEGIN, NIC_END) == nic_flag_table(), \
+        "README NIC flag table is stale: run python -m tests.integration.test_app_docs --write"
+
+
+def test_readme_commands_work_without_an_activated_venv() -> None:
+    """Every Python command the README shows runs the venv's interpreter, which `make` creates."""
+    commands = [c.strip("`") for c in re.findall(r"(\S*python3?) -m ingressctl", read("README.md"))]
+    assert commands and all(c == ".venv/bin/python" for c in commands), commands
+
+
+def test_docs_name_no_file_outside_the_repository() -> None:
+    """The project documents itself: its architecture is docs/architecture.md, whose module map names only
+    modules that exist; no file points at a design document the repository does not have."""
+    text = read("docs/architecture.md")
+    for module in re.findall(r"`((?:k8s|controller|configs|nginx|metrics|devcluster)/\w+\.py)`", text):
+        assert os.path.exists(os.path.join(REPO, "ingressctl", module)), module
+    for mod in re.findall(r"`(\w+\.py)`", text):
+        assert any(os.path.exists(os.path.join(REPO, "ingressctl", d, mod))
+                   for d in ("", "k8s", "controller", "configs", "nginx", "metrics", "devcluster")), mod
+    offenders = []
+    for root, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "node_modules")]
+        for name in files:
+            if name.endswith((".py", ".md", ".yaml", ".j2", ".sh", ".txt", ".tpl", ".json")) or name in (
+                    "Makefile", "Dockerfile"):
+                with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
+                    if "DESIGN" + ".md" in f.read():
+                        offenders.append(os.path.relpath(os.path.join(root, name), REPO))
+    assert offenders == [], offenders
 
 
 def table_names(doc: str) -> set[str]:
@@ -129,7 +181,29 @@ def test_every_metric_is_documented() -> None:
     assert sorted(documented - names) == [], "docs/metrics.md lists unknown metrics"
 
 
+def test_snippets_without_the_flag_are_documented_as_the_code_behaves() -> None:
+    """docs/annotations.md says what validation does to a snippet annotation without --enable-snippets: the
+    Ingress is rejected with the message it quotes (NIC's behaviour), not ignored with a warning."""
+    from ingressctl.configs import annotations
+    from ingressctl.controller.validation import validate_ingress
+
+    ing = {"metadata": {"name": "a", "namespace": "d", "annotations": {"nginx.org/server-snippets": "x;"}},
+           "spec": {"ingressClassName": "nginx", "rules": [{"host": "a.example.com", "http": {"paths": [
+               {"path": "/", "pathType": "Prefix",
+                "backend": {"service": {"name": "s", "port": {"number": 80}}}}]}}]}}
+    errors = [str(e) for e in validate_ingress(ing, snippets_enabled=False)]
+    assert errors, "an Ingress with a snippet and snippets off must be rejected"
+    section = read("docs/annotations.md").split("## Snippets", 1)[1].split("\n## ", 1)[0]
+    words = " ".join(section.split())
+    assert "is rejected" in words and "ignored" not in words
+    assert errors[0] in words, (errors, words)
+    doc = " ".join((annotations.__doc__ or "").split())
+    assert "otherwise they are ignored with a warning" not in doc and "rejects the whole Ingress" in doc
+
+
 CURL = re.compile(r"^curl -H 'Host: ([^']+)' http://127\.0\.0\.1:(\d+)(/\S*)\s*(?:#\s*(.*))?$", re.MULTILINE)
+CURL_TLS = re.compile(r"^curl -k (?:--resolve ([^:\s]+):\d+:127\.0\.0\.1 https://[^/\s]+|https://127\.0\.0\.1:\d+)"
+                      r"(/\S*)\s*#\s*(.*)$", re.MULTILINE)
 
 
 @pytest.mark.integration
@@ -139,7 +213,9 @@ def test_readme_demo_curl_lines_work_against_the_demo() -> None:
     from ingressctl.demo import DEFAULT_EXAMPLES, Demo, manifest_files
 
     lines = CURL.findall(read("README.md"))
+    tls_lines = CURL_TLS.findall(read("README.md"))
     assert len(lines) >= 4, "the README should show the demo's curl lines"
+    assert len(tls_lines) >= 2, "the README should show the demo's HTTPS curl lines"
     assert len({port for _, port, _, _ in lines}) == 1, "all README curl lines use the demo's one HTTP port"
     run_dir = tempfile.mkdtemp(prefix="ic-readme-", dir="/tmp")
     demo = Demo(run_dir=run_dir, manifests=manifest_files([DEFAULT_EXAMPLES]), http_port=free_port(),
@@ -158,6 +234,14 @@ def test_readme_demo_curl_lines_work_against_the_demo() -> None:
 
                 r = wait_until(ok, f"{host}{path} -> 200")
                 assert r.backend == expect, f"{host}{path}: backend {r.backend!r}, README says {expect!r}"
+        for host, path, comment in tls_lines:   # "" host: no SNI, the default server
+            expect = comment.strip()
+            r = wait_until(lambda h=host or "127.0.0.1", p=path: https_get(demo.https_port, h, p),
+                           f"https {host}{path}")
+            if expect.isdigit():
+                assert r.status == int(expect), (host, path, r.status)
+            else:
+                assert r.status == 200 and r.backend == expect, (host, path, r.status, r.backend)
     finally:
         demo.stop()
         import shutil
@@ -167,10 +251,12 @@ def test_readme_demo_curl_lines_work_against_the_demo() -> None:
 
 def _write() -> None:
     text = read("README.md")
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    for begin, end, table in ((BEGIN, END, flag_table()), (NIC_BEGIN, NIC_END, nic_flag_table())):
+        start, stop = text.index(begin) + len(begin), text.index(end)
+        text = text[:start] + "\n" + table + "\n" + text[stop:]
     with open(README, "w", encoding="utf-8") as f:
-        f.write(text[:start] + "\n" + flag_table() + "\n" + text[end:])
-    print("README.md flag table updated")
+        f.write(text)
+    print("README.md flag tables updated")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.configurator import Configurator, ReloadOutcome
 from ingressctl.configs.ingress_ex import IngressEx, SecretReference, backend_key
 from ingressctl.configs.templates import TemplateExecutor
+from ingressctl.http_serving import POLL_INTERVAL
 from ingressctl.nginx.manager import Manager
 
 pytestmark = pytest.mark.integration
@@ -75,7 +76,8 @@ def backends() -> Iterator[dict[str, Backend]]:
         srv = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         srv.daemon_threads = True
         srv.name = name  # type: ignore[attr-defined]
-        t = threading.Thread(target=srv.serve_forever, name=f"backend-{name}", daemon=True)
+        t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": POLL_INTERVAL},
+                             name=f"backend-{name}", daemon=True)
         t.start()
         threads.append(t)
         started[name] = Backend(name, srv)

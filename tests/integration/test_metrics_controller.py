@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 C = "nginx_ingress_controller_"
 N = "nginx_ingress_nginx_"
 
-# Every name NIC's Grafana dashboard and docs rely on (nic-behaviour.md section 10), as exposed samples.
+# Every name NIC's Grafana dashboard and docs rely on (docs/metrics.md), as exposed samples.
 DASHBOARD_SAMPLES = [
     C + "nginx_reloads_total",
     C + "nginx_reload_errors_total",

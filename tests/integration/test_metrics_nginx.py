@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import tempfile
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from ingressctl.http_serving import serve_in_background
 from ingressctl.k8s.workqueue import RateLimitingQueue
 from ingressctl.metrics import ControllerMetrics, UpstreamServerLabels, latency_access_log, syslog_socket_path
 from ingressctl.metrics.latency import LATENCY_LOG_FORMAT
@@ -33,7 +33,7 @@ LABELS = UpstreamServerLabels(service="tea-svc", resource_type="ingress", resour
                               resource_namespace="default")
 LATENCY = "nginx_ingress_controller_upstream_server_response_latency_ms"
 
-# Every metric NIC's Grafana dashboard queries (nic-behaviour.md section 10), as sample names.
+# Every metric NIC's Grafana dashboard queries (docs/metrics.md), as sample names.
 DASHBOARD_METRICS = [
     "nginx_ingress_controller_nginx_reloads_total",
     "nginx_ingress_controller_nginx_reload_errors_total",
@@ -117,7 +117,7 @@ class Env:
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[Env]:
     backend = ThreadingHTTPServer(("127.0.0.1", 0), _Backend)
-    threading.Thread(target=backend.serve_forever, daemon=True).start()
+    serve_in_background(backend, "backend")
     run_dir = tempfile.mkdtemp(prefix="mtr-")  # short: unix socket paths are limited to 107 bytes
     os.chmod(run_dir, 0o755)  # as /var/lib/nginx: workers running as another user reach the syslog socket
     m = Manager(binary="nginx", conf_dir=str(tmp_path / "conf"), run_dir=run_dir, reload_timeout_ms=30000)

@@ -23,6 +23,7 @@ import pytest
 import requests
 import requests_unixsocket
 
+from ingressctl.http_serving import POLL_INTERVAL
 from ingressctl.nginx.manager import Manager, NginxStartError, ReloadError, RuntimePaths
 from ingressctl.nginx.processes import count_worker_processes
 from ingressctl.nginx.stub_status import StubStatusError, fetch_stub_status, unix_socket_url
@@ -109,7 +110,7 @@ class _Backend(BaseHTTPRequestHandler):
 @pytest.fixture
 def backend() -> Iterator[int]:
     srv = ThreadingHTTPServer(("127.0.0.1", 0), _Backend)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": POLL_INTERVAL}, daemon=True)
     t.start()
     yield int(srv.server_address[1])
     srv.shutdown()

@@ -1,4 +1,4 @@
-"""Start-up (DESIGN.md section 5) against a devcluster and a real NGINX: one reload and none before the lists
+"""Start-up (docs/architecture.md) against a devcluster and a real NGINX: one reload and none before the lists
 finish, readiness before any status write, the 10-worker status flush gated on leader election, problem
 statuses written synchronously, no rewrite of unchanged status, and one retry after a 409."""
 

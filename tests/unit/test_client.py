@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 import structlog
 
+from ingressctl.http_serving import POLL_INTERVAL
 from ingressctl.k8s.client import ApiError, KubeClient, KubeConfigError, WatchStream, peek_list_continue
 from ingressctl.k8s.resource import CONFIGMAPS, INGRESSCLASSES, INGRESSES, NAMESPACES
 
@@ -112,7 +113,8 @@ class FakeApiServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": POLL_INTERVAL}, daemon=True)
 
     def __enter__(self) -> FakeApiServer:
         self._thread.start()
