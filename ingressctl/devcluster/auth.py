@@ -14,7 +14,8 @@ Guarantees:
   (`/api`, `/apis`, `/version`, `/openapi`, health) is open to every authenticated identity, as the default
   system:discovery and system:public-info-viewer bindings make it.
 - Every decision about a resource request of a non-admin identity is recorded (`AccessLog`), in every mode.
-- SelfSubjectAccessReview (`kubectl auth can-i`) answers for the requesting identity with the same policy.
+- SelfSubjectAccessReview (`kubectl auth can-i`) answers for the requesting identity with the same policy;
+  the admin may act as another identity with the impersonation headers (`kubectl --as`, `--as-group`).
 """
 
 from __future__ import annotations
@@ -173,6 +174,15 @@ class AccessControl:
         if self.admin_token or self.mode == "RBAC":
             raise errors.unauthorized()
         return ADMIN
+
+    def impersonate(self, user: UserInfo, name: str, groups: list[str]) -> UserInfo:
+        """The identity of `Impersonate-User` / `Impersonate-Group` (kubectl --as, --as-group): allowed to the
+        admin (system:masters) only; anyone else gets kube-apiserver's 403 for the impersonate verb."""
+        if not (user is ADMIN or "system:masters" in user.groups):
+            raise forbidden(user, Attributes("impersonate", resource="users", name=name))
+        sa = UserInfo(name).service_account
+        base = service_account_user(*sa).groups if sa else ()
+        return UserInfo(name, tuple(dict.fromkeys([*groups, *base, "system:authenticated"])))
 
     def _service_account(self, token: str) -> UserInfo | None:
         verified = self.issuer.verify(token)

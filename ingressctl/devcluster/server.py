@@ -343,6 +343,10 @@ class Handler(BaseHTTPRequestHandler):
         if path in _NON_RESOURCE_PUBLIC:
             return
         self.user = self.server.access.authenticate(self.headers.get("Authorization", ""))
+        as_user = self.headers.get("Impersonate-User")
+        if as_user:
+            self.user = self.server.access.impersonate(self.user, as_user,
+                                                       self.headers.get_all("Impersonate-Group") or [])
 
     def _authorize(self, req: ResourceRequest) -> None:
         name = req.name

@@ -189,6 +189,14 @@ def test_service_account_token_is_authorized_by_rbac(rbac_cluster: Any, tmp_path
     assert kubectl(sa, "auth", "can-i", "get", "secrets/other", "-n", "edge").stdout.strip() == "no"
     assert kubectl(sa, "auth", "can-i", "list", "configmaps", "-n", "default").stdout.strip() == "no"
     assert kubectl(admin, "auth", "can-i", "delete", "clusterroles").stdout.strip() == "yes"
+    # The admin may ask as the ServiceAccount (impersonation); the ServiceAccount may not impersonate.
+    as_sa = ("--as", SA_USER)
+    assert kubectl(admin, *as_sa, "auth", "can-i", "list", "ingresses", "-A").stdout.strip() == "yes"
+    assert kubectl(admin, *as_sa, "auth", "can-i", "delete", "clusterroles").stdout.strip() == "no"
+    assert "forbidden" in kubectl(admin, *as_sa, "get", "configmaps", "-n", "default").stderr
+    out = kubectl(sa, "--as", "system:admin", "get", "pods")
+    assert ('users "system:admin" is forbidden: User "system:serviceaccount:edge:ctl" cannot impersonate '
+            'resource "users" in API group "" at the cluster scope') in out.stderr
     # A permission granted later applies to the next request.
     ok(kubectl(admin, "create", "rolebinding", "ctl-default", "-n", "default", "--clusterrole",
                "ingress-reader", "--serviceaccount", "edge:ctl"))
