@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from ingressctl.devcluster.auth import TokenIssuer
+from ingressctl.devcluster.auth import ADMIN, AccessControl, TokenIssuer
+from ingressctl.devcluster.builtin import DEFAULT_KINDS
+from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.rbac import (
     Attributes,
     Policy,
@@ -15,6 +17,8 @@ from ingressctl.devcluster.rbac import (
     rule_allows,
     service_account_user,
 )
+from ingressctl.devcluster.resources import Registry
+from ingressctl.devcluster.store import Store
 
 SA = service_account_user("edge", "ctl")
 OTHER = service_account_user("edge", "other")
@@ -169,3 +173,58 @@ def test_tokens_are_signed_bound_and_expire() -> None:
     assert issuer.verify("not-a-token") is None
     now[0] += 600
     assert issuer.verify(token) is None                                       # expired
+
+
+def _store() -> Store:
+    store = Store(Registry(DEFAULT_KINDS))
+    store.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "edge"}},
+                {"apiVersion": "v1", "kind": "ServiceAccount",
+                 "metadata": {"name": "ctl", "namespace": "edge"}}])
+    return store
+
+
+def test_authentication_modes() -> None:
+    store = _store()
+    open_http = AccessControl(store)                       # plain HTTP, no admin token, AlwaysAllow
+    assert open_http.authenticate("") is ADMIN
+    rbac = AccessControl(store, admin_token="secret", mode="RBAC")
+    assert rbac.authenticate("Bearer secret") is ADMIN
+    token, _ = rbac.create_token("edge", "ctl")
+    assert rbac.authenticate(f"Bearer {token}").name == SA.name
+    for header in ("", "Bearer wrong", f"Bearer {token}x", "Basic c2VjcmV0"):
+        with pytest.raises(StatusError) as e:
+            rbac.authenticate(header)
+        assert e.value.code == 401
+    # Another cluster's token (another signing key) proves nothing here.
+    assert AccessControl(store, admin_token="secret").issuer.verify(token) is None
+    with pytest.raises(StatusError) as e:
+        rbac.create_token("edge", "nobody")
+    assert e.value.code == 404
+    with pytest.raises(ValueError, match="unknown authorization mode"):
+        AccessControl(store, mode="ABAC")
+
+
+def test_rbac_mode_authorizes_and_records() -> None:
+    store = _store()
+    store.load([{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                 **obj("read", rules=[rule([""], ["services"], ["list"])])},
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                 **crb("read", "read", sa_subject())}])
+    access = AccessControl(store, admin_token="secret", mode="RBAC")
+    access.authorize(SA, Attributes("list", resource="services"))
+    with pytest.raises(StatusError) as e:
+        access.authorize(SA, Attributes("delete", resource="services", namespace="edge", name="web"))
+    assert e.value.code == 403
+    access.authorize(ADMIN, Attributes("delete", resource="services", namespace="edge", name="web"))
+    assert access.log.allowed(SA.name) == {("list", "", "services", "", "")}
+    assert [(a.verb, a.allowed) for a in access.log.denied(SA.name)] == [("delete", False)]
+    assert access.log.users() == [SA.name]                 # the admin is not recorded
+    # Impersonation: the admin only.
+    assert access.impersonate(ADMIN, SA.name, []).groups == SA.groups
+    with pytest.raises(StatusError) as e:
+        access.impersonate(SA, "system:admin", [])
+    assert e.value.code == 403
+    # AlwaysAllow records a ServiceAccount's requests too, allowed.
+    always = AccessControl(store)
+    always.authorize(SA, Attributes("delete", resource="services", namespace="edge", name="web"))
+    assert always.log.allowed(SA.name) == {("delete", "", "services", "", "edge")}
