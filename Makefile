@@ -58,9 +58,10 @@ typecheck: deps
 image:
 	docker build -t $(IMAGE) .
 
-## Re-render deployments/ from charts/ingressctl.
+## Re-render deployments/ from charts/ingressctl (the chart, and its CRDs in crds.yaml).
 deployments: system-deps
 	bash scripts/render-deployments.sh
+	bash scripts/render-crds.sh
 
 clean:
 	rm -rf $(VENV) $(RUN_DIR) .tools .pytest_cache .mypy_cache .ruff_cache

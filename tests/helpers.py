@@ -155,3 +155,12 @@ def process_gone(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] == "Z"  # the name in () may contain spaces
     except OSError:
         return True
+
+
+def contained(small: Any, big: Any) -> bool:
+    """`small` is contained in `big`: every key of a dict (recursively), lists item by item, equal scalars."""
+    if isinstance(small, dict):
+        return isinstance(big, dict) and all(k in big and contained(v, big[k]) for k, v in small.items())
+    if isinstance(small, list):
+        return isinstance(big, list) and len(small) == len(big) and all(map(contained, small, big))
+    return bool(small == big)

@@ -2,10 +2,12 @@
 
 It serves discovery, CRUD, the status subresource, merge/strategic-merge/JSON patches, paginated lists with
 selectors and watches (bookmarks, timeouts, 410 after a bounded history) for the kinds in `resources.py` and
-`builtin.py`, ServiceAccount tokens (TokenRequest) and, on request, RBAC authorization (`rbac.py`), with fault
-injection and request statistics for tests. It is a product feature for demos, development and
-benchmarks, not a test double: it behaves like a real API server wherever a controller could tell the
-difference.
+`builtin.py`, and for the kinds of the `apiextensions.k8s.io/v1` CustomResourceDefinitions created in it
+(`crd.py`: discovery at once, structural schemas enforced, pruning, defaults, printer columns), with
+ServiceAccount tokens (TokenRequest), server-side apply (`apply.py`) and, on request, RBAC authorization
+(`rbac.py`), with fault injection and request statistics for tests. It is a product feature for demos,
+development and benchmarks, not a test double: it behaves like a real API server wherever a controller could
+tell the difference.
 
 Command line (prints "<url> kubeconfig=<path>" once serving; SIGINT/SIGTERM stop it with exit status 0):
 
@@ -27,10 +29,15 @@ Python:
         dc.write_kubeconfig(path, token=token)           # requests as system:serviceaccount:ns:sa
         dc.access_log.allowed("system:serviceaccount:ns:sa"); dc.access_log.denied(...)
 
+Built-in kinds are validated where the controller's users could tell (`validation.py`: Ingress, Secret);
+`load` skips validation, like a restore of the API server's storage.
+
 Known differences from a real API server: authentication by bearer token only (the admin token, ServiceAccount
 tokens), RBAC without ClusterRole aggregation and without escalation checks on RBAC writes, no admission
-or schema validation beyond metadata, server-side apply whose field ownership ignores non-apply writes
-(apply.py), no OpenAPI schemas (kubectl then validates nothing client-side and computes strategic merge
+webhooks, no CEL rules (`x-kubernetes-validations`) or conversion webhooks for CRDs, most built-in kinds
+unvalidated and, having no schemas for them, `fieldValidation=Strict` applied to custom resources only,
+server-side apply whose field ownership ignores non-apply writes, OpenAPI documents for custom resources only
+(`openapi.py`; for built-in kinds kubectl then validates nothing client-side and computes strategic merge
 patches from its compiled-in types), protobuf accepted only for the bodies kubectl's create generators send,
 and bookmarks every `bookmark_interval` seconds (default 2) rather than every minute.
 """

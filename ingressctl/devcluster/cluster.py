@@ -3,10 +3,11 @@ benchmarks and the demo.
 
 Guarantees: after `start()` (or entering the context) the server answers on `url`; the namespaces `default`,
 `kube-system`, `kube-public` and `kube-node-lease` exist from the start; manifests given to the constructor
-are loaded before the first request is served; `stop()` drops every watch and connection and joins the
-serving thread. A later `start()` serves the same URL, certificate and token, with objects, resourceVersions
-and history intact (as when a real API server restarts). `faults` and `stats` may be used from any thread
-while the server runs.
+are loaded before the first request is served; `apiextensions.k8s.io/v1` CustomResourceDefinitions are served
+whatever the kinds table holds, and the kinds they define join the table as they are established; `stop()`
+drops every watch and connection and joins the serving thread. A later `start()` serves the same URL,
+certificate and token, with objects, resourceVersions and history intact (as when a real API server
+restarts). `faults` and `stats` may be used from any thread while the server runs.
 
 Started with `authorization_mode="RBAC"`, it serves HTTPS (Kubernetes clients send bearer tokens only over
 TLS) with an admin token in its kubeconfig, and authorizes every other identity, such as a ServiceAccount
@@ -28,6 +29,7 @@ import yaml
 
 from ingressctl.devcluster.auth import AccessControl, AccessLog
 from ingressctl.devcluster.builtin import DEFAULT_KINDS
+from ingressctl.devcluster.crd import CustomResourceDefinitions
 from ingressctl.devcluster.faults import FaultInjector, RequestStats
 from ingressctl.devcluster.manifests import read_manifests
 from ingressctl.devcluster.resources import Registry, ResourceKind
@@ -54,6 +56,7 @@ class DevCluster:
         self.tls = tls or authorization_mode == "RBAC"
         self.registry = Registry(kinds)
         self.store = Store(self.registry, history=history)
+        CustomResourceDefinitions(self.store).install()
         self.faults = FaultInjector(self.store, seed=seed)
         self.stats = RequestStats()
         self.token = (token or secrets.token_hex(24)) if self.tls else (token or "")

@@ -19,6 +19,7 @@ from typing import Any
 
 from ingressctl.devcluster.patch import FieldMeta
 from ingressctl.devcluster.selectors import FieldGetter
+from ingressctl.devcluster.validation import validate_ingress, validate_secret
 
 Obj = dict[str, Any]
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -64,12 +65,20 @@ class ResourceKind:
     reset_status_on_create: bool = True    # like the real strategies' PrepareForCreate
     allow_create_on_update: bool = False   # PUT of a missing object creates it (Leases, Events)
     return_deleted_object: bool = False    # DELETE answers with the object instead of a Status
+    strategic_merge: bool = True           # accepts strategic merge patches (custom resources do not)
+    delete_finalizer: str = ""             # added by the first DELETE, which only marks the object (CRDs)
     patch_meta: FieldMeta = field(default_factory=lambda: object_patch_meta())
     # Defaulting on create and update: (new object, current object or None). It may set keys of the new
     # object's top-level and metadata dicts, but must replace (never modify) any nested value it changes.
     default: Callable[[Obj, Obj | None], None] | None = None
     field_selectors: Mapping[str, FieldGetter] = field(default_factory=dict)
     columns: tuple[Column, ...] = ()
+    # Validation on create and update, after defaulting: (new object, current object or None, subresource)
+    # -> field errors (field path, cause reason, message); any error refuses the write with 422 Invalid.
+    validate: Callable[[Obj, Obj | None, str], list[tuple[str, str, str]]] | None = None
+    # The fields of a request body the kind's schema does not know (paths), for fieldValidation=Strict/Warn;
+    # None: the kind has no schema here and every field is accepted.
+    unknown_fields: Callable[[Obj], list[str]] | None = None
     storage: str = ""                      # the stored kind's "<group>/<plural>" when this is another version
     to_storage: Callable[[Obj], Obj] | None = None
     from_storage: Callable[[Obj], Obj] | None = None
@@ -436,7 +445,7 @@ ENDPOINTS = ResourceKind(
         f"{a.get('ip')}:{p.get('port')}" for s in o.get("subsets") or [] if isinstance(s, dict)
         for a in s.get("addresses") or [] for p in s.get("ports") or [{}])), AGE))
 SECRETS = ResourceKind(
-    "", "v1", "secrets", "Secret", singular="secret", default=_default_secret,
+    "", "v1", "secrets", "Secret", singular="secret", default=_default_secret, validate=validate_secret,
     field_selectors={"type": _path("type")},
     columns=(NAME, Column("Type", _path("type")),
              Column("Data", lambda o: len(o.get("data") or {}) + len(o.get("stringData") or {}),
@@ -493,7 +502,7 @@ ENDPOINTSLICES = ResourceKind(
              Column("Endpoints", _slice_endpoints), AGE))
 INGRESSES = ResourceKind(
     "networking.k8s.io", "v1", "ingresses", "Ingress", singular="ingress", short_names=("ing",),
-    has_status=True, generation=True, default=_default_ingress,
+    has_status=True, generation=True, default=_default_ingress, validate=validate_ingress,
     columns=(NAME, Column("Class", lambda o: o.get("spec", {}).get("ingressClassName") or "<none>"),
              Column("Hosts", _ingress_hosts), Column("Address", _lb_addresses),
              Column("Ports", _ingress_ports),
@@ -516,26 +525,51 @@ DEFAULT_KINDS: tuple[ResourceKind, ...] = (
 
 
 class Registry:
-    """Lookups over a table of kinds: by URL (group, version, plural) and by (apiVersion, kind)."""
+    """Lookups over a table of kinds: by URL (group, version, plural) and by (apiVersion, kind).
+
+    Kinds may be added and removed while the server runs (`add`, `remove`: the kinds of a
+    CustomResourceDefinition); readers see the table before or after a change, never half of one.
+    """
 
     def __init__(self, kinds: Iterable[ResourceKind]) -> None:
-        self.kinds: tuple[ResourceKind, ...] = tuple(kinds)
+        self.kinds: tuple[ResourceKind, ...] = ()
         self._by_path: dict[tuple[str, str, str], ResourceKind] = {}
         self._by_gvk: dict[tuple[str, str], ResourceKind] = {}
         self._storage: dict[str, ResourceKind] = {}
-        for k in self.kinds:
-            key = (k.group, k.version, k.plural)
-            if key in self._by_path:
-                raise ValueError(f"duplicate resource {k.api_version} {k.plural}")
-            self._by_path[key] = k
-            self._by_gvk.setdefault((k.api_version, k.kind), k)
-            if not k.storage:
-                self._storage[k.storage_id] = k
+        self._lock = threading.Lock()
+        self._rebuild(tuple(kinds))
         if "/namespaces" not in self._storage:
             raise ValueError("the table must contain core/v1 namespaces")
-        for k in self.kinds:
-            if k.storage and k.storage not in self._storage:
+
+    def _rebuild(self, kinds: tuple[ResourceKind, ...]) -> None:
+        by_path: dict[tuple[str, str, str], ResourceKind] = {}
+        by_gvk: dict[tuple[str, str], ResourceKind] = {}
+        storage: dict[str, ResourceKind] = {}
+        for k in kinds:
+            key = (k.group, k.version, k.plural)
+            if key in by_path:
+                raise ValueError(f"duplicate resource {k.api_version} {k.plural}")
+            by_path[key] = k
+            by_gvk.setdefault((k.api_version, k.kind), k)
+            if not k.storage:
+                storage[k.storage_id] = k
+        for k in kinds:
+            if k.storage and k.storage not in storage:
                 raise ValueError(f"{k.api_version} {k.plural}: storage {k.storage!r} is not a stored kind")
+        self._by_path, self._by_gvk, self._storage, self.kinds = by_path, by_gvk, storage, kinds
+
+    def add(self, kinds: Iterable[ResourceKind]) -> None:
+        """Append kinds to the table."""
+        with self._lock:
+            self._rebuild(self.kinds + tuple(kinds))
+
+    def replace(self, storage_id: str, kinds: Iterable[ResourceKind]) -> list[ResourceKind]:
+        """Replace every version of the stored kind `storage_id` by `kinds` (none: remove it) in one step;
+        returns the rows removed."""
+        with self._lock:
+            gone = [k for k in self.kinds if k.storage_id == storage_id]
+            self._rebuild(tuple(k for k in self.kinds if k.storage_id != storage_id) + tuple(kinds))
+            return gone
 
     def by_path(self, group: str, version: str, plural: str) -> ResourceKind | None:
         return self._by_path.get((group, version, plural))

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ingressctl.devcluster import apply, errors, printing, protobuf
+from ingressctl.devcluster import apply, errors, openapi, printing, protobuf
 from ingressctl.devcluster.auth import ADMIN, AccessControl
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.faults import Call, FaultInjector, RequestStats
@@ -105,6 +105,27 @@ def _bool_param(query: dict[str, str], name: str) -> bool | None:
     if value.lower() in ("false", "0", ""):
         return False
     raise errors.bad_request(f'invalid value for {name}: "{value}"')
+
+
+_FIELD_VALIDATION = ("Ignore", "Strict", "Warn")
+
+
+def _field_validation(query: dict[str, str]) -> str:
+    """The fieldValidation directive of a write ("" when absent: like Ignore for custom resources)."""
+    value = query.get("fieldValidation", "")
+    if value and value not in _FIELD_VALIDATION:
+        raise errors.bad_request(f'fieldValidation: Unsupported value: "{value}": supported values: '
+                                 + ", ".join(f'"{v}"' for v in _FIELD_VALIDATION))
+    return value
+
+
+def _warning_headers(warnings: list[str]) -> dict[str, str] | None:
+    """The warnings as one RFC 7234 Warning header (code 299 each), comma-separated as the RFC allows; clients
+    (client-go, the kubernetes Python client) split the list."""
+    if not warnings:
+        return None
+    return {"Warning": ", ".join('299 - "' + w.replace("\\", "\\\\").replace('"', '\\"') + '"'
+                                 for w in warnings)}
 
 
 def _int_param(query: dict[str, str], name: str) -> int:
@@ -522,8 +543,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _openapi(self, parts: list[str]) -> None:
         if parts == ["openapi", "v2"]:
-            # No schemas are published: kubectl then skips client-side validation for every kind and computes
-            # strategic merge patches from its compiled-in types.
+            # No v2 schemas are published: kubectl then skips client-side validation for built-in kinds and
+            # computes strategic merge patches from its compiled-in types. Custom resources have v3 documents.
             if "protobuf" in self.headers.get("Accept", ""):
                 self._send(200, b"", _PROTO_OPENAPI)
             else:
@@ -532,7 +553,12 @@ class Handler(BaseHTTPRequestHandler):
                                                                  "version": f"v{major}.{minor}.{patch}"},
                                       "paths": {}, "definitions": {}})
         elif parts == ["openapi", "v3"]:
-            self._send_json(200, {"paths": {}})
+            self._send_json(200, openapi.root_document(self.server.store))
+        elif len(parts) == 5 and parts[:3] == ["openapi", "v3", "apis"]:
+            doc = openapi.group_version_document(self.server.store, parts[3], parts[4])
+            if doc is None:
+                raise errors.resource_not_found()
+            self._send_json(200, doc)
         else:
             raise errors.resource_not_found()
 
@@ -597,15 +623,17 @@ class Handler(BaseHTTPRequestHandler):
             raise errors.bad_request(str(e)) from None
         return Matcher(labels, fields, self._view(req.kind))
 
-    def _respond_object(self, code: int, req: ResourceRequest, stored: Stored) -> None:
+    def _respond_object(self, code: int, req: ResourceRequest, stored: Stored,
+                        headers: dict[str, str] | None = None) -> None:
         version = printing.wants_table(self.headers.get("Accept", ""))
         if version:
-            self._send_json(code, printing.table(req.kind, [self._object_dict(req.kind, stored)],
-                                                 version=version,
-                                                 include_object=req.query.get("includeObject", "Metadata"),
-                                                 list_meta={"resourceVersion": str(stored.rv)}))
+            self._send(code, dumps(printing.table(req.kind, [self._object_dict(req.kind, stored)],
+                                                  version=version,
+                                                  include_object=req.query.get("includeObject", "Metadata"),
+                                                  list_meta={"resourceVersion": str(stored.rv)})),
+                       headers=headers)
             return
-        self._send(code, self._object_bytes(req.kind, stored))
+        self._send(code, self._object_bytes(req.kind, stored), headers=headers)
 
     def _verb_get(self, req: ResourceRequest, raw: bytes) -> None:
         stored = self.server.store.get(req.kind, req.namespace, req.name)
@@ -636,15 +664,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def _verb_create(self, req: ResourceRequest, raw: bytes) -> None:
         body = self._json_body(raw)
-        result = self.server.store.create(req.kind, req.namespace, body, dry_run=self._dry_run(req))
-        self._respond_object(201, req, result.stored)
+        result = self.server.store.create(req.kind, req.namespace, body, dry_run=self._dry_run(req),
+                                          field_validation=_field_validation(req.query))
+        self._respond_object(201, req, result.stored, _warning_headers(result.warnings))
 
     def _verb_update(self, req: ResourceRequest, raw: bytes) -> None:
         body = self._json_body(raw)
         result = self.server.store.update(req.kind, req.namespace, req.name, body,
                                           subresource=req.subresource,
-                                          dry_run=self._dry_run(req))
-        self._respond_object(201 if result.created else 200, req, result.stored)
+                                          dry_run=self._dry_run(req),
+                                          field_validation=_field_validation(req.query))
+        self._respond_object(201 if result.created else 200, req, result.stored,
+                             _warning_headers(result.warnings))
 
     def _verb_patch(self, req: ResourceRequest, raw: bytes) -> None:
         ctype = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
@@ -659,6 +690,10 @@ class Handler(BaseHTTPRequestHandler):
             return
         if patch_type is None:
             raise errors.unsupported_media_type(ctype)
+        if patch_type == "strategic" and not req.kind.strategic_merge:
+            raise StatusError(415, "UnsupportedMediaType", "the body of the request was in an unknown "
+                              "format - accepted media types include: application/json-patch+json, "
+                              "application/merge-patch+json, application/apply-patch+yaml", {})
         try:
             patch = json.loads(raw) if raw.strip() else None
         except (ValueError, UnicodeDecodeError) as e:
@@ -667,8 +702,9 @@ class Handler(BaseHTTPRequestHandler):
             raise errors.bad_request("the patch body is empty")
         result = self.server.store.patch(req.kind, req.namespace, req.name, patch_type, patch,
                                          subresource=req.subresource, dry_run=self._dry_run(req),
-                                         view=self._view(req.kind))
-        self._respond_object(200, req, result.stored)
+                                         view=self._view(req.kind),
+                                         field_validation=_field_validation(req.query))
+        self._respond_object(200, req, result.stored, _warning_headers(result.warnings))
 
     def _delete_options(self, req: ResourceRequest, raw: bytes) -> dict[str, Any]:
         if not raw.strip():
@@ -915,6 +951,10 @@ class WatchStream:
                 self.write_events(events)
             elif self.client_gone():
                 self.h.close_connection = True
+                return
+            if watcher.ended:
+                self.write_events(watcher.drain())
+                self.end()
                 return
             if watcher.overflowed:
                 log.warning("devcluster closing a watch that fell behind", resource=self.req.resource)

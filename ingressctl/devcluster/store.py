@@ -180,6 +180,7 @@ class Watcher:
         self._pending: list[Event] = []
         self.dropped = False          # close abruptly (fault injection, server stop)
         self.overflowed = False       # fell too far behind; the reader closes the stream
+        self.ended = False            # the kind is gone; the reader closes the stream after its events
         self.closer: Callable[[], None] | None = None   # unblocks the reader (shuts its socket down)
 
     def push(self, event: Event) -> None:
@@ -189,6 +190,12 @@ class Watcher:
             self._pending.append(event)
             if len(self._pending) > MAX_PENDING_EVENTS:
                 self.overflowed = True
+            self._cond.notify()
+
+    def end(self) -> None:
+        """Ask the reader to end the stream cleanly after the pending events (the kind is going away)."""
+        with self._cond:
+            self.ended = True
             self._cond.notify()
 
     def drop(self) -> None:
@@ -226,6 +233,7 @@ class WriteResult:
     stored: Stored
     created: bool = False
     deleted: bool = False      # the object is gone (DELETE answered with its last state)
+    warnings: list[str] = field(default_factory=list)     # for the response's Warning headers
 
 
 def encode_continue(rv: int, start: str) -> str:
@@ -288,6 +296,7 @@ class Store:
             if k.storage_id not in self._buckets:
                 self._buckets[k.storage_id] = Bucket(registry.stored_kind(k))
         self._rng = random.Random()
+        self._commit_hooks: dict[str, list[Callable[[Event], None]]] = {}
 
     # ------------------------------------------------------------------------------------------- basics
     @property
@@ -299,7 +308,71 @@ class Store:
         return self._compacted
 
     def bucket(self, kind: ResourceKind) -> Bucket:
-        return self._buckets[kind.storage_id]
+        try:
+            return self._buckets[kind.storage_id]
+        except KeyError:     # a kind removed (its CustomResourceDefinition deleted) while a request ran
+            raise errors.resource_not_found() from None
+
+    # ------------------------------------------------------------------------------------------ dynamic kinds
+    def on_commit(self, storage_id: str, hook: Callable[[Event], None]) -> None:
+        """Call `hook(event)` after each committed change of the stored kind `storage_id`, with the store lock
+        held: it may read and write through the `*_locked` methods and add or remove buckets."""
+        self._commit_hooks.setdefault(storage_id, []).append(hook)
+
+    def add_bucket_locked(self, kind: ResourceKind) -> None:
+        """Storage for a stored kind added to the registry after start (lock held); kept if it exists."""
+        if kind.storage_id not in self._buckets:
+            self._buckets[kind.storage_id] = Bucket(kind)
+        else:
+            self._buckets[kind.storage_id].kind = kind
+
+    def remove_bucket_locked(self, storage_id: str) -> None:
+        """Delete every object of a stored kind (one DELETED event each), end its watches and drop its storage
+        (lock held)."""
+        bucket = self._buckets.get(storage_id)
+        if bucket is None:
+            return
+        for key in list(bucket.keys):
+            self._delete_locked(bucket, key, bucket.objects[key])
+        for watcher in list(bucket.watchers):
+            watcher.end()
+        del self._buckets[storage_id]
+
+    def convert_stored_locked(self, kind: ResourceKind, convert: Callable[[Obj], Obj]) -> int:
+        """Pass every stored object of `kind` through `convert` (lock held), keeping its resourceVersion and
+        committing no event: what a real API server does when it reads objects back with a changed schema
+        (pruned and defaulted on decode). Returns how many objects changed."""
+        bucket = self.bucket(kind)
+        changed = 0
+        for key in bucket.keys:
+            cur = bucket.objects[key]
+            obj = cur.parse()
+            new = normalise(convert(obj))
+            new["metadata"]["resourceVersion"] = str(cur.rv)
+            if new != obj:
+                bucket.objects[key] = Stored(dumps(new), cur.rv, new["metadata"])
+                changed += 1
+        return changed
+
+    def remove_finalizer_locked(self, kind: ResourceKind, name: str, finalizer: str) -> None:
+        """Drop `finalizer` from a cluster-scoped object (lock held); the last one gone deletes a marked
+        object, as when a controller finishes its cleanup."""
+        cur = self.bucket(kind).objects.get(name)
+        if cur is None:
+            return
+        obj = cur.parse()
+        finalizers = obj["metadata"].get("finalizers") or []
+        if finalizer in finalizers:
+            obj["metadata"]["finalizers"] = [f for f in finalizers if f != finalizer]
+            self._update_locked(kind, "", name, obj, subresource="", dry_run=False, validate=False)
+
+    def _admit(self, kind: ResourceKind, obj: Obj, old: Obj | None, subresource: str) -> None:
+        """The kind's validation (after defaulting): any field error refuses the write with 422 Invalid."""
+        if kind.validate is None:
+            return
+        causes = kind.validate(obj, old, subresource)
+        if causes:
+            raise errors.invalid(kind.kind, kind.group, obj["metadata"].get("name", ""), causes)
 
     def bucket_by_id(self, storage_id: str) -> Bucket:
         return self._buckets[storage_id]
@@ -324,6 +397,8 @@ class Store:
                 del events[:len(events) - self._history]
         for watcher in bucket.watchers:
             watcher.push(event)
+        for hook in self._commit_hooks.get(bucket.kind.storage_id, ()):
+            hook(event)
         return event
 
     def compact(self) -> int:
@@ -338,9 +413,14 @@ class Store:
         return [e for e in self._events[start:] if e.storage == storage]
 
     # ------------------------------------------------------------------------------------------- checks
-    def _check_body(self, kind: ResourceKind, body: Any) -> Obj:
+    def _check_body(self, kind: ResourceKind, body: Any, *, field_validation: str = "",
+                    warnings: list[str] | None = None) -> Obj:
         """Type checks a real API server's decoder makes; the body's apiVersion/kind must fit the URL.
-        Returns the object in storage form with a private top-level dict and metadata dict."""
+        Returns the object in storage form with a private top-level dict and metadata dict.
+
+        `field_validation` (the request's fieldValidation: "", Ignore, Warn or Strict) applies to kinds that
+        know their fields (`unknown_fields`): Strict refuses unknown fields (400), Warn adds one warning each.
+        """
         if not isinstance(body, dict):
             raise errors.bad_request(f"the body of the request must be a JSON object describing a "
                                      f"{kind.kind}")
@@ -372,6 +452,14 @@ class Store:
         if finalizers is not None and not (isinstance(finalizers, list)
                                            and all(isinstance(f, str) for f in finalizers)):
             raise errors.bad_request("metadata.finalizers: expected a list of strings")
+        if kind.unknown_fields is not None and field_validation in ("Strict", "Warn"):
+            unknown = kind.unknown_fields(obj)
+            if unknown and field_validation == "Strict":
+                raise errors.bad_request(
+                    f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: strict '
+                    "decoding error: " + ", ".join(f'unknown field "{path}"' for path in unknown))
+            if warnings is not None:
+                warnings.extend(f'unknown field "{path}"' for path in unknown)
         if kind.to_storage is not None:
             obj = kind.to_storage(obj)
         return obj
@@ -538,13 +626,16 @@ class Store:
 
     # ------------------------------------------------------------------------------------------- writes
     def create(self, kind: ResourceKind, namespace: str, body: Any, *, dry_run: bool = False,
-               reset_status: bool = True) -> WriteResult:
-        obj = self._check_body(kind, body)
+               reset_status: bool = True, field_validation: str = "") -> WriteResult:
+        warnings: list[str] = []
+        obj = self._check_body(kind, body, field_validation=field_validation, warnings=warnings)
         with self.lock:
-            return self._create_locked(kind, namespace, obj, dry_run=dry_run, reset_status=reset_status)
+            result = self._create_locked(kind, namespace, obj, dry_run=dry_run, reset_status=reset_status)
+        result.warnings = warnings
+        return result
 
     def _create_locked(self, kind: ResourceKind, namespace: str, obj: Obj, *, dry_run: bool,
-                       reset_status: bool) -> WriteResult:
+                       reset_status: bool, validate: bool = True) -> WriteResult:
         bucket = self.bucket(kind)
         meta = obj["metadata"]
         namespace = self._namespace_of(kind, namespace, meta)
@@ -576,16 +667,21 @@ class Store:
             obj.pop("status", None)
         if stored_kind.default is not None:
             stored_kind.default(obj, None)
+        if validate:
+            self._admit(kind, obj, None, "")
         obj = normalise(obj)
         if dry_run:
             return WriteResult(Stored(dumps(obj), 0, obj["metadata"]), created=True)
         return WriteResult(self._commit(bucket, ADDED, key, obj, None).stored, created=True)
 
     def update(self, kind: ResourceKind, namespace: str, name: str, body: Any, *, subresource: str = "",
-               dry_run: bool = False) -> WriteResult:
-        obj = self._check_body(kind, body)
+               dry_run: bool = False, field_validation: str = "") -> WriteResult:
+        warnings: list[str] = []
+        obj = self._check_body(kind, body, field_validation=field_validation, warnings=warnings)
         with self.lock:
-            return self._update_locked(kind, namespace, name, obj, subresource=subresource, dry_run=dry_run)
+            result = self._update_locked(kind, namespace, name, obj, subresource=subresource, dry_run=dry_run)
+        result.warnings = warnings
+        return result
 
     def _check_identity(self, kind: ResourceKind, namespace: str, name: str, meta: Obj) -> None:
         body_name = meta.get("name") or ""
@@ -602,7 +698,7 @@ class Store:
             meta.pop("namespace", None)
 
     def _update_locked(self, kind: ResourceKind, namespace: str, name: str, obj: Obj, *, subresource: str,
-                       dry_run: bool) -> WriteResult:
+                       dry_run: bool, validate: bool = True) -> WriteResult:
         bucket = self.bucket(kind)
         stored_kind = bucket.kind
         meta = obj["metadata"]
@@ -611,7 +707,8 @@ class Store:
         cur = bucket.objects.get(key)
         if cur is None:
             if stored_kind.allow_create_on_update and not subresource:
-                return self._create_locked(kind, namespace, obj, dry_run=dry_run, reset_status=True)
+                return self._create_locked(kind, namespace, obj, dry_run=dry_run, reset_status=True,
+                                           validate=validate)
             raise errors.not_found(kind.plural, kind.group, name)
         want_rv = meta.get("resourceVersion")
         if want_rv and want_rv != str(cur.rv):
@@ -645,6 +742,8 @@ class Store:
             if stored_kind.generation and new.get("spec") != cur_obj.get("spec"):
                 meta["generation"] = int(cur_meta.get("generation", 0)) + 1
         new["metadata"]["resourceVersion"] = cur_meta["resourceVersion"]
+        if validate:
+            self._admit(kind, new, cur_obj, subresource)
         new = normalise(new)
         if new == cur_obj:
             return WriteResult(cur)
@@ -658,7 +757,7 @@ class Store:
 
     def patch(self, kind: ResourceKind, namespace: str, name: str, patch_type: str, patch: Any, *,
               subresource: str = "", dry_run: bool = False,
-              view: Callable[[Stored], Obj] | None = None) -> WriteResult:
+              view: Callable[[Stored], Obj] | None = None, field_validation: str = "") -> WriteResult:
         """Apply a patch to the current object and store the result like an update (optimistic concurrency
         included). patch_type: "merge", "json" or "strategic". `view` converts the stored object to the
         requested version.
@@ -685,8 +784,12 @@ class Store:
                 raise errors.unprocessable(str(e)) from None
             if not isinstance(result, dict):
                 raise errors.unprocessable("the patch did not produce a JSON object")
-            obj = self._check_body(kind, result)
-            return self._update_locked(kind, namespace, name, obj, subresource=subresource, dry_run=dry_run)
+            warnings: list[str] = []
+            obj = self._check_body(kind, result, field_validation=field_validation, warnings=warnings)
+            written = self._update_locked(kind, namespace, name, obj, subresource=subresource,
+                                          dry_run=dry_run)
+        written.warnings = warnings
+        return written
 
     def delete(self, kind: ResourceKind, namespace: str, name: str, *, precondition_uid: str = "",
                precondition_rv: str = "", dry_run: bool = False) -> WriteResult:
@@ -708,8 +811,12 @@ class Store:
             if bucket.kind.storage_id == "/namespaces" and name in IMMORTAL_NAMESPACES:
                 raise errors.forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
             cur_meta = cur.parse()["metadata"]
+            own = bucket.kind.delete_finalizer
             if dry_run:
-                return WriteResult(cur, deleted=not cur_meta.get("finalizers"))
+                return WriteResult(cur, deleted=not (cur_meta.get("finalizers") or own))
+            if own and not cur_meta.get("deletionTimestamp"):
+                # The server's own finalizer: mark the object; its commit hook finishes the deletion.
+                return WriteResult(self._mark_deleting(bucket, key, cur, finalizer=own).stored)
             if cur_meta.get("finalizers"):
                 if cur_meta.get("deletionTimestamp"):
                     return WriteResult(cur)
@@ -720,9 +827,11 @@ class Store:
                 cur = bucket.objects[key]
             return WriteResult(self._delete_locked(bucket, key, cur).stored, deleted=True)
 
-    def _mark_deleting(self, bucket: Bucket, key: str, cur: Stored) -> Event:
+    def _mark_deleting(self, bucket: Bucket, key: str, cur: Stored, finalizer: str = "") -> Event:
         new = cur.parse()
         meta = new["metadata"]
+        if finalizer and finalizer not in (meta.get("finalizers") or []):
+            meta["finalizers"] = [*(meta.get("finalizers") or []), finalizer]
         meta["deletionTimestamp"] = self._clock()
         meta["deletionGracePeriodSeconds"] = 0
         if bucket.kind.generation:
@@ -767,6 +876,8 @@ class Store:
         initial_state = send_initial_events if send_initial_events is not None else rv == 0
         watcher = Watcher(bucket, namespace)
         with self.lock:
+            if self._buckets.get(bucket.kind.storage_id) is not bucket:
+                raise errors.resource_not_found()      # the kind went away (its CRD was deleted) meanwhile
             if rv and rv < self._compacted:
                 raise errors.too_old_resource_version(rv, self._rv)
             if rv > self._rv:
@@ -807,7 +918,9 @@ class Store:
     def load(self, objects: Iterable[Obj], *, batch: int = 1000) -> int:
         """Create or replace many objects (status kept as given), creating missing namespaces.
 
-        Nested values of the given objects are not modified; the store keeps only their serialised form.
+        Like a restore of the API server's storage, this skips the kinds' validation (defaulting still
+        applies), so tests can hold objects a real API server refuses today. Nested values of the given
+        objects are not modified; the store keeps only their serialised form.
         """
         count = 0
         pending: list[tuple[ResourceKind, Obj]] = []
@@ -815,6 +928,10 @@ class Store:
             if not isinstance(raw, dict):
                 raise ValueError(f"not an object: {raw!r}")
             kind = self.registry.by_gvk(str(raw.get("apiVersion", "")), str(raw.get("kind", "")))
+            if kind is None and pending:    # perhaps a kind defined by a CRD earlier in the batch
+                count += self._load_batch(pending)
+                pending = []
+                kind = self.registry.by_gvk(str(raw.get("apiVersion", "")), str(raw.get("kind", "")))
             if kind is None:
                 raise ValueError(f"unknown kind {raw.get('apiVersion')}/{raw.get('kind')}")
             pending.append((kind, self._check_body(kind, raw)))
@@ -843,11 +960,13 @@ class Store:
                 if name and object_key(namespace, name) in bucket.objects:
                     meta.pop("resourceVersion", None)
                     status = obj.get("status")
-                    self._update_locked(kind, namespace, name, obj, subresource="", dry_run=False)
+                    self._update_locked(kind, namespace, name, obj, subresource="", dry_run=False,
+                                        validate=False)
                     if status is not None and bucket.kind.has_status:
                         self._update_locked(kind, namespace, name, {"metadata": {"name": name},
                                                                     "status": status},
-                                            subresource="status", dry_run=False)
+                                            subresource="status", dry_run=False, validate=False)
                 else:
-                    self._create_locked(kind, namespace, obj, dry_run=False, reset_status=False)
+                    self._create_locked(kind, namespace, obj, dry_run=False, reset_status=False,
+                                        validate=False)
         return len(batch)

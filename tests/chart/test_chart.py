@@ -265,6 +265,18 @@ def test_service_defaults(helm: Helm) -> None:
         ("http", 80, "http"), ("https", 443, "https")]
 
 
+GC = "globalconfigurations"
+CUSTOM_RESOURCES = ("virtualservers", "virtualserverroutes", "transportservers", "policies", GC)
+
+
+def test_custom_resource_rbac_follows_enable_custom_resources(helm: Helm) -> None:
+    def groups(values: dict[str, Any] | None) -> set[str]:
+        rules = find(helm.render(values), "ClusterRole")["rules"]
+        return {g for rule in rules for g in rule["apiGroups"]}
+    assert "k8s.nginx.org" in groups(None)
+    assert "k8s.nginx.org" not in groups({"controller": {"enableCustomResources": False}})
+
+
 def test_rbac_defaults(helm: Helm) -> None:
     docs = helm.render()
     rules = {(g, r): sorted(rule["verbs"]) for rule in find(docs, "ClusterRole")["rules"]
@@ -275,6 +287,8 @@ def test_rbac_defaults(helm: Helm) -> None:
         ("discovery.k8s.io", "endpointslices"): ["list", "watch"],
         ("networking.k8s.io", "ingresses"): read, ("networking.k8s.io", "ingressclasses"): read,
         ("networking.k8s.io", "ingresses/status"): ["update"], ("", "events"): ["create", "patch"],
+        **{("k8s.nginx.org", r): read for r in CUSTOM_RESOURCES},
+        **{("k8s.nginx.org", f"{r}/status"): ["patch", "update"] for r in CUSTOM_RESOURCES if r != GC},
     }
     role = find(docs, "Role")
     assert role["metadata"]["namespace"] == NAMESPACE

@@ -41,7 +41,9 @@ def test_create_metadata_with_injected_clock() -> None:
     assert obj["metadata"]["creationTimestamp"] == "2025-01-02T03:04:05Z"
     assert obj["metadata"]["resourceVersion"] == str(stored.rv) == str(store.resource_version)
     assert "generation" not in obj["metadata"]          # ConfigMaps have no spec
-    ing = store.create(INGRESSES, "ns", {"metadata": {"name": "i"}, "spec": {}}).stored.parse()
+    backend = {"service": {"name": "web", "port": {"number": 80}}}
+    ing = store.create(INGRESSES, "ns", {"metadata": {"name": "i"}, "spec": {"defaultBackend": backend}}
+                       ).stored.parse()
     assert ing["metadata"]["generation"] == 1 and list(ing)[:1] == ["metadata"]
 
 
