@@ -51,6 +51,10 @@ def test_install_upgrade_rollback_uninstall(helm: Helm, cluster: tuple[DevCluste
     assert [n for k, _, n in objects if k == "Secret"] == [f"sh.helm.release.v1.{RELEASE}.v1"]
     table = kubectl(kubeconfig, "get", "deploy,pdb,sa,role,rolebinding", "-n", NAMESPACE)
     assert table.returncode == 0 and "ingressctl-controller" in table.stdout, table.stderr
+    # Helm installed the chart's crds/ first: the custom resources are served.
+    crds = sorted(o["metadata"]["name"] for o in dc.objects("customresourcedefinitions"))
+    assert crds == sorted(f"{p.stem.split('_', 1)[1]}.k8s.nginx.org" for p in (CHART / "crds").glob("*.yaml"))
+    assert kubectl(kubeconfig, "get", "vs", "-A").returncode == 0
 
     # A changed value takes effect; a Deployment that becomes a DaemonSet is replaced.
     changed = {"controller": {"kind": "DaemonSet", "config": {"entries": {"worker-processes": "4"}}}}
@@ -73,6 +77,8 @@ def test_install_upgrade_rollback_uninstall(helm: Helm, cluster: tuple[DevCluste
     out = helm.run("uninstall", RELEASE, "--namespace", NAMESPACE, kubeconfig=kubeconfig, check=True)
     assert f'release "{RELEASE}" uninstalled' in out.stdout
     assert released(dc) == {}
+    # As Helm does for every chart, the CustomResourceDefinitions stay (they may hold other users' objects).
+    assert len(dc.objects("customresourcedefinitions")) == len(crds)
     # The namespace --create-namespace made is not the release's and stays, as with a real cluster.
     assert [o["metadata"]["name"] for o in dc.objects("namespaces") if o["metadata"]["name"] == NAMESPACE]
 
