@@ -11,7 +11,9 @@ Start order (NIC's main.go; docs/architecture.md, "Start-up"):
 5. With `--enable-prometheus-metrics`: the metrics server (and, with `--enable-latency-metrics`, the syslog
    listener that NGINX's latency access log writes to), started right after NGINX.
 6. Configurator, event recorder, status updater, leader elector (Lease in POD_NAMESPACE), controller, and the
-   readiness server. Leader election starts before the informer caches sync, as in NIC.
+   readiness server. Leader election starts before the informer caches sync, as in NIC. With
+   `--enable-admission-webhook`, the webhook server (`ingressctl.webhook_server`) starts before the readiness
+   server, reading the controller's Configuration only; its certificate comes from the files or the Secret.
 7. The controller starts its informers, waits for their caches and runs its sync thread.
 
 Metrics wiring (`ingressctl.metrics.ControllerMetrics`, only when enabled): the Manager's reload hook; the
@@ -29,7 +31,8 @@ API server cannot use up the leader's renew attempts.
 Shutdown (`stop()`, on SIGTERM/SIGINT): readiness off, stop taking work (the task in progress finishes), stop
 informers, release the lease (another replica takes over at its next retry instead of waiting for the lease
 to expire: only the leader writes status, and this replica no longer does), quit NGINX gracefully (open
-requests finish), stop the metrics server, flush events, stop the readiness server. `run()` returns 0.
+requests finish), stop the metrics server, flush events, stop the readiness server and the admission
+webhook. `run()` returns 0.
 
 If NGINX dies on its own, the failure is logged and NGINX is restarted once; if that fails, readiness and
 liveness turn off (the kubelet restarts the Pod) and the controller stops changing the config.
@@ -43,6 +46,7 @@ import dataclasses
 import ipaddress
 import os
 import signal
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -90,6 +94,7 @@ class App:
         self.recorder: Any = None
         self.leader: Any = None
         self.health: Any = None
+        self.webhook: Any = None
         self.status: Any = None
         self._stopping = threading.Event()
         self._stopped = threading.Event()
@@ -243,6 +248,7 @@ class App:
         )
         if self.metrics is not None:
             self.controller.on_synced = self._on_synced
+        self._start_admission_webhook(configuration)
         if s.serving.ready_status:
             self.health = HealthServer(is_ready=self.is_ready, is_alive=self.is_alive, host=self._health_host,
                                        port=s.serving.ready_status_port)
@@ -257,6 +263,28 @@ class App:
             if self._stopping.is_set():
                 return
             raise StartupError("the informer caches did not sync")
+
+    def _start_admission_webhook(self, configuration: Any) -> None:
+        """Serve `/validate` when enabled: the Configuration's validation, read-only."""
+        w = self.settings.admission_webhook
+        if not w.enabled:
+            return
+        from ingressctl.webhook_server import AdmissionWebhookServer
+
+        cert, key = w.tls_cert_file, w.tls_key_file
+        if w.tls_secret:
+            cert = key = self._special_secret(w.tls_secret, "admission-webhook")
+        try:
+            self.webhook = AdmissionWebhookServer(config=configuration, cert_file=str(cert),
+                                                  key_file=str(key), host=self._health_host, port=w.port)
+        except (OSError, ssl.SSLError) as e:
+            raise StartupError(f"cannot load the admission webhook certificate {cert} and key {key}: "
+                               f"{e}") from e
+        try:
+            self.webhook.start()
+        except OSError as e:
+            raise StartupError(f"cannot serve the admission webhook on port {w.port} "
+                               f"(--admission-webhook-port): {e}") from e
 
     # ------------------------------------------------------------------------------------------ metrics
 
@@ -428,6 +456,7 @@ class App:
             ("metrics", lambda: self.metrics.stop() if self.metrics is not None else None),
             ("events", lambda: self.recorder.stop() if self.recorder is not None else None),
             ("readiness server", lambda: self.health.stop() if self.health is not None else None),
+            ("admission webhook", lambda: self.webhook.stop() if self.webhook is not None else None),
             ("leader election client", lambda: self.leader_client.close()
              if self.leader_client is not None and self.leader_client is not self.client else None),
         ]

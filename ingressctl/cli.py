@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from ingressctl import __version__
 from ingressctl.nic_flags import UNSUPPORTED_FLAGS
 from ingressctl.settings import (
+    AdmissionWebhookSettings,
     ControllerSettings,
     KubeSettings,
     LeaderElectionSettings,
@@ -228,6 +229,19 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(s, "--enable-latency-metrics", False,
           "collect upstream latency from NGINX's syslog (needs metrics)")
 
+    w = p.add_argument_group("Admission webhook")
+    _flag(w, "--enable-admission-webhook", False,
+          "serve a validating admission webhook (POST /validate over HTTPS) for Ingresses")
+    w.add_argument("--admission-webhook-port", type=_port, default=8443,
+                   help="port of the admission webhook (default 8443)")
+    w.add_argument("--admission-webhook-tls-cert-file", metavar="PATH",
+                   help="PEM certificate (chain) of the admission webhook; re-read when it changes")
+    w.add_argument("--admission-webhook-tls-key-file", metavar="PATH",
+                   help="PEM private key of the admission webhook; re-read when it changes")
+    w.add_argument("--admission-webhook-tls-secret", type=_namespaced_name,
+                   help="<namespace>/<name> of a kubernetes.io/tls Secret for the admission webhook, "
+                        "instead of the files")
+
     lg = p.add_argument_group("Logging")
     lg.add_argument("--log-format", choices=LOG_FORMATS, default="text",
                     help="text (key=value), json lines, or glog's line format (default text)")
@@ -285,6 +299,7 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
               file=sys.stderr)
         latency = False
 
+    webhook = _admission_webhook(parser, a)
     pod_ns, pod_name = pod_identity(environ)
     return Settings(
         kube=KubeSettings(kubeconfig=a.kubeconfig, watch_namespaces=namespaces,
@@ -313,8 +328,32 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
             enable_prometheus_metrics=a.enable_prometheus_metrics,
             prometheus_metrics_listen_port=a.prometheus_metrics_listen_port, enable_latency_metrics=latency,
         ),
+        admission_webhook=webhook,
         log=LogSettings(format=a.log_format, level=a.log_level, include_year=a.include_year),
     )
+
+
+def _admission_webhook(parser: argparse.ArgumentParser, a: argparse.Namespace) -> AdmissionWebhookSettings:
+    """The webhook's settings: TLS from both files or from a Secret, never from both, never from neither."""
+    cert, key, secret = (a.admission_webhook_tls_cert_file, a.admission_webhook_tls_key_file,
+                         a.admission_webhook_tls_secret)
+    if bool(cert) != bool(key):
+        parser.error("--admission-webhook-tls-cert-file and --admission-webhook-tls-key-file go together")
+    if cert and secret:
+        parser.error("give either --admission-webhook-tls-secret or the certificate and key files, not both")
+    if a.enable_admission_webhook and not (cert or secret):
+        parser.error("--enable-admission-webhook needs --admission-webhook-tls-cert-file and "
+                     "--admission-webhook-tls-key-file, or --admission-webhook-tls-secret")
+    used: dict[int, str] = {}
+    if a.ready_status:
+        used[a.ready_status_port] = "--ready-status-port"
+    if a.enable_prometheus_metrics:
+        used[a.prometheus_metrics_listen_port] = "--prometheus-metrics-listen-port"
+    if a.enable_admission_webhook and a.admission_webhook_port in used:
+        parser.error(f"--admission-webhook-port {a.admission_webhook_port} is also "
+                     f"{used[a.admission_webhook_port]}")
+    return AdmissionWebhookSettings(enabled=a.enable_admission_webhook, port=a.admission_webhook_port,
+                                    tls_cert_file=cert, tls_key_file=key, tls_secret=secret)
 
 
 def _namespaces(parser: argparse.ArgumentParser, value: str, flag: str) -> tuple[str, ...]:

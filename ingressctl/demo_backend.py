@@ -13,10 +13,10 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ingressctl.http_serving import serve_in_background
+from ingressctl.http_serving import BackgroundServer
 
 
-class Backend:
+class Backend(BackgroundServer):
     """One named HTTP backend (a stand-in for a Pod)."""
 
     def __init__(self, name: str, *, host: str = "127.0.0.1", port: int = 0) -> None:
@@ -25,14 +25,6 @@ class Backend:
         self._port = port
         self.hits = 0
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            return self._port
-        return int(self._server.server_address[1])
 
     @property
     def address(self) -> str:
@@ -66,19 +58,10 @@ class Backend:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer((self.host, self._port), Handler)
-        self._server.daemon_threads = True
-        self._thread = serve_in_background(self._server, f"backend-{self.name}")
+        server = ThreadingHTTPServer((self.host, self._port), Handler)
+        server.daemon_threads = True
+        self._serve(server, f"backend-{self.name}")
         return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(5)
-            self._thread = None
 
     def __enter__(self) -> Backend:
         return self.start()

@@ -11,12 +11,11 @@ Guarantees:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ingressctl.http_serving import serve_in_background
+from ingressctl.http_serving import BackgroundServer
 from ingressctl.logging import get_logger
 
 log = get_logger(__name__)
@@ -30,7 +29,7 @@ def _call(fn: Callable[[], bool]) -> bool:
         return False
 
 
-class HealthServer:
+class HealthServer(BackgroundServer):
     """Serves /nginx-ready and /healthz."""
 
     def __init__(self, *, is_ready: Callable[[], bool], is_alive: Callable[[], bool] = lambda: True,
@@ -39,15 +38,6 @@ class HealthServer:
         self._is_alive = is_alive
         self._host = host
         self._port = port
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        """The bound port (useful with port 0)."""
-        if self._server is None:
-            return self._port
-        return int(self._server.server_address[1])
 
     def start(self) -> None:
         outer = self
@@ -76,16 +66,8 @@ class HealthServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer((self._host, self._port), Handler)
-        self._server.daemon_threads = True
-        self._thread = serve_in_background(self._server, "health-server")
+        server = ThreadingHTTPServer((self._host, self._port), Handler)
+        server.daemon_threads = True
+        self._serve(server, "health-server")
         log.info("readiness server listening", port=self.port, path="/nginx-ready")
 
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(5)
-            self._thread = None

@@ -71,6 +71,17 @@ class ServingSettings:
 
 
 @dataclass(frozen=True)
+class AdmissionWebhookSettings:
+    """The validating admission webhook (`POST /validate` over HTTPS); TLS from files or a Secret."""
+
+    enabled: bool = False
+    port: int = 8443
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    tls_secret: str | None = None  # "namespace/name" of a kubernetes.io/tls Secret
+
+
+@dataclass(frozen=True)
 class LogSettings:
     format: str = "text"  # text | json | glog
     level: str = "info"
@@ -84,6 +95,7 @@ class Settings:
     controller: ControllerSettings = field(default_factory=ControllerSettings)
     leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
     serving: ServingSettings = field(default_factory=ServingSettings)
+    admission_webhook: AdmissionWebhookSettings = field(default_factory=AdmissionWebhookSettings)
     log: LogSettings = field(default_factory=LogSettings)
 
 

@@ -32,10 +32,12 @@ Python:
 Built-in kinds are validated where the controller's users could tell (`validation.py`: Ingress, Secret);
 `load` skips validation, like a restore of the API server's storage.
 
+Validating admission webhooks are called as kube-apiserver calls them (`admission.py`).
+
 Known differences from a real API server: authentication by bearer token only (the admin token, ServiceAccount
-tokens), RBAC without ClusterRole aggregation and without escalation checks on RBAC writes, no admission
-webhooks, no CEL rules (`x-kubernetes-validations`) or conversion webhooks for CRDs, most built-in kinds
-unvalidated and, having no schemas for them, `fieldValidation=Strict` applied to custom resources only,
+tokens), RBAC without ClusterRole aggregation and without escalation checks on RBAC writes, no mutating
+admission webhooks, no CEL rules (`x-kubernetes-validations`) or conversion webhooks for CRDs, most built-in
+kinds unvalidated and, having no schemas for them, `fieldValidation=Strict` applied to custom resources only,
 server-side apply whose field ownership ignores non-apply writes, OpenAPI documents for custom resources only
 (`openapi.py`; for built-in kinds kubectl then validates nothing client-side and computes strategic merge
 patches from its compiled-in types), protobuf accepted only for the bodies kubectl's create generators send,

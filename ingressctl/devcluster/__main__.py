@@ -48,6 +48,14 @@ def _seconds(value: str) -> float:
     return n
 
 
+def _webhook_service(value: str) -> tuple[str, str]:
+    service, eq, address = value.partition("=")
+    host, colon, port = address.rpartition(":")
+    if not eq or service.count("/") != 1 or not colon or not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"invalid value {value!r}: expected NAMESPACE/NAME[:PORT]=HOST:PORT")
+    return service, address
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m ingressctl.devcluster",
                                 description="An in-memory Kubernetes API server for development and tests.")
@@ -66,6 +74,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--authorization-mode", default="AlwaysAllow", choices=("AlwaysAllow", "RBAC"),
                    help="RBAC: authorize every identity but the kubeconfig's admin token against the stored "
                         "Roles and bindings; implies --tls (default AlwaysAllow)")
+    p.add_argument("--webhook-service", action="append", default=[], type=_webhook_service,
+                   metavar="NAMESPACE/NAME[:PORT]=HOST:PORT",
+                   help="route an admission webhook's clientConfig.service to HOST:PORT (repeatable)")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     return p.parse_args(argv)
 
@@ -80,7 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     cluster = DevCluster(host=args.host, port=args.port, tls=args.tls, latency_ms=args.latency_ms,
                          history=args.history, bookmark_interval=args.bookmark_interval,
-                         authorization_mode=args.authorization_mode)
+                         authorization_mode=args.authorization_mode,
+                         webhook_services=dict(args.webhook_service))
     try:
         cluster.load(objects)
     except (ValueError, StatusError) as e:

@@ -4,7 +4,8 @@ benchmarks and the demo.
 Guarantees: after `start()` (or entering the context) the server answers on `url`; the namespaces `default`,
 `kube-system`, `kube-public` and `kube-node-lease` exist from the start; manifests given to the constructor
 are loaded before the first request is served; `apiextensions.k8s.io/v1` CustomResourceDefinitions are served
-whatever the kinds table holds, and the kinds they define join the table as they are established; `stop()`
+whatever the kinds table holds, and the kinds they define join the table as they are established; writes are
+sent to the validating admission webhooks the cluster holds (`ingressctl.devcluster.admission`); `stop()`
 drops every watch and connection and joins the serving thread. A later `start()` serves the same URL,
 certificate and token, with objects, resourceVersions and history intact (as when a real API server
 restarts). `faults` and `stats` may be used from any thread while the server runs.
@@ -21,12 +22,13 @@ import json
 import os
 import secrets
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 import yaml
 
+from ingressctl.devcluster.admission import WebhookAdmission
 from ingressctl.devcluster.auth import AccessControl, AccessLog
 from ingressctl.devcluster.builtin import DEFAULT_KINDS
 from ingressctl.devcluster.crd import CustomResourceDefinitions
@@ -50,7 +52,10 @@ class DevCluster:
                  history: int = 10000, manifests: Sequence[str] = (), bookmark_interval: float = 2.0,
                  min_request_timeout: float = 1800.0, kinds: Sequence[ResourceKind] = DEFAULT_KINDS,
                  token: str | None = None, seed: int | None = None,
-                 authorization_mode: str = "AlwaysAllow") -> None:
+                 authorization_mode: str = "AlwaysAllow",
+                 webhook_services: Mapping[str, str] | None = None) -> None:
+        """`webhook_services` routes the Services of webhooks' `clientConfig.service`
+        (`namespace/name[:port]`) to `host:port` (see `ingressctl.devcluster.admission`)."""
         self.host = host
         self.port = port
         self.tls = tls or authorization_mode == "RBAC"
@@ -59,6 +64,7 @@ class DevCluster:
         CustomResourceDefinitions(self.store).install()
         self.faults = FaultInjector(self.store, seed=seed)
         self.stats = RequestStats()
+        self.admission = WebhookAdmission(self.store, services=webhook_services)
         self.token = (token or secrets.token_hex(24)) if self.tls else (token or "")
         self.access = AccessControl(self.store, admin_token=self.token, mode=authorization_mode)
         self.config = ServerConfig(bookmark_interval=bookmark_interval,
@@ -91,6 +97,7 @@ class DevCluster:
                                answer_handlers={
                                    "serviceaccounts/token": self.access.token_request,
                                    "selfsubjectaccessreviews": self.access.self_subject_access_review})
+        server.admission = self.admission
         self._server = server
         port = server.server_address[1]
         self.port = port    # a later start() (after stop()) serves the same URL

@@ -516,11 +516,17 @@ INGRESSCLASSES = ResourceKind(
 LEASES = ResourceKind(
     "coordination.k8s.io", "v1", "leases", "Lease", singular="lease", allow_create_on_update=True,
     columns=(NAME, Column("Holder", _path("spec", "holderIdentity")), AGE))
+VALIDATING_WEBHOOK_CONFIGURATIONS = ResourceKind(
+    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration",
+    namespaced=False, singular="validatingwebhookconfiguration", categories=("api-extensions",),
+    columns=(NAME, Column("Webhooks", lambda o: len(o.get("webhooks") or []),
+                                           type="integer"), AGE))
 
 DEFAULT_KINDS: tuple[ResourceKind, ...] = (
     NAMESPACES, SERVICES, ENDPOINTS, SECRETS, CONFIGMAPS, PODS, EVENTS, EVENTS_V1, ENDPOINTSLICES, INGRESSES,
     INGRESSCLASSES,
     LEASES,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
 )
 
 

@@ -34,6 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ingressctl.devcluster import apply, errors, openapi, printing, protobuf
+from ingressctl.devcluster.admission import AdmissionAttributes, WebhookAdmission
 from ingressctl.devcluster.auth import ADMIN, AccessControl
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.faults import Call, FaultInjector, RequestStats
@@ -50,6 +51,7 @@ from ingressctl.devcluster.store import (
     Store,
     Stored,
     Watcher,
+    WriteResult,
     dumps,
     parse_resource_version,
 )
@@ -124,8 +126,9 @@ def _warning_headers(warnings: list[str]) -> dict[str, str] | None:
     (client-go, the kubernetes Python client) split the list."""
     if not warnings:
         return None
+    printable = ("".join(c if " " <= c <= "~" else "?" for c in w) for w in warnings)  # a header is latin-1
     return {"Warning": ", ".join('299 - "' + w.replace("\\", "\\\\").replace('"', '\\"') + '"'
-                                 for w in warnings)}
+                                 for w in printable)}
 
 
 def _int_param(query: dict[str, str], name: str) -> int:
@@ -162,6 +165,7 @@ class DevHTTPServer(ThreadingHTTPServer):
         self.stats = stats
         self.config = config
         self.ssl_context = ssl_context
+        self.admission: WebhookAdmission | None = None   # validating webhooks (devcluster.admission)
         self.stopping = threading.Event()
         self._conns: set[socket.socket] = set()
         self._conns_lock = threading.Lock()
@@ -318,6 +322,7 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self) -> None:
         self._body_read = False
         self.user: UserInfo = ADMIN
+        self._warnings: list[str] = []
         self._status = 0
         if _stdlog.isEnabledFor(logging.DEBUG):
             started = time.monotonic()
@@ -662,31 +667,75 @@ class Handler(BaseHTTPRequestHandler):
         body = b",".join(self._item_bytes(kind, s) for s in result.items)
         self._send(200, head + body + b"]}")
 
+    # ------------------------------------------------------------------------------------------- admission
+    def _admission(self, req: ResourceRequest, operation: str) -> WebhookAdmission | None:
+        adm = self.server.admission
+        return adm if adm is not None and adm.wanted(req.kind, req.subresource, operation) else None
+
+    def _admit(self, adm: WebhookAdmission, req: ResourceRequest, operation: str, new: Stored | None,
+               old: Stored | None, dry_run: bool) -> None:
+        """Send the write's preview (and the current object) to the matching webhooks; raises on a denial."""
+        def full(s: Stored | None) -> Obj | None:
+            if s is None:
+                return None
+            kind = req.kind
+            return {"apiVersion": kind.api_version, "kind": kind.kind, **self._object_dict(kind, s)}
+
+        obj, old_obj = full(new), full(old)
+        meta = (obj or old_obj or {}).get("metadata") or {}
+        user = None if self.user is ADMIN else {"username": self.user.name, "uid": self.user.uid,
+                                                 "groups": list(self.user.groups)}
+        self._warnings.extend(adm.admit(AdmissionAttributes(
+            req.kind, req.subresource, operation, str(meta.get("namespace") or req.namespace),
+            str(meta.get("name") or req.name), obj, old_obj, dry_run, user)))
+
+    def _warning_headers(self, warnings: list[str]) -> dict[str, str] | None:
+        """The admission webhooks' warnings, then the store's, as one Warning header."""
+        return _warning_headers([*self._warnings, *warnings])
+
+    def _current(self, req: ResourceRequest) -> Stored | None:
+        try:
+            return self.server.store.get(req.kind, req.namespace, req.name)
+        except StatusError:
+            return None
+
     def _verb_create(self, req: ResourceRequest, raw: bytes) -> None:
         body = self._json_body(raw)
-        result = self.server.store.create(req.kind, req.namespace, body, dry_run=self._dry_run(req),
-                                          field_validation=_field_validation(req.query))
-        self._respond_object(201, req, result.stored, _warning_headers(result.warnings))
+        dry_run = self._dry_run(req)
+        validation = _field_validation(req.query)
+        adm = self._admission(req, "CREATE")
+        if adm is not None:
+            preview = self.server.store.create(req.kind, req.namespace, body, dry_run=True,
+                                               field_validation=validation).stored
+            self._admit(adm, req, "CREATE", preview, None, dry_run)
+            if isinstance(body, dict) and not (body.get("metadata") or {}).get("name"):
+                # generateName: store the name the webhooks saw
+                body = {**body, "metadata": {**(body.get("metadata") or {}), "name": preview.name}}
+        result = self.server.store.create(req.kind, req.namespace, body, dry_run=dry_run,
+                                          field_validation=validation)
+        self._respond_object(201, req, result.stored, self._warning_headers(result.warnings))
 
     def _verb_update(self, req: ResourceRequest, raw: bytes) -> None:
         body = self._json_body(raw)
+        adm = self._admission(req, "UPDATE") or self._admission(req, "CREATE")
+        if adm is not None:
+            old = self._current(req)
+            preview = self.server.store.update(req.kind, req.namespace, req.name, body,
+                                               subresource=req.subresource, dry_run=True,
+                                               field_validation=_field_validation(req.query)).stored
+            self._admit(adm, req, "UPDATE" if old is not None else "CREATE", preview, old, self._dry_run(req))
         result = self.server.store.update(req.kind, req.namespace, req.name, body,
                                           subresource=req.subresource,
                                           dry_run=self._dry_run(req),
                                           field_validation=_field_validation(req.query))
         self._respond_object(201 if result.created else 200, req, result.stored,
-                             _warning_headers(result.warnings))
+                             self._warning_headers(result.warnings))
 
     def _verb_patch(self, req: ResourceRequest, raw: bytes) -> None:
         ctype = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
         patch_type = _PATCH_TYPES.get(ctype)
         if ctype == apply.CONTENT_TYPE:
-            result, created = apply.server_side_apply(
-                self.server.store, req.kind, req.namespace, req.name, raw,
-                manager=req.query.get("fieldManager", ""), force=_bool_param(req.query, "force") is True,
-                subresource=req.subresource,
-                dry_run=self._dry_run(req), view=self._view(req.kind))
-            self._respond_object(201 if created else 200, req, result.stored)
+            self._server_side_apply(req, raw)
             return
         if patch_type is None:
             raise errors.unsupported_media_type(ctype)
@@ -700,11 +749,35 @@ class Handler(BaseHTTPRequestHandler):
             raise errors.bad_request(f"error decoding patch: {e}") from None
         if patch is None:
             raise errors.bad_request("the patch body is empty")
+        adm = self._admission(req, "UPDATE")
+        if adm is not None:
+            old = self._current(req)
+            preview = self.server.store.patch(req.kind, req.namespace, req.name, patch_type, patch,
+                                              subresource=req.subresource, dry_run=True,
+                                              view=self._view(req.kind),
+                                              field_validation=_field_validation(req.query)).stored
+            self._admit(adm, req, "UPDATE", preview, old, self._dry_run(req))
         result = self.server.store.patch(req.kind, req.namespace, req.name, patch_type, patch,
                                          subresource=req.subresource, dry_run=self._dry_run(req),
                                          view=self._view(req.kind),
                                          field_validation=_field_validation(req.query))
-        self._respond_object(200, req, result.stored, _warning_headers(result.warnings))
+        self._respond_object(200, req, result.stored, self._warning_headers(result.warnings))
+
+    def _server_side_apply(self, req: ResourceRequest, raw: bytes) -> None:
+        def run(dry_run: bool) -> tuple[WriteResult, bool]:
+            return apply.server_side_apply(
+                self.server.store, req.kind, req.namespace, req.name, raw,
+                manager=req.query.get("fieldManager", ""), force=_bool_param(req.query, "force") is True,
+                subresource=req.subresource, dry_run=dry_run, view=self._view(req.kind))
+
+        old = self._current(req)
+        adm = self._admission(req, "CREATE" if old is None else "UPDATE")
+        if adm is not None:   # admission webhooks see the applied result, as for any other write
+            preview, created = run(True)
+            self._admit(adm, req, "CREATE" if created else "UPDATE", preview.stored, old, self._dry_run(req))
+        result, created = run(self._dry_run(req))
+        self._respond_object(201 if created else 200, req, result.stored,
+                             self._warning_headers(result.warnings))
 
     def _delete_options(self, req: ResourceRequest, raw: bytes) -> dict[str, Any]:
         if not raw.strip():
@@ -720,18 +793,23 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(pre, dict):
             raise errors.bad_request("preconditions must be an object")
         dry_run = self._dry_run(req) or opts.get("dryRun") == ["All"]
+        adm = self._admission(req, "DELETE")
+        old = self._current(req) if adm is not None else None
+        if adm is not None and old is not None:
+            self._admit(adm, req, "DELETE", None, old, dry_run)
         result = self.server.store.delete(req.kind, req.namespace, req.name,
                                           precondition_uid=pre.get("uid") or "",
                                           precondition_rv=pre.get("resourceVersion") or "", dry_run=dry_run)
         kind = req.kind
+        headers = self._warning_headers([])
         if kind.return_deleted_object or not result.deleted:
-            self._respond_object(200, req, result.stored)
+            self._respond_object(200, req, result.stored, headers)
             return
         details = {"name": req.name, "kind": kind.plural, "uid": result.stored.uid}
         if kind.group:
             details["group"] = kind.group
-        self._send_json(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                              "details": details})
+        self._send(200, dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                               "details": details}), headers=headers)
 
     def _verb_deletecollection(self, req: ResourceRequest, raw: bytes) -> None:
         self._delete_options(req, raw)

@@ -122,6 +122,21 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 - --log-format={{ $c.logFormat }}
 - --log-level={{ $c.logLevel }}
+{{- if $c.admissionWebhook.enable }}
+- --enable-admission-webhook=true
+- --admission-webhook-port={{ int $c.admissionWebhook.port }}
+- --admission-webhook-tls-cert-file=/etc/ingressctl/admission-webhook/tls.crt
+- --admission-webhook-tls-key-file=/etc/ingressctl/admission-webhook/tls.key
+{{- end }}
+{{- end }}
+
+{{/* The admission webhook: its Service, ValidatingWebhookConfiguration, certificate Secret and CA. */}}
+{{- define "ingressctl.admissionWebhook.fullname" -}}
+{{- printf "%s-admission" (include "ingressctl.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "ingressctl.admissionWebhook.serviceName" -}}
+{{- printf "%s-admission" (include "ingressctl.controller.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{/* The Pod template shared by the Deployment and the DaemonSet. */}}
@@ -211,6 +226,11 @@ spec:
           containerPort: {{ int .Values.prometheus.port }}
           protocol: TCP
         {{- end }}
+        {{- if $c.admissionWebhook.enable }}
+        - name: webhook
+          containerPort: {{ int $c.admissionWebhook.port }}
+          protocol: TCP
+        {{- end }}
       {{- if $c.readyStatus.enable }}
       readinessProbe:
         httpGet:
@@ -245,6 +265,18 @@ spec:
           add:
             - NET_BIND_SERVICE
         {{- end }}
+      {{- if $c.admissionWebhook.enable }}
+      volumeMounts:
+        - name: admission-webhook-cert
+          mountPath: /etc/ingressctl/admission-webhook
+          readOnly: true
+      {{- end }}
+  {{- if $c.admissionWebhook.enable }}
+  volumes:
+    - name: admission-webhook-cert
+      secret:
+        secretName: {{ include "ingressctl.admissionWebhook.fullname" . }}
+  {{- end }}
 {{- end }}
 
 {{/* Checks across values that the schema cannot express; renders nothing. */}}
@@ -254,7 +286,8 @@ spec:
 {{- if $c.readyStatus.enable }}{{ $ports = append $ports (int $c.readyStatus.port) }}{{ end -}}
 {{- if .Values.prometheus.create }}{{ $ports = append $ports (int .Values.prometheus.port) }}{{ end -}}
 {{- if $c.nginxStatus.enable }}{{ $ports = append $ports (int $c.nginxStatus.port) }}{{ end -}}
+{{- if $c.admissionWebhook.enable }}{{ $ports = append $ports (int $c.admissionWebhook.port) }}{{ end -}}
 {{- if ne (len $ports) (len (uniq $ports)) }}
-{{- fail (printf "the controller's ports must differ: listeners %d/%d, ready status, Prometheus and NGINX status ports are %s" (int $c.defaultHTTPListenerPort) (int $c.defaultHTTPSListenerPort) (toJson $ports)) }}
+{{- fail (printf "the controller's ports must differ: listeners %d/%d, ready status, Prometheus, NGINX status and admission webhook ports are %s" (int $c.defaultHTTPListenerPort) (int $c.defaultHTTPSListenerPort) (toJson $ports)) }}
 {{- end }}
 {{- end }}

@@ -1,0 +1,177 @@
+"""Validating admission: an `admission.k8s.io/v1` AdmissionReview in, its response out, by resource kind.
+
+Guarantees:
+- `review(body, ...)` is pure apart from read-only lookups in the controller's Configuration: it never runs
+  NGINX, never writes a file, never starts a process, never takes a lock. It either returns the response
+  AdmissionReview (a dict) or raises `MalformedReview` with a message for a 400; any other exception is a
+  validator bug, which the HTTP layer turns into a 500 (kube-apiserver then applies the failurePolicy).
+- Validators are looked up by (API group, kind) of `request.kind` through one function (`validator_for`,
+  fed by `VALIDATORS` / `register_validator`); a kind without a validator is allowed untouched, and so is
+  every DELETE and CONNECT.
+- Ingresses are validated by exactly the code the Configuration uses (`validate_ingress` with the
+  controller's `is_plus` / `snippets_enabled`, joined by `aggregate_message`); an Ingress of another class
+  is allowed without a look at its content, as the controller ignores it too.
+- Cross-object checks only warn (AdmissionReview `warnings`): a host already owned by an Ingress that wins
+  the ownership rule (older, then greater UID) and a minion whose host has no master. They read the
+  Configuration's host index with single dict lookups, which the GIL makes atomic, so the sync thread is
+  never blocked; the answer reflects the state of the last completed sync.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+from ingressctl.controller.configuration import creation_seconds, host_taken_warning, ingress_key
+from ingressctl.controller.validation import aggregate_message, is_master, mergeable_type, validate_ingress
+
+ADMISSION_API_VERSION: Final = "admission.k8s.io/v1"
+OPERATIONS: Final = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+MAX_WARNINGS: Final = 20           # kube-apiserver truncates long warning lists; keep ours short
+MAX_WARNING_LENGTH: Final = 512
+
+
+class MalformedReview(ValueError):
+    """The body is not an AdmissionReview this webhook can answer (HTTP 400)."""
+
+
+class ConfigurationView(Protocol):
+    """The read-only part of the Configuration the cross-object checks use."""
+
+    ingress_class: str
+    is_plus: bool
+    snippets_enabled: bool
+
+    def has_correct_ingress_class(self, ing: Mapping[str, Any]) -> bool: ...
+
+    def host_owner(self, host: str) -> str | None: ...
+
+    def get_ingress(self, key: str) -> dict[str, Any] | None: ...
+
+
+@dataclass
+class Verdict:
+    """A validator's answer: `message` empty means allowed; warnings are returned either way."""
+
+    message: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+# A validator gets the new object, the old one (UPDATE) or None, and the Configuration view.
+Validator = Callable[[Mapping[str, Any], Mapping[str, Any] | None, ConfigurationView], Verdict]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Ingress
+
+
+def validate_ingress_admission(obj: Mapping[str, Any], old: Mapping[str, Any] | None,
+                               config: ConfigurationView) -> Verdict:
+    """The controller's validation of an Ingress plus the host-ownership warnings."""
+    if not config.has_correct_ingress_class(obj):
+        return Verdict()
+    errors = aggregate_message(validate_ingress(obj, is_plus=config.is_plus,
+                                                snippets_enabled=config.snippets_enabled))
+    if errors:
+        return Verdict(message=f"{ingress_key(obj)} was rejected: {errors}")
+    return Verdict(warnings=ingress_host_warnings(obj, config))
+
+
+def _wins(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """The Configuration's ownership rule: older creationTimestamp wins, then the greater UID."""
+    sa, sb = creation_seconds(a), creation_seconds(b)
+    if sa != sb:
+        return sa < sb
+    return str((a.get("metadata") or {}).get("uid", "")) > str((b.get("metadata") or {}).get("uid", ""))
+
+
+def ingress_host_warnings(obj: Mapping[str, Any], config: ConfigurationView) -> list[str]:
+    """Hosts of `obj` another configured Ingress keeps; for a minion, hosts without a master."""
+    key = ingress_key(obj)
+    minion = mergeable_type(obj) == "minion"
+    warnings: list[str] = []
+    seen: set[str] = set()
+    for rule in (obj.get("spec") or {}).get("rules") or []:
+        host = str(rule.get("host") or "") if isinstance(rule, dict) else ""
+        if host in seen:
+            continue
+        seen.add(host)
+        owner_key = config.host_owner(host)
+        owner = config.get_ingress(owner_key) if owner_key and owner_key != key else None
+        if minion:
+            if owner_key is None or (owner_key != key and (owner is None or not is_master(owner))):
+                warnings.append(f"host {host} has no Ingress master: the minion is not configured until "
+                                "a master for the host exists")
+        elif owner is not None and _wins(owner, obj):
+            warnings.append(host_taken_warning(host, owner_key))
+    return warnings
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Dispatch by (group, kind)
+
+VALIDATORS: dict[tuple[str, str], Validator] = {
+    ("networking.k8s.io", "Ingress"): validate_ingress_admission,
+}
+
+
+def register_validator(group: str, kind: str, validator: Validator) -> None:
+    """Add (or replace) the validator of a kind; a resource-kind registry entry calls this."""
+    VALIDATORS[(group, kind)] = validator
+
+
+def validator_for(group: str, kind: str) -> Validator | None:
+    return VALIDATORS.get((group, kind))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# AdmissionReview
+
+
+def _field(d: Mapping[str, Any], name: str, kind: type, where: str) -> Any:
+    value = d.get(name)
+    if not isinstance(value, kind):
+        raise MalformedReview(f"{where}.{name} must be a {'string' if kind is str else 'JSON object'}")
+    return value
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def review(body: Any, config: ConfigurationView,
+           lookup: Callable[[str, str], Validator | None] = validator_for) -> dict[str, Any]:
+    """Answer a decoded AdmissionReview (see the module docstring)."""
+    if not isinstance(body, dict):
+        raise MalformedReview("the body must be a JSON object (an AdmissionReview)")
+    if body.get("apiVersion") != ADMISSION_API_VERSION or body.get("kind") != "AdmissionReview":
+        raise MalformedReview(f"expected apiVersion {ADMISSION_API_VERSION} and kind AdmissionReview, got "
+                              f"{str(body.get('apiVersion'))[:100]!r} {str(body.get('kind'))[:100]!r}")
+    request = _field(body, "request", dict, "AdmissionReview")
+    uid = _field(request, "uid", str, "request")
+    if not uid:
+        raise MalformedReview("request.uid must not be empty")
+    kind = _field(request, "kind", dict, "request")
+    group, kind_name = kind.get("group", ""), kind.get("kind")
+    if not isinstance(group, str) or not isinstance(kind_name, str) or not kind_name:
+        raise MalformedReview("request.kind must have a string group and a non-empty kind")
+    operation = request.get("operation")
+    if operation not in OPERATIONS:
+        raise MalformedReview(f"request.operation must be one of {', '.join(OPERATIONS)}")
+    verdict = Verdict()
+    validator = lookup(group, kind_name)
+    if validator is not None and operation in ("CREATE", "UPDATE"):
+        obj = _field(request, "object", dict, "request")
+        old = request.get("oldObject")
+        if operation == "UPDATE" and not isinstance(old, dict):
+            raise MalformedReview("request.oldObject must be a JSON object on UPDATE")
+        if not isinstance(obj.get("metadata", {}), dict):
+            raise MalformedReview("request.object.metadata must be a JSON object")
+        verdict = validator(obj, old if isinstance(old, dict) else None, config)
+    response: dict[str, Any] = {"uid": uid, "allowed": not verdict.message}
+    if verdict.message:
+        response["status"] = {"code": 400, "message": verdict.message}
+    if verdict.warnings:
+        response["warnings"] = [_clip(w, MAX_WARNING_LENGTH) for w in verdict.warnings[:MAX_WARNINGS]]
+    return {"apiVersion": ADMISSION_API_VERSION, "kind": "AdmissionReview", "response": response}
