@@ -147,6 +147,10 @@ class Location:
     basic_auth: BasicAuth | None = None  # a minion's basic auth (a regular Ingress's is on the server)
     limit_req: LimitReq | None = None
     minion: IngressMeta | None = None  # the minion this location comes from (mergeable Ingresses)
+    exact_regex: bool = False  # a regex location of an Exact path: listed before the other regex locations
+    # Proxies to the class-wide catch-all (`$ingressctl_catch_all`, the upstream nginx.conf names) instead of
+    # `upstream`: the `/` of a server without one while a catch-all exists.
+    catch_all: bool = False
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,17 @@ class Server:
     set_real_ip_from: tuple[str, ...] = ()
     real_ip_recursive: bool = False
     grpc_only: bool = False  # every location is gRPC: no plain-text listeners (NIC's GRPCOnly)
+    # A wildcard host (`*.foo.com`) matches exactly one label: other hosts NGINX's `server_name *.foo.com`
+    # lets in get `unmatched_host_return` (as the default server answers). "" for other servers.
+    host_regex: str = ""
+    unmatched_host_return: str = "404"
+    # The class-wide catch-all: `server_name ~^ ""` (every host no other server names), with the health
+    # endpoint of the default server when `health_status_uri` is set.
+    catch_all: bool = False
+    health_status_uri: str = ""
+    # While a catch-all exists: hosts a wildcard server lets in but does not match go to the catch-all too
+    # (through `location @ingressctl_catch_all`), as do its unmatched paths (through `location /`).
+    to_catch_all: bool = False
 
 
 @dataclass(frozen=True)
@@ -239,6 +254,7 @@ class MainConfig:
     ssl_dhparam: str = ""  # path of the DH parameters file
     upstream_zone: str = UPSTREAM_ZONE
     upstream_zone_size: str = "1m"  # the shared upstream zone; the Configurator sizes it from the upstreams
+    catch_all_upstream: str = ""  # `$ingressctl_catch_all`: the catch-all's upstream ("" without one)
     proxy_protocol: bool = False  # the default server's listeners accept the PROXY protocol
     main_snippets: tuple[str, ...] = ()
     http_snippets: tuple[str, ...] = ()

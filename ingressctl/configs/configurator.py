@@ -17,6 +17,9 @@ Guarantees:
 - A resource whose config cannot be rendered (an invalid annotation, an unsafe value, a broken custom
   template) keeps its previous file; the error is returned in `ReloadOutcome.failed` by the next
   `reload_if_needed()`.
+- The catch-all (an Ingress without rules that owns the class's catch-all): nginx.conf names its upstream
+  (`$ingressctl_catch_all`), and while one exists every other server sends its unmatched paths and hosts
+  there; when one appears or goes, every resource is rendered again (written only where bytes change).
 - Mergeable Ingresses: a master and its minions are one resource, keyed and named by the master
   (`conf.d/<master-ns>-<master-name>.conf`); minions have no file. `get_ingress_counts()` counts regular
   Ingresses, masters and their minions.
@@ -34,7 +37,11 @@ from dataclasses import dataclass, field
 
 from ingressctl.configs.config import IngressNginxConfig, shared_zone_size
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
-from ingressctl.configs.ingress import generate_nginx_config, generate_nginx_config_for_mergeable
+from ingressctl.configs.ingress import (
+    catch_all_upstream,
+    generate_nginx_config,
+    generate_nginx_config_for_mergeable,
+)
 from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses
 from ingressctl.configs.templates import TemplateError, TemplateExecutor, TemplateRenderError
 from ingressctl.logging import get_logger
@@ -112,6 +119,7 @@ class Configurator:
         self._main_old: object = _UNCHANGED  # nginx.conf at the last good reload, if changed since
         self._render_failures: dict[str, str] = {}  # key -> error, reported by the next reload_if_needed
         self.rejected: dict[str, str] = {}  # key -> error: resources whose latest config NGINX does not serve
+        self._catch_alls: dict[str, str] = {}  # key -> upstream of a catch-all Ingress rendered here
 
         if prune_stale_configs:
             for name in manager.list_configs():
@@ -204,6 +212,7 @@ class Configurator:
         self._minion_warnings.pop(key, None)
         self._render_failures.pop(key, None)
         self.rejected.pop(key, None)
+        self._set_catch_all(key, "")
         name = self._file_of.pop(key, None)
         if name is None:
             return
@@ -274,8 +283,10 @@ class Configurator:
             self._update_main()
 
     def _render_main(self) -> str:
-        cfg = generate_main_config(self._static, self._config, dhparam_path=self._write_dhparam(),
-                                   upstream_zone_size=self._zone_size)
+        cfg = dataclasses.replace(generate_main_config(self._static, self._config,
+                                                       dhparam_path=self._write_dhparam(),
+                                                       upstream_zone_size=self._zone_size),
+                                  catch_all_upstream=self._catch_all_upstream())
         try:
             return self._templates.execute_main_template(cfg)
         except TemplateRenderError as e:
@@ -302,9 +313,11 @@ class Configurator:
         self._ingresses[key] = ing_ex
         self._mergeables.pop(key, None)  # a master that became a regular Ingress
         self._minion_warnings.pop(key, None)
+        self._set_catch_all(key, catch_all_upstream(ing_ex))
 
         def render() -> tuple[IngressNginxConfig, list[str]]:
-            return generate_nginx_config(ing_ex, self._static, self._config, replicas=self._replicas)
+            return generate_nginx_config(ing_ex, self._static, self._config, replicas=self._replicas,
+                                         to_catch_all=bool(self._catch_all_upstream()))
 
         return self._render_and_write(key, render)
 
@@ -312,10 +325,12 @@ class Configurator:
         key = mergeable.master.key
         self._mergeables[key] = mergeable
         self._ingresses.pop(key, None)  # a regular Ingress that became a master
+        self._set_catch_all(key, "")
 
         def render() -> tuple[IngressNginxConfig, list[str]]:
             result = generate_nginx_config_for_mergeable(mergeable, self._static, self._config,
-                                                         replicas=self._replicas)
+                                                         replicas=self._replicas,
+                                                         to_catch_all=bool(self._catch_all_upstream()))
             self._minion_warnings[key] = result.minion_warnings
             warnings = list(result.warnings)
             for minion_key, ws in result.minion_warnings.items():
@@ -323,6 +338,29 @@ class Configurator:
             return result.config, warnings
 
         return self._render_and_write(key, render)
+
+    def _catch_all_upstream(self) -> str:
+        """The upstream nginx.conf names as `$ingressctl_catch_all` ("" without a catch-all)."""
+        return self._catch_alls[min(self._catch_alls)] if self._catch_alls else ""
+
+    def _set_catch_all(self, key: str, upstream: str) -> None:
+        """Track whether `key` is the catch-all (`upstream` non-empty). When the catch-all's upstream changes,
+        nginx.conf names the new one; when a catch-all appears or goes, every other resource is rendered again
+        (unmatched paths and wildcard hosts go to the catch-all, or get 404 again)."""
+        before = self._catch_all_upstream()
+        if upstream:
+            self._catch_alls[key] = upstream
+        else:
+            self._catch_alls.pop(key, None)
+        after = self._catch_all_upstream()
+        if after == before:
+            return
+        self._update_main()
+        if bool(after) != bool(before):
+            for ing_ex in list(self._ingresses.values()):
+                self._add_or_update(ing_ex)
+            for mergeable in list(self._mergeables.values()):
+                self._add_or_update_mergeable(mergeable)
 
     def _render_and_write(self, key: str,
                           render: Callable[[], tuple[IngressNginxConfig, list[str]]]) -> list[str]:

@@ -7,8 +7,10 @@ Guarantees:
   (the default backend has an empty host: `<ns>-<ing>--<svc>-<port>`).
 - An upstream without ready endpoints points at the 502 server (`unix:<run_dir>/nginx-502-server.sock`), so
   its requests get a 502 at once instead of hanging.
-- pathType: `Exact` -> `location = /p`; `Prefix` follows Kubernetes' element-wise rule (`location = /p` and
-  `location /p/`, a trailing slash ignored; `/` -> `location /`); `ImplementationSpecific` -> `location /p`.
+- pathType: `Exact` -> `location = /p` (`location ~ "^/p/$"` for a path ending in `/`: no automatic 301 from
+  `/p`; anchored regex locations come first in their server); `Prefix` follows Kubernetes' element-wise rule
+  (`location = /p` and `location /p/`, a trailing slash ignored; `/` -> `location /`);
+  `ImplementationSpecific` -> `location /p`.
   With `nginx.org/path-regex`: `case_sensitive` -> `location ~ "^<path>"`, `case_insensitive` ->
   `location ~* "^<path>"` (an Exact path is also anchored at the end), `exact` -> `location = <path>`.
   When two paths would produce the same location, an Exact path wins over a Prefix one, otherwise the first
@@ -16,6 +18,12 @@ Guarantees:
 - A host, path, service, port or endpoint that is not a safe, well-formed value is left out with a warning; it
   never reaches the template. (The templates quote everything again.)
 - An invalid annotation value raises `AnnotationError` (the Ingress is rejected; its last good config stays).
+- The catch-all (an Ingress without rules owning `CATCH_ALL_HOST`): one server, `server_name ~^ ""`, its
+  default backend at `/`, HTTPS with the certificate of a `spec.tls` entry without hosts, else the default
+  server's, else refused handshakes. With `to_catch_all`, the other servers send their unmatched paths (a
+  `location /` when they have none) and, for a wildcard host, the hosts deeper than one label to
+  `$ingressctl_catch_all`; without it those get 404 and the default server's answer.
+- A wildcard host matches exactly one label (`if ($host !~ ...)` in its server).
 - TLS: a host listed in `spec.tls` gets its Secret's PEM, or `ssl_reject_handshake on` with a warning when the
   Secret is missing, invalid or of the wrong type (HTTP keeps working, without the SSL redirect).
 - Basic auth (`nginx.org/basic-auth-secret`): the htpasswd file of the Secret. A missing, invalid or
@@ -60,7 +68,13 @@ from ingressctl.configs.config import (
     UpstreamServer,
 )
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
+from ingressctl.configs.ingress_ex import (
+    CATCH_ALL_HOST,
+    IngressEx,
+    MergeableIngresses,
+    SecretReference,
+    backend_key,
+)
 
 ERROR_SERVER_SOCKET = "nginx-502-server.sock"
 TLS_SECRET_TYPE = "kubernetes.io/tls"
@@ -106,6 +120,8 @@ def location_keys(path: str, path_type: str, path_regex: str = "") -> list[tuple
     if path_regex in ("case_sensitive", "case_insensitive"):
         modifier = REGEX if path_regex == "case_sensitive" else REGEX_CASE_INSENSITIVE
         return [(modifier, "^" + path + ("$" if path_type == PATH_TYPE_EXACT else ""))]
+    if path_type == PATH_TYPE_EXACT and path_regex != "exact" and len(path) > 1 and path.endswith("/"):
+        return [exact_trailing_slash_location(path)]
     if path_regex == "exact" or path_type == PATH_TYPE_EXACT:
         return [(EXACT, path)]
     if path_type == PATH_TYPE_PREFIX:
@@ -114,6 +130,19 @@ def location_keys(path: str, path_type: str, path_regex: str = "") -> list[tuple
             return [(PREFIX, "/")]
         return [(EXACT, trimmed), (PREFIX, trimmed + "/")]
     return [(PREFIX, path)]
+
+
+def exact_trailing_slash_location(path: str) -> tuple[str, str]:
+    """An Exact path ending in `/` as an anchored regex location. `location = /foo/` would make NGINX answer
+    `/foo` with a 301 to `/foo/` (its automatic redirect for a proxied location ending in a slash); a regex
+    location has no such redirect, so `/foo` goes wherever it would go without this path."""
+    return REGEX, "^" + re.escape(path) + "$"
+
+
+def _exact_first(locations: list[Location]) -> list[Location]:
+    """The regex locations of Exact paths before the others (otherwise in order): NGINX takes the first
+    matching regex, and an Exact path wins for its URI."""
+    return sorted(locations, key=lambda loc: not loc.exact_regex)
 
 
 @dataclass
@@ -349,6 +378,8 @@ class _Builder:
         for modifier, location_path in location_keys(path, path_type, self.anns.path_regex):
             loc = self.location(modifier, location_path, upstream, backend.service,
                                 trailing_slash=path_type == PATH_TYPE_PREFIX and modifier == PREFIX)
+            if is_exact and modifier in (REGEX, REGEX_CASE_INSENSITIVE):
+                loc = dataclasses.replace(loc, exact_regex=True)
             if not _put_location(locations, loc, is_exact):
                 duplicate = True
         if duplicate:
@@ -378,6 +409,8 @@ class _Parts:
     servers: list[_ServerParts]
     default_upstream: str
     default_service: str
+    spec: dict[str, Any] = field(default_factory=dict)
+    to_catch_all: bool = False  # a catch-all exists: unmatched paths and hosts go to it
 
 
 def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, annotations: dict[str, str],
@@ -418,7 +451,37 @@ def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, 
         parts = servers.setdefault(host, _ServerParts(host))
         for path_entry in _list(_dict(rule.get("http")).get("paths")):
             b.add_path(parts.locations, host, path_entry)
-    return _Parts(b, list(servers.values()), default_upstream, default_service)
+    if _is_catch_all(ing_ex, spec) and default_upstream and minion_host is None:
+        servers[CATCH_ALL_HOST] = _ServerParts(CATCH_ALL_HOST)  # `_server` adds the default backend's `/`
+    return _Parts(b, list(servers.values()), default_upstream, default_service, spec)
+
+
+def _is_catch_all(ing_ex: IngressEx, spec: dict[str, Any]) -> bool:
+    """An Ingress without rules that owns the class-wide catch-all."""
+    return not _list(spec.get("rules")) and ing_ex.valid_hosts.get(CATCH_ALL_HOST, False)
+
+
+def one_label_host_regex(host: str) -> str:
+    """For a wildcard host `*.foo.com`, the regex of the hosts it matches under the Ingress spec: exactly one
+    label in place of the `*` (`bar.foo.com`, neither `baz.bar.foo.com` nor `foo.com`); "" for other hosts."""
+    if not host.startswith("*."):
+        return ""
+    return "^[^.]+" + re.escape(host[1:]) + "$"
+
+
+def _catch_all_tls(b: _Builder, spec: dict[str, Any]) -> tuple[bool, str, bool, bool]:
+    """(ssl, pem path, reject handshake, own certificate) of the catch-all server: the Secret of a `spec.tls`
+    entry without hosts (the Ingress spec's "all hosts"), else the default server's certificate, else TLS
+    handshakes are refused as the default server refuses them."""
+    for tls in _list(spec.get("tls")):
+        if isinstance(tls, dict) and not _list(tls.get("hosts")):
+            secret = tls.get("secretName") or ""
+            secret = secret if isinstance(secret, str) else ""
+            ssl, pem, reject = b.tls(CATCH_ALL_HOST, {CATCH_ALL_HOST: secret})
+            return ssl, pem, reject, not reject
+    if b.static.default_server_tls_path:
+        return True, b.static.default_server_tls_path, False, False
+    return True, "", True, False
 
 
 def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict[str, str]) -> Server:
@@ -426,11 +489,20 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     b = parts.builder
     p = b.params
     static = b.static
+    locations = _exact_first(locations)
     if (PREFIX, "/") not in {(loc.modifier, loc.path) for loc in locations} and parts.default_upstream:
         locations = [*locations, b.location(PREFIX, "/", parts.default_upstream, parts.default_service,
                                             trailing_slash=False)]
+    catch_all = host == CATCH_ALL_HOST
+    to_catch_all = parts.to_catch_all and not catch_all
+    if to_catch_all:
+        locations = [*locations, *_catch_all_locations(b, locations, host)]
     fallback = 0 if (PREFIX, "/") in {(loc.modifier, loc.path) for loc in locations} else 404
-    ssl, pem, reject = b.tls(host, tls_hosts)
+    if catch_all:
+        ssl, pem, reject, own_certificate = _catch_all_tls(b, parts.spec)
+    else:
+        ssl, pem, reject = b.tls(host, tls_hosts)
+        own_certificate = ssl and not reject
     ports = p.ports or (static.http_port,)
     ssl_ports = p.ssl_ports or (static.https_port,)
     if ssl and set(ports) & set(ssl_ports):
@@ -441,7 +513,7 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     return Server(
         name=host, locations=tuple(locations), ports=ports, ssl_ports=ssl_ports,
         ssl=ssl, ssl_certificate=pem, ssl_certificate_key=pem, ssl_reject_handshake=reject,
-        ssl_redirect=ssl and not reject and p.ssl_redirect,
+        ssl_redirect=own_certificate and p.ssl_redirect,
         redirect_to_https=p.redirect_to_https,
         http2=p.http2, server_tokens=p.server_tokens, disable_ipv6=static.disable_ipv6,
         snippets=p.server_snippets, fallback_status=fallback,
@@ -450,23 +522,57 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         proxy_hide_headers=p.proxy_hide_headers, proxy_pass_headers=p.proxy_pass_headers,
         basic_auth=b.basic_auth, real_ip_header=p.real_ip_header, set_real_ip_from=p.set_real_ip_from,
         real_ip_recursive=p.real_ip_recursive, grpc_only=grpc_only and ssl,
+        host_regex=one_label_host_regex(host), unmatched_host_return=p.default_server_return,
+        catch_all=catch_all, health_status_uri=static.health_status_uri if catch_all and static.health_status
+        else "", to_catch_all=to_catch_all,
     )
 
 
+CATCH_ALL_NAMED_LOCATION = "@ingressctl_catch_all"
+
+
+def _catch_all_locations(b: _Builder, locations: list[Location], host: str) -> list[Location]:
+    """While a catch-all exists, what a server adds to reach it: `location /` when it has none (its unmatched
+    paths), and for a wildcard host the named location its other hosts are sent to. Both use the server's own
+    proxy settings and `$ingressctl_catch_all`, the upstream nginx.conf names, so no file refers to another
+    file's upstream."""
+    paths = []
+    if (PREFIX, "/") not in {(loc.modifier, loc.path) for loc in locations}:
+        paths.append("/")
+    if one_label_host_regex(host):
+        paths.append(CATCH_ALL_NAMED_LOCATION)
+    return [dataclasses.replace(b.location(PREFIX, path, "", "", trailing_slash=False), catch_all=True)
+            for path in paths]
+
+
+def catch_all_upstream(ing_ex: IngressEx) -> str:
+    """The upstream of a catch-all Ingress (its defaultBackend's); "" when `ing_ex` is not the catch-all."""
+    spec = _dict(ing_ex.ingress.get("spec"))
+    if not _is_catch_all(ing_ex, spec):
+        return ""
+    backend, _ = _backend(spec.get("defaultBackend"))
+    if backend is None:
+        return ""
+    return upstream_name(ing_ex.namespace, ing_ex.name, "", backend.service, backend.port)
+
+
 def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_params: ConfigParams, *,
-                          replicas: int = 1) -> tuple[IngressNginxConfig, list[str]]:
+                          replicas: int = 1,
+                          to_catch_all: bool = False) -> tuple[IngressNginxConfig, list[str]]:
     """The template model for one regular Ingress, and warnings for what was left out or degraded.
 
     Raises AnnotationError for invalid annotation values and ValueError for an invalid namespace/name.
-    `replicas`: the number of controller replicas, for `nginx.org/limit-req-scale`."""
+    `replicas`: the number of controller replicas, for `nginx.org/limit-req-scale`. `to_catch_all`: a
+    catch-all exists (its upstream named in nginx.conf); unmatched paths and wildcard hosts go there."""
     annotations = _annotations(ing_ex.ingress)
     warnings: list[str] = []
     parts = _build(ing_ex, static, config_params, annotations, warnings, replicas=replicas)
+    parts.to_catch_all = to_catch_all
     b = parts.builder
     tls_hosts = _tls_hosts(_dict(ing_ex.ingress.get("spec")))
     servers = [_server(parts, sp.host, [loc for loc, _ in sp.locations.values()], tls_hosts)
                for sp in parts.servers]
-    used = {loc.upstream for server in servers for loc in server.locations}
+    used = {loc.upstream for server in servers for loc in server.locations if not loc.catch_all}
     if parts.default_upstream:
         used.add(parts.default_upstream)
     cfg = IngressNginxConfig(
@@ -489,7 +595,8 @@ class MergeableResult:
 
 
 def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: StaticConfigParams,
-                                        config_params: ConfigParams, *, replicas: int = 1) -> MergeableResult:
+                                        config_params: ConfigParams, *, replicas: int = 1,
+                                        to_catch_all: bool = False) -> MergeableResult:
     """The template model for a master and its minions (NIC's generateNginxCfgForMergeableIngresses).
 
     Raises AnnotationError for invalid annotation values of the master; a minion with invalid values is left
@@ -538,7 +645,7 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
                                                       keepalive=master_keepalive)
             if used and mparts.builder.limit_req is not None:  # the zone of the minion's served locations
                 zones.update(mparts.builder.limit_req_zones)
-        master_parts = _Parts(b, parts.servers, "", "")
+        master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all)
         servers.append(_server(master_parts, host, [loc for loc, _ in locations.values()],
                                _tls_hosts(spec)))
     cfg = IngressNginxConfig(

@@ -20,6 +20,11 @@ class SecretReference:
     secret_type: str = ""  # e.g. "kubernetes.io/tls"
 
 
+# The host of the class-wide catch-all in `IngressEx.valid_hosts`: an Ingress without rules and with a
+# defaultBackend that owns it serves every host and path no rule matches. Rule hosts are never empty.
+CATCH_ALL_HOST = ""
+
+
 def backend_key(service_name: str, port: int | str) -> str:
     """The key of `IngressEx.endpoints` for a Service backend: `"<service>:<port number or name>"`."""
     return f"{service_name}:{port}"

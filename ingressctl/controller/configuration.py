@@ -7,6 +7,10 @@ Guarantees:
   keeps the others and gets one warning per lost host, naming the winning Ingress; one that loses all of them
   is not configured and is reported as a problem naming each host and its winner (and, if it was configured,
   its Delete carries those warnings). Warnings and problems always name the current winner.
+- The catch-all: an Ingress without rules and with a `defaultBackend` claims `CATCH_ALL_HOST`, resolved like
+  a host except on a tie (oldest wins, then the smaller `ns/name`); the others are problems naming the
+  winner and take over when it goes. (NIC rejects such an Ingress; the Ingress spec says its default backend
+  serves what no rule matches.)
 - Mergeable Ingresses: a master owns its host like a regular Ingress; minions (any namespace) attach to the
   master owning their host; a path claimed by several minions goes to the oldest (then greater UID) minion.
   A minion whose host is not owned by a master is a `NoIngressMasterFound` problem.
@@ -33,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
+from ingressctl.configs.ingress_ex import CATCH_ALL_HOST
 from ingressctl.controller.validation import (
     BASIC_AUTH_SECRET,
     INGRESS_CLASS_ANNOTATION,
@@ -55,16 +60,32 @@ MESSAGE_NO_MASTER = "Ingress master is invalid or doesn't exist"
 _NO_TIMESTAMP = 2**62  # an object without a creationTimestamp loses to every object that has one
 
 
+CATCH_ALL_LABEL = "the catch-all (an Ingress without rules, with a defaultBackend)"
+
+
+def claimed_hosts(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The hosts an Ingress's spec claims: its rules' hosts, or the catch-all for an Ingress without rules
+    that has a defaultBackend (the Ingress spec: it serves requests no rule matches)."""
+    rules = spec.get("rules") or []
+    if not rules and spec.get("defaultBackend") is not None:
+        return (CATCH_ALL_HOST,)
+    return tuple(str((r or {}).get("host", "")) for r in rules)
+
+
+def _host_label(host: str) -> str:
+    return CATCH_ALL_LABEL if host == CATCH_ALL_HOST else f"host {host}"
+
+
 def host_taken_warning(host: str, winner: str | None = None) -> str:
     """NIC's warning, naming the winning Ingress when known."""
     if winner:
-        return f"host {host} is taken by another resource (Ingress {winner})"
-    return f"host {host} is taken by another resource"
+        return f"{_host_label(host)} is taken by another resource (Ingress {winner})"
+    return f"{_host_label(host)} is taken by another resource"
 
 
 def all_hosts_taken_message(taken: Mapping[str, str | None]) -> str:
     """NIC's problem message, followed by each host and the Ingress that holds it."""
-    details = ", ".join(f"host {h} by Ingress {w}" if w else f"host {h}" for h, w in taken.items())
+    details = ", ".join(f"{_host_label(h)} by Ingress {w}" if w else _host_label(h) for h, w in taken.items())
     return f"{MESSAGE_ALL_HOSTS_TAKEN}: {details}" if details else MESSAGE_ALL_HOSTS_TAKEN
 
 
@@ -212,7 +233,7 @@ def _make_entry(key: str, ing: dict[str, Any]) -> _Entry:
     mtype = mergeable_type(ing)
     kind: Literal["regular", "master", "minion"] = (
         "master" if mtype == "master" else "minion" if mtype == "minion" else "regular")
-    hosts = tuple(str(r.get("host", "")) for r in spec.get("rules") or [])
+    hosts = claimed_hosts(spec)
     secrets: set[tuple[str, str]] = set()
     uses_default = False
     for tls in spec.get("tls") or []:
@@ -237,8 +258,13 @@ def _rank_of(e: _Entry) -> tuple[int, _Descending, str]:
     return e.seconds, _Descending(e.uid), e.key
 
 
-def _best(entries: Iterable[_Entry]) -> _Entry | None:
-    return min(entries, key=_rank_of, default=None)
+def _catch_all_rank(e: _Entry) -> tuple[int, str]:
+    """The catch-all goes to the oldest, then the smaller namespace/name: predictable for its users."""
+    return e.seconds, e.key
+
+
+def _best(entries: Iterable[_Entry], host: str | None = None) -> _Entry | None:
+    return min(entries, key=_catch_all_rank if host == CATCH_ALL_HOST else _rank_of, default=None)
 
 
 # Indexes map a key (host, Service, Secret) to the Ingress keys that use it. Nearly always one Ingress per
@@ -462,7 +488,7 @@ class Configuration:
         for h in hosts:
             old_owner = self._hosts.get(h)
             claimants = _index_get(self._claims, h)
-            best = _best(self._entries[k] for k in claimants)
+            best = _best((self._entries[k] for k in claimants), h)
             if best is None:
                 self._hosts.pop(h, None)
             else:
@@ -487,7 +513,7 @@ class Configuration:
                 continue
             for h in e.hosts:
                 holder = hosts.get(h)
-                if holder is None or e.wins(self._entries[holder]):
+                if holder is None or _best((e, self._entries[holder]), h) is e:
                     hosts[h] = key
         self._hosts = hosts
         keys = set(self._entries) | set(self._resources)

@@ -6,9 +6,12 @@ Guarantees:
   (`spec.rules[0].host: Invalid value: "foo_bar": a lowercase RFC 1123 subdomain ...`).
 - Order of checks follows NIC: annotations (sorted by name, the first failing validator of an annotation
   stops it), then the spec, then the master/minion rules of mergeable Ingresses.
-- Deliberate differences from NIC: duplicate paths of one host are a `Duplicate value` error; path errors
+- Deliberate differences from NIC: duplicate paths of one host (the same path with the same pathType; Exact
+  and Prefix of one path are two paths) are a `Duplicate value` error; path errors
   carry the correct field path `spec.rules[i].http.paths[j].path`; hosts and backends get the API server's
   checks too (an Ingress from a cluster that skips them is still rejected cleanly).
+- An Ingress without rules needs a `defaultBackend` (the API server's rule; it is then the class-wide
+  catch-all, see the Configuration); NIC requires rules.
 - `aggregate_message` joins errors as `field.ErrorList.ToAggregate().Error()` does: duplicates dropped, one
   error as is, several as `[e1, e2]`.
 - Annotation checks are table-driven (`ANNOTATION_VALIDATIONS`): add a row to validate a new annotation.
@@ -733,6 +736,12 @@ def path_conflict_key(path: str, path_type: str) -> str:
     return path
 
 
+def duplicate_path_key(path: str, path_type: str) -> tuple[str, str]:
+    """What makes two paths of one rule duplicates: the same path (as `path_conflict_key` sees it) with the
+    same pathType. Exact and Prefix of one path are different paths (Exact wins for the exact URI)."""
+    return path_type, path_conflict_key(path, path_type)
+
+
 def validate_ingress_spec(ing: Mapping[str, Any]) -> list[FieldError]:
     """NIC's `validateIngressSpec` plus the API server's host, pathType and backend checks."""
     spec = _as_dict(ing.get("spec"))
@@ -740,7 +749,7 @@ def validate_ingress_spec(ing: Mapping[str, Any]) -> list[FieldError]:
     if spec.get("defaultBackend") is not None:
         errs.extend(validate_backend(spec["defaultBackend"], "spec.defaultBackend"))
     rules = _as_list(spec.get("rules"))
-    if not rules:
+    if not rules and spec.get("defaultBackend") is None:
         errs.append(required("spec.rules"))
         return errs
     hosts: set[str] = set()
@@ -755,7 +764,7 @@ def validate_ingress_spec(ing: Mapping[str, Any]) -> list[FieldError]:
         else:
             hosts.add(host)
             errs.extend(validate_host(host, host_field))
-        seen_paths: set[str] = set()
+        seen_paths: set[tuple[str, str]] = set()
         for j, raw_path in enumerate(_as_list(_as_dict(rule.get("http")).get("paths"))):
             p = _as_dict(raw_path)
             pfield = f"spec.rules[{i}].http.paths[{j}]"
@@ -772,7 +781,7 @@ def validate_ingress_spec(ing: Mapping[str, Any]) -> list[FieldError]:
                 path_errs = validate_path(path, path_type, f"{pfield}.path")
                 errs.extend(path_errs)
                 if not path_errs:
-                    k = path_conflict_key(path, path_type)
+                    k = duplicate_path_key(path, path_type)
                     if k in seen_paths:
                         errs.append(duplicate(f"{pfield}.path", path))
                     seen_paths.add(k)

@@ -12,6 +12,8 @@ Guarantees:
   are no longer all retained fails with 410 Expired; `compact()` drops the whole history at once.
 - Lists are served from a consistent snapshot: the pages of a paginated list are cut from the state at the
   first page's resourceVersion, reconstructed from the history when writes happened in between.
+- Creates pass kube-apiserver's mutating admission where a controller can tell (`default_class`: the default
+  IngressClass) before defaulting.
 - Watchers are registered under the lock that commits events, so a watch from resourceVersion R sees exactly
   the events after R, in order, with no gap and no duplicate.
 """
@@ -31,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingressctl.devcluster import errors
+from ingressctl.devcluster import default_class, errors
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.patch import (
     PatchError,
@@ -377,6 +379,11 @@ class Store:
     def bucket_by_id(self, storage_id: str) -> Bucket:
         return self._buckets[storage_id]
 
+    def _parsed_objects(self, storage_id: str) -> list[Obj]:
+        """Private copies of every object of a stored kind (for admission; lock held)."""
+        bucket = self._buckets.get(storage_id)
+        return [] if bucket is None else [s.parse() for s in bucket.objects.values()]
+
     def _commit(self, bucket: Bucket, etype: str, key: str, obj: Obj, prev: Stored | None) -> Event:
         """Store `obj` (normalised, resourceVersion = current + 1) and record the event. Lock held."""
         rv = self._rv + 1
@@ -665,6 +672,7 @@ class Store:
             meta.pop("generation", None)
         if stored_kind.has_status and reset_status and stored_kind.reset_status_on_create:
             obj.pop("status", None)
+        default_class.admit_create(stored_kind.storage_id, obj, self._parsed_objects)
         if stored_kind.default is not None:
             stored_kind.default(obj, None)
         if validate:

@@ -382,6 +382,11 @@ def _reference_texts() -> tuple[list[str], list[str]]:
                 cfg, _ = generate_nginx_config(IngressEx(obj, {HOST: True}, dict(ENDPOINTS),
                                                          secret_refs=dict(REFS)), static, cm)
                 ingress_texts.append(TEMPLATES.execute_ingress_template(cfg))
+        # A wildcard host: its server answers the hosts deeper than one label as the default server does.
+        wildcard = _ingress("wild", "default", "*.example.com", PATHS, {}, tls=True)
+        cfg, _ = generate_nginx_config(IngressEx(wildcard, {"*.example.com": True}, dict(ENDPOINTS),
+                                                 secret_refs=dict(REFS)), static, cm)
+        ingress_texts.append(TEMPLATES.execute_ingress_template(cfg))
         master = _ingress("shop", "default", HOST, [], {"nginx.org/mergeable-ingress-type": "master",
                                                        **{k: v for k, v in everything.items()
                                                           if k.startswith("nginx.org/basic-auth")}}, tls=True)

@@ -187,9 +187,15 @@ def test_valid_ingress_has_no_errors() -> None:
             id="duplicate-prefix-slash",
         ),
         pytest.param(
-            ingress(rule("a.com", path("/foo", "Exact"), path("/foo", "ImplementationSpecific"))),
+            ingress(rule("a.com", path("/foo", "Exact"), path("/bar"), path("/foo", "Exact"))),
+            ['spec.rules[0].http.paths[2].path: Duplicate value: "/foo"'],
+            id="duplicate-exact",
+        ),
+        pytest.param(
+            ingress(rule("a.com", path("/foo", "ImplementationSpecific"),
+                         path("/foo", "ImplementationSpecific"))),
             ['spec.rules[0].http.paths[1].path: Duplicate value: "/foo"'],
-            id="duplicate-across-types",
+            id="duplicate-implementation-specific",
         ),
         pytest.param(
             ingress(rule("a.com", path("/", ptype=None))),
@@ -438,3 +444,25 @@ def test_malformed_objects_never_raise() -> None:
         errs = validate_ingress({"metadata": {"annotations": None}, "spec": spec})
         assert errs, spec
         assert all(isinstance(str(e), str) for e in errs)
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [
+        pytest.param([path("/foo", "Prefix"), path("/foo", "Exact")], id="prefix-then-exact"),
+        pytest.param([path("/foo", "Exact"), path("/foo", "Prefix")], id="exact-then-prefix"),
+        pytest.param([path("/foo/", "Exact"), path("/foo", "Prefix")], id="exact-slash-and-prefix"),
+        pytest.param([path("/foo", "Exact"), path("/foo", "ImplementationSpecific")], id="exact-and-impl"),
+    ],
+)
+def test_one_path_with_different_path_types_is_not_a_duplicate(paths: list[dict[str, Any]]) -> None:
+    assert messages(ingress(rule("a.com", *paths))) == []
+
+
+def test_an_ingress_without_rules_needs_a_default_backend() -> None:
+    backend = {"service": {"name": "echo", "port": {"number": 8080}}}
+    assert messages(ingress(defaultBackend=backend)) == []
+    assert messages(ingress()) == ["spec.rules: Required value"]
+    bad = {"service": {"name": "Echo", "port": {"number": 8080}}}
+    assert messages(ingress(defaultBackend=bad)) == [
+        f'spec.defaultBackend.service.name: Invalid value: "Echo": {DNS1035_MSG}']
