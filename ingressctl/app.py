@@ -47,12 +47,15 @@ import ipaddress
 import os
 import signal
 import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from ingressctl.configs.ingress_ex import INGRESS_KIND
+from ingressctl.keys import ResourceKey
 from ingressctl.logging import get_logger
 from ingressctl.settings import Settings
 
@@ -162,9 +165,14 @@ class App:
             raise StartupError(f"invalid NGINX paths: {e}") from e
         if s.serving.enable_prometheus_metrics:
             self._create_metrics()
-        static = StaticConfigParams.from_settings(s)
-        default_pem = self._special_secret(s.controller.default_server_tls_secret, "default")
-        wildcard_pem = self._special_secret(s.controller.wildcard_tls_secret, "wildcard")
+        static = dataclasses.replace(StaticConfigParams.from_settings(s), nginx_version=self._nginx_version(),
+                                     stub_status_module=self._has_stub_status())
+        # The special TLS Secrets: validated now, written by the Configurator before it renders nginx.conf.
+        refs = (("default", s.controller.default_server_tls_secret),
+                ("wildcard", s.controller.wildcard_tls_secret))
+        special = {f: pem for f, ref in refs if (pem := self._special_secret(ref)) is not None}
+        default_pem, wildcard_pem = (self.manager.secret_path(f) if f in special else ""
+                                     for f in ("default", "wildcard"))
         static = dataclasses.replace(static, default_server_tls_path=default_pem,
                                      wildcard_tls_path=wildcard_pem)
         latency = self.metrics.latency if self.metrics is not None else None
@@ -182,10 +190,11 @@ class App:
         # and no Ingress; the first reload comes after the informers have synced and the queue has drained.
         if self.latency_labels is None:
             self.configurator = Configurator(self.manager, static, params, templates,
-                                             is_wildcard_enabled=bool(wildcard_pem))
+                                             is_wildcard_enabled=bool(wildcard_pem), special_secrets=special)
         else:
             self.configurator = _observed_configurator(self.manager, static, params, templates,
-                                                       bool(wildcard_pem), self.latency_labels.deleted)
+                                                       bool(wildcard_pem), self.latency_labels.deleted,
+                                                       special)
             self._write_latency_config()
         try:
             self.manager.start(on_exit=self._on_nginx_exit)
@@ -217,7 +226,7 @@ class App:
             is_leader = self.leader.is_leader
 
         def get_cached(key: str) -> dict[str, Any] | None:
-            return self.controller.get_object("ingresses", key) if self.controller is not None else None
+            return self.controller.get_object(INGRESS_KIND, key) if self.controller is not None else None
 
         self.status = StatusUpdater(self.client, get_cached=get_cached,
                                     report_ingress_status=s.controller.report_ingress_status,
@@ -227,7 +236,8 @@ class App:
             self.status.save_status_from_external_status(str(config_data["external-status-address"] or ""))
         configuration = Configuration(ingress_class=s.controller.ingress_class,
                                       legacy_startup=s.controller.legacy_startup,
-                                      snippets_enabled=s.controller.enable_snippets)
+                                      snippets_enabled=s.controller.enable_snippets,
+                                      allow_empty_host=s.controller.allow_empty_ingress_host)
         options = ControllerOptions(
             ingress_class=s.controller.ingress_class, watch_namespaces=s.kube.watch_namespaces,
             watch_secret_namespaces=s.kube.watch_secret_namespaces,
@@ -243,10 +253,13 @@ class App:
             queue = RateLimitingQueue(name="taskQueue", metrics_provider=self.metrics.workqueue)
         self.controller = LoadBalancerController(
             self.client, configuration=configuration, configurator=self.configurator,
-            secret_store=LocalSecretStore(self.manager), status_updater=self.status, recorder=self.recorder,
-            options=options, is_leader=is_leader, manager=self.manager, queue=queue,
+            secret_store=LocalSecretStore(self.configurator), status_updater=self.status,
+            recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
+            kinds=self._custom_resource_kinds(),
         )
         if self.metrics is not None:
+            for kind in self.controller.kinds:
+                self.metrics.controller.add_kind(kind.name, kind.metric_types)
             self.controller.on_synced = self._on_synced
         self._start_admission_webhook(configuration)
         if s.serving.ready_status:
@@ -264,6 +277,36 @@ class App:
                 return
             raise StartupError("the informer caches did not sync")
 
+    def _custom_resource_kinds(self) -> list[Any]:
+        """The registry entries of the custom resources (`--enable-custom-resources`), if the cluster serves
+        them: without their CRDs (or the RBAC to list them) the controller serves Ingresses only and says
+        why, rather than waiting forever for a cache that cannot sync."""
+        s = self.settings
+        if not s.controller.enable_custom_resources:
+            return []
+        from ingressctl.configs.templates import TemplateError
+        from ingressctl.controller.vs_kind import (
+            VIRTUALSERVERS,
+            virtualserver_kind_factory,
+            virtualserverroute_kind_factory,
+        )
+        from ingressctl.k8s.client import ApiError
+
+        namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
+        try:
+            self.client.list(VIRTUALSERVERS, namespace, limit=1)
+        except ApiError as e:
+            log.error("custom resources are enabled, but VirtualServers cannot be listed: serving Ingresses "
+                      "only; install the k8s.nginx.org CRDs (charts/ingressctl/crds) and the RBAC for them, "
+                      "or pass --enable-custom-resources=false", error=str(e))
+            return []
+        try:
+            template = s.nginx.virtualserver_template_path
+            return [virtualserver_kind_factory(self.client, template_path=template),
+                    virtualserverroute_kind_factory(self.client)]
+        except TemplateError as e:
+            raise StartupError(f"invalid template: {e}") from e
+
     def _start_admission_webhook(self, configuration: Any) -> None:
         """Serve `/validate` when enabled: the Configuration's validation, read-only."""
         w = self.settings.admission_webhook
@@ -273,7 +316,8 @@ class App:
 
         cert, key = w.tls_cert_file, w.tls_key_file
         if w.tls_secret:
-            cert = key = self._special_secret(w.tls_secret, "admission-webhook")
+            pem = self._special_secret(w.tls_secret) or b""
+            cert = key = self.configurator.create_secret("admission-webhook", pem)
         try:
             self.webhook = AdmissionWebhookServer(config=configuration, cert_file=str(cert),
                                                   key_file=str(key), host=self._health_host, port=w.port)
@@ -316,7 +360,7 @@ class App:
         text = ("# Generated by ingressctl (--enable-latency-metrics); do not edit.\n"
                 f"{LATENCY_LOG_FORMAT}\n"
                 f"{latency_access_log(syslog_socket_path(self.settings.nginx.run_dir))}\n")
-        self.manager.create_config(LATENCY_CONFIG_NAME, text)
+        self.configurator.write_static_config(LATENCY_CONFIG_NAME, text)
 
     def _endpoint_slices(self, namespace: str, service: str) -> list[dict[str, Any]]:
         controller = self.controller
@@ -327,7 +371,9 @@ class App:
         metrics, configurator, controller = self.metrics, self.configurator, self.controller
         if metrics is None or configurator is None or controller is None:
             return
-        metrics.controller.set_ingress_resources(configurator.get_ingress_counts())
+        counts = configurator.resource_counts()
+        for kind in controller.kinds:
+            metrics.controller.set_resources(kind.name, counts.get(kind.name, {}))
         if not self._ready_reported and controller.is_ready():
             self._ready_reported = True
             started = self._started_at if self._started_at is not None else time.monotonic()
@@ -383,10 +429,37 @@ class App:
         data = cm.get("data") or {}
         return {str(k): str(v) for k, v in data.items()}
 
-    def _special_secret(self, ref: str | None, file_name: str) -> str:
-        """Fetch, validate and write a special TLS Secret (default server, wildcard); returns the PEM path."""
+    def _has_stub_status(self) -> bool:
+        """Whether this NGINX has the stub_status module; without it the stub_status metrics and
+        --nginx-status are unavailable (said in the log) and the main config leaves them out."""
+        try:
+            found = "--with-http_stub_status_module" in self.manager.configure_arguments()
+        except (OSError, subprocess.TimeoutExpired) as e:
+            log.warning("cannot read the NGINX build options (nginx -V); assuming stub_status", error=str(e))
+            return True
+        if not found:
+            log.warning("this NGINX has no stub_status module: the stub_status metrics and --nginx-status "
+                        "are unavailable", binary=self.settings.nginx.binary)
+        return found
+
+    def _nginx_version(self) -> tuple[int, ...]:
+        """The running NGINX's version, which decides the directives newer than 1.22 (e.g. `sticky cookie`);
+        () when `nginx -v` fails (such directives are then left out, with a warning on the resource)."""
+        from ingressctl.configs.directive_values import parse_nginx_version
+
+        try:
+            text = self.manager.version()
+        except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
+            log.warning("cannot read the NGINX version; directives newer than NGINX 1.22 are left out",
+                        error=str(e))
+            return ()
+        log.info("nginx version", version=text)
+        return parse_nginx_version(text)
+
+    def _special_secret(self, ref: str | None) -> bytes | None:
+        """Fetch and validate a special TLS Secret (default server, wildcard); returns its PEM content."""
         if not ref:
-            return ""
+            return None
         from ingressctl.controller.secrets import SecretValidationError, tls_file_content, validate_tls_secret
         from ingressctl.k8s.client import ApiError
         from ingressctl.k8s.resource import SECRETS
@@ -400,7 +473,7 @@ class App:
             validate_tls_secret(secret)
         except SecretValidationError as e:
             raise StartupError(f"the TLS Secret {ref} is invalid: {e}") from e
-        return str(self.manager.create_secret(file_name, tls_file_content(secret), 0o600))
+        return tls_file_content(secret)
 
     # ------------------------------------------------------------------------------------------ health
 
@@ -615,16 +688,19 @@ def _observed_templates(main_path: str | None, ingress_path: str | None,
 
 
 def _observed_configurator(manager: Any, static: Any, params: Any, templates: Any, wildcard: bool,
-                           on_delete: Callable[[str], None]) -> Any:
+                           on_delete: Callable[[str], None], special_secrets: dict[str, bytes]) -> Any:
     """A Configurator that also reports every deleted Ingress to `on_delete` (latency labels)."""
     from ingressctl.configs.configurator import Configurator
 
     class ObservedConfigurator(Configurator):
-        def delete_ingress(self, key: str) -> None:
-            super().delete_ingress(key)
+        def delete(self, key: ResourceKey) -> None:
+            super().delete(key)
+            if key.kind != INGRESS_KIND:
+                return
             try:
-                on_delete(key)
+                on_delete(key.ns_name)
             except Exception as e:
-                log.warning("removing latency metric labels failed", ingress=key, error=str(e))
+                log.warning("removing latency metric labels failed", ingress=key.ns_name, error=str(e))
 
-    return ObservedConfigurator(manager, static, params, templates, is_wildcard_enabled=wildcard)
+    return ObservedConfigurator(manager, static, params, templates, is_wildcard_enabled=wildcard,
+                                special_secrets=special_secrets)

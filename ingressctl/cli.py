@@ -35,7 +35,7 @@ _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(
     r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LOG_LEVELS = ("trace", "debug", "info", "warning", "error", "fatal")
-LOG_FORMATS = ("text", "json", "glog")
+LOG_FORMATS = ("text", "json", "glog", "text-unix", "text-unix-ms", "json-unix", "json-unix-ms")
 DEFAULT_STATUS_ALLOW_CIDRS = "127.0.0.1,::1"
 
 
@@ -186,6 +186,19 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(k, "--report-ingress-status", False, "write the load balancer address to Ingress status")
     k.add_argument("--external-service", help="Service whose external address is reported in Ingress status")
     _flag(k, "--enable-snippets", False, "allow server-snippets and location-snippets annotations")
+    _flag(k, "--enable-custom-resources", True, "serve the k8s.nginx.org VirtualServer resources (their CRDs "
+          "must be installed)")
+    _flag(k, "--enable-directive-autoadjust", False,
+          "raise proxy-buffers, proxy-busy-buffers-size and proxy-max-temp-file-size (ConfigMap or "
+          "annotations) just enough that NGINX accepts them, with a warning, instead of leaving them out")
+    _flag(k, "--allow-empty-ingress-host", False,
+          "allow one rule per Ingress without a host: it serves the hosts no other server names, as the "
+          "class-wide catch-all (an Ingress without rules, with a defaultBackend) does, and competes with it "
+          "for that place (the oldest wins)")
+    _flag(k, "--enable-config-safety", False,
+          "NIC's test-and-roll-back of each config write. ingressctl always does this: every change is "
+          "tested with nginx -t and a failed reload is bisected on a staging copy, rejecting only the "
+          "offending resources while the last good config keeps serving; both values give that behaviour")
     _flag(k, "--enable-leader-election", True, "elect one replica to write status, using a Lease")
     k.add_argument("--leader-election-lock-name", default="nginx-ingress-leader-election",
                    help="name of the Lease in POD_NAMESPACE")
@@ -218,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
           "no access log for the default server; the ConfigMap key of the same name overrides it")
     n.add_argument("--main-template-path", help="a custom main template (Jinja2)")
     n.add_argument("--ingress-template-path", help="a custom Ingress template (Jinja2)")
+    n.add_argument("--virtualserver-template-path", help="a custom VirtualServer template (Jinja2)")
 
     s = p.add_argument_group("Serving")
     _flag(s, "--ready-status", True, "serve /nginx-ready on --ready-status-port")
@@ -244,7 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     lg = p.add_argument_group("Logging")
     lg.add_argument("--log-format", choices=LOG_FORMATS, default="text",
-                    help="text (key=value), json lines, or glog's line format (default text)")
+                    help="text (key=value), json lines, or glog's line format; the -unix and -unix-ms "
+                         "variants stamp each line with Unix seconds or milliseconds (default text)")
     lg.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="(default info)")
     lg.add_argument("--v", dest="log_level", type=_glog_verbosity, default=argparse.SUPPRESS, metavar="N",
                     help="glog verbosity of older NIC manifests: 0-2 info, 3 debug, 4 or more trace "
@@ -310,7 +325,9 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
             https_port=a.default_https_listener_port, health_status=a.health_status,
             health_status_uri=uri, status=a.nginx_status, status_port=a.nginx_status_port,
             status_allow_cidrs=a.nginx_status_allow_cidrs, main_template_path=a.main_template_path,
-            ingress_template_path=a.ingress_template_path, debug=a.nginx_debug, disable_ipv6=a.disable_ipv6,
+            ingress_template_path=a.ingress_template_path,
+            virtualserver_template_path=a.virtualserver_template_path, debug=a.nginx_debug,
+            disable_ipv6=a.disable_ipv6,
             default_server_access_log_off=a.default_server_access_log_off,
         ),
         controller=ControllerSettings(
@@ -318,6 +335,9 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
             default_server_tls_secret=a.default_server_tls_secret, wildcard_tls_secret=a.wildcard_tls_secret,
             report_ingress_status=a.report_ingress_status, external_service=a.external_service,
             enable_snippets=a.enable_snippets, legacy_startup=a.legacy_startup,
+            enable_custom_resources=a.enable_custom_resources,
+            enable_directive_autoadjust=a.enable_directive_autoadjust,
+            allow_empty_ingress_host=a.allow_empty_ingress_host,
         ),
         leader_election=LeaderElectionSettings(enabled=a.enable_leader_election,
                                                lock_name=a.leader_election_lock_name,

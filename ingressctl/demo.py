@@ -38,6 +38,8 @@ from typing import Any
 
 from ingressctl.demo_backend import Backend
 from ingressctl.demo_rundir import RunDirLock, remember_nginx_run_dir, stop_leftover_nginx
+from ingressctl.demo_vs import VSCheck, run_check, virtual_server_checks
+from ingressctl.k8s.store import SERVICE_NAME_LABEL
 from ingressctl.logging import configure_logging, get_logger
 from ingressctl.settings import (
     ControllerSettings,
@@ -51,9 +53,11 @@ from ingressctl.settings import (
 
 log = get_logger(__name__)
 
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 DEFAULT_SERVER_SECRET = ("default", "ingressctl-demo-default-server")
-DEFAULT_EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_EXAMPLES = os.path.join(REPO, "examples")
+# NIC's custom resource definitions (VirtualServer, ...): always loaded first, so examples may use them.
+CRDS = os.path.join(REPO, "charts", "ingressctl", "crds")
 
 
 def free_port(preferred: int = 0, what: str = "") -> int:
@@ -122,7 +126,8 @@ class Demo:
         for pid in stop_leftover_nginx(self.run_dir, conf_dir, run_dir):
             print(f"stopped NGINX (pid {pid}) left running by a previous demo with this run dir",
                   file=sys.stderr)
-        self.cluster = DevCluster(manifests=self.manifests)
+        crds = manifest_files([CRDS]) if os.path.isdir(CRDS) else []
+        self.cluster = DevCluster(manifests=[*crds, *self.manifests])
         self.cluster.start()
         kubeconfig = os.path.abspath(os.path.join(self.run_dir, "kubeconfig"))
         self.kubeconfig = self.cluster.write_kubeconfig(kubeconfig)
@@ -268,8 +273,21 @@ class Demo:
         ok &= good
         print(f"{'PASS' if good else 'FAIL'}  curl -k https://127.0.0.1:{self.https_port}/  -> {status} "
               "(default server, generated certificate)")
+        for vc in self._vs_checks():
+            good, status, backend = run_check(self.http_port, vc)
+            ok &= good
+            print(f"{'PASS' if good else 'FAIL'}  {vc.curl(self.http_port)}  -> {status} {backend}"
+                  f"{f' ({vc.note})' if vc.note else ''}")
         ok &= self._check_status()
         return ok
+
+    def _vs_checks(self) -> list[VSCheck]:
+        from ingressctl.k8s.client import ApiError
+
+        try:
+            return virtual_server_checks(self.client)
+        except ApiError:    # custom resources not installed (another --manifests set)
+            return []
 
     def _check_status(self) -> bool:
         """With an external-status-address, every Ingress of ours reports it in status.loadBalancer."""
@@ -311,6 +329,8 @@ class Demo:
                  f"metrics {self.metrics_port}", ""]
         lines += [f"  {r.curl_tls(self.https_port) if r.tls else r.curl(self.http_port)}"
                   for r in self.routes]
+        lines += [f"  {vc.curl(self.http_port)}{f'      # {vc.note}' if vc.note else ''}"
+                  for vc in self._vs_checks()]
         lines += [
             f"  curl -H 'Host: unknown.example.com' http://127.0.0.1:{self.http_port}/      # 404",
             f"  curl -k https://127.0.0.1:{self.https_port}/      # 404 (the default server's generated "
@@ -318,7 +338,7 @@ class Demo:
             "",
             f"  readiness:  curl http://127.0.0.1:{self.ready_port}/nginx-ready",
             f"  metrics:    curl -s http://127.0.0.1:{self.metrics_port}/metrics | grep reloads_total",
-            f"  kubectl:    kubectl --kubeconfig {self.kubeconfig} get ingress,svc,endpointslices -A",
+            f"  kubectl:    kubectl --kubeconfig {self.kubeconfig} get ingress,vs,svc,endpointslices -A",
             "",
             "Change the cluster with kubectl and watch NGINX follow. Ctrl-C stops everything.",
             "",

@@ -44,7 +44,7 @@ def _unset(name: str, reason: str, *accepted: str) -> UnsupportedFlag:
 
 _PLUS = "NGINX Plus is not supported"
 _AP = "NGINX App Protect needs NGINX Plus, which is not supported"
-_CRD = "custom resources (VirtualServer, TransportServer, Policy, GlobalConfiguration) are not served yet"
+_CRD = "these custom resources (TransportServer, Policy, GlobalConfiguration) are not served yet"
 
 UNSUPPORTED_FLAGS: dict[str, UnsupportedFlag] = {f.name: f for f in (
     _off("nginx-plus", _PLUS),
@@ -65,26 +65,18 @@ UNSUPPORTED_FLAGS: dict[str, UnsupportedFlag] = {f.name: f for f in (
                     boolean=False),
     _unset("service-insight-tls-secret", "service insight is an NGINX Plus feature"),
     _off("weight-changes-dynamic-reload", _PLUS + " (dynamic weight changes use the NGINX Plus API)"),
-    UnsupportedFlag("enable-custom-resources", _CRD + "; pass -enable-custom-resources=false"),
     _unset("global-configuration", _CRD),
     _off("enable-tls-passthrough", _CRD),
     UnsupportedFlag("tls-passthrough-port", _CRD, accepts=ANY, boolean=False),
     _off("enable-cert-manager", _CRD),
     _off("enable-external-dns", _CRD),
     _off("enable-oidc", "OIDC policies need NGINX Plus and custom resources"),
-    _unset("virtualserver-template-path", _CRD),
     _unset("transportserver-template-path", _CRD),
     _unset("ingresslink", "BIG-IP IngressLink is not supported; use -external-service"),
     _unset("prometheus-tls-secret", "the metrics endpoint serves plain HTTP only"),
     _unset("proxy", "the kubectl-proxy test mode (no NGINX) is not supported; use -kubeconfig"),
     _unset("spire-agent-address", "NGINX Service Mesh is not supported"),
     _off("enable-internal-routes", "NGINX Service Mesh is not supported"),
-    _off("enable-config-safety", "configuration rollback is built in: a failed reload rejects only the "
-                                 "offending Ingresses"),
-    _off("enable-directive-autoadjust", "proxy buffer directives are not adjusted; invalid values are "
-                                        "reported instead"),
-    _off("allow-empty-ingress-host", "Ingress rules without a host are handled as NIC does without this "
-                                     "flag"),
     UnsupportedFlag("ssl-dynamic-reload", "certificates are loaded by an NGINX reload (the behaviour of "
                     "-ssl-dynamic-reload=false)", warns=("true",)),
     UnsupportedFlag("enable-telemetry-reporting", "ingressctl never sends telemetry", warns=("true",)),

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingressctl.configs import parsing
+from ingressctl.configs import directive_values, parsing
 from ingressctl.configs.configmaps import ConfigParams
 
 _DEFAULT_PARAMS = ConfigParams()  # frozen: shared by every check_annotations call
@@ -45,6 +45,12 @@ BASIC_AUTH_SECRET = "nginx.org/basic-auth-secret"
 BASIC_AUTH_REALM = "nginx.org/basic-auth-realm"
 PROXY_SET_HEADERS = "nginx.org/proxy-set-headers"
 MERGEABLE_INGRESS_TYPE = "nginx.org/mergeable-ingress-type"
+SSL_REDIRECT = "nginx.org/ssl-redirect"
+LEGACY_SSL_REDIRECT = "ingress.kubernetes.io/ssl-redirect"
+REWRITE_TARGET = "nginx.org/rewrite-target"
+PROXY_REDIRECT_FROM = "nginx.org/proxy-redirect-from"
+PROXY_REDIRECT_TO = "nginx.org/proxy-redirect-to"
+STICKY_COOKIE_SERVICES = "nginx.org/sticky-cookie-services"
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,21 @@ ANNOTATIONS: tuple[Annotation, ...] = (
     Annotation(PROXY_SET_HEADERS, "proxy_set_headers", parsing.parse_proxy_set_headers),
     Annotation(_org("server-tokens"), "server_tokens", parsing.parse_server_tokens),
     Annotation(_org("redirect-to-https"), "redirect_to_https", parsing.parse_bool),
-    Annotation("ingress.kubernetes.io/ssl-redirect", "ssl_redirect", parsing.parse_bool),
+    Annotation(LEGACY_SSL_REDIRECT, "ssl_redirect", parsing.parse_bool),
+    Annotation(SSL_REDIRECT, "ssl_redirect", parsing.parse_bool),
+    Annotation(_org("http-redirect-code"), "http_redirect_code", directive_values.parse_http_redirect_code),
+    Annotation(_org("add-header"), "add_headers", directive_values.parse_add_headers),
+    Annotation(_org("app-root"), "app_root", directive_values.parse_app_root),
+    Annotation(_org("client-body-buffer-size"), "client_body_buffer_size", parsing.parse_size),
+    Annotation(_org("proxy-busy-buffers-size"), "proxy_busy_buffers_size", parsing.parse_size),
+    Annotation(_org("proxy-next-upstream"), "proxy_next_upstream",
+               directive_values.parse_proxy_next_upstream),
+    Annotation(_org("proxy-next-upstream-timeout"), "proxy_next_upstream_timeout", parsing.parse_time),
+    Annotation(_org("proxy-next-upstream-tries"), "proxy_next_upstream_tries", directive_values.parse_uint),
+    Annotation(REWRITE_TARGET, "rewrite_target", directive_values.parse_rewrite_target),
+    Annotation(_org("ssl-ciphers"), "server_ssl_ciphers", parsing.parse_ssl_ciphers),
+    Annotation(_org("ssl-prefer-server-ciphers"), "server_ssl_prefer_server_ciphers", parsing.parse_bool),
+    Annotation(STICKY_COOKIE_SERVICES, "sticky_cookies", directive_values.parse_sticky_cookie_services),
     Annotation(_org("listen-ports"), "ports", parsing.parse_port_list),
     Annotation(_org("listen-ports-ssl"), "ssl_ports", parsing.parse_port_list),
     Annotation(_org("lb-method"), "lb_method", parsing.parse_lb_method),
@@ -93,7 +113,7 @@ ANNOTATIONS: tuple[Annotation, ...] = (
     Annotation(BASIC_AUTH_SECRET, "basic_auth_secret", parsing.parse_secret_name),
     Annotation(BASIC_AUTH_REALM, "basic_auth_realm", parsing.parse_realm),
     Annotation(_org("limit-req-rate"), "limit_req_rate", parsing.parse_rate),
-    Annotation(_org("limit-req-key"), "limit_req_key", parsing.parse_variable_expression),
+    Annotation(_org("limit-req-key"), "limit_req_key", parsing.parse_limit_req_key),
     Annotation(_org("limit-req-zone-size"), "limit_req_zone_size", parsing.parse_zone_size),
     Annotation(_org("limit-req-delay"), "limit_req_delay", _int(0, 1 << 30)),
     Annotation(_org("limit-req-no-delay"), "limit_req_no_delay", parsing.parse_bool),
@@ -115,13 +135,15 @@ _HSTS_FIELDS = {HSTS: ("hsts", parsing.parse_bool),
 MASTER_DENYLIST = frozenset({
     REWRITES, SSL_SERVICES, GRPC_SERVICES, WEBSOCKET_SERVICES, "nginx.com/sticky-cookie-services",
     "nginx.com/health-checks", "nginx.com/health-checks-mandatory", "nginx.com/health-checks-mandatory-queue",
-    "nginx.org/use-cluster-ip",
+    "nginx.org/use-cluster-ip", STICKY_COOKIE_SERVICES,
 })
 MINION_DENYLIST = frozenset({
     "nginx.org/proxy-hide-headers", "nginx.org/proxy-pass-headers", "nginx.org/redirect-to-https",
     "ingress.kubernetes.io/ssl-redirect", HSTS, "nginx.org/hsts-max-age", "nginx.org/hsts-include-subdomains",
     "nginx.org/server-tokens", "nginx.org/listen-ports", "nginx.org/listen-ports-ssl",
     "nginx.org/server-snippets", "appprotectdos.f5.com/app-protect-dos-resource",
+    SSL_REDIRECT, "nginx.org/http-redirect-code", "nginx.org/ssl-ciphers",
+    "nginx.org/ssl-prefer-server-ciphers", "nginx.org/app-root",
 })
 MINION_INHERITANCE_LIST = frozenset({
     "nginx.org/proxy-connect-timeout", "nginx.org/proxy-read-timeout", "nginx.org/proxy-send-timeout",
@@ -131,7 +153,7 @@ MINION_INHERITANCE_LIST = frozenset({
     "nginx.org/max-conns", "nginx.org/fail-timeout", "nginx.org/limit-req-rate", "nginx.org/limit-req-key",
     "nginx.org/limit-req-zone-size", "nginx.org/limit-req-delay", "nginx.org/limit-req-no-delay",
     "nginx.org/limit-req-burst", "nginx.org/limit-req-dry-run", "nginx.org/limit-req-log-level",
-    "nginx.org/limit-req-reject-code", "nginx.org/limit-req-scale",
+    "nginx.org/limit-req-reject-code", "nginx.org/limit-req-scale", "nginx.org/proxy-busy-buffers-size",
 })
 
 
@@ -231,6 +253,13 @@ def parse_annotations(annotations: Mapping[str, Any] | None, base: ConfigParams,
         if ok:
             overrides[spec.field] = value
 
+    _ssl_redirect_and_rewrites(annotations, overrides, warnings)
+    if PROXY_REDIRECT_FROM in annotations or PROXY_REDIRECT_TO in annotations:
+        name = PROXY_REDIRECT_FROM if PROXY_REDIRECT_FROM in annotations else PROXY_REDIRECT_TO
+        ok, value = parse(name, lambda _: directive_values.parse_proxy_redirect(
+            annotations.get(PROXY_REDIRECT_FROM), annotations.get(PROXY_REDIRECT_TO)))
+        if ok:
+            overrides["proxy_redirect"] = value
     if BASIC_AUTH_REALM in annotations and BASIC_AUTH_SECRET not in annotations:
         warnings.append(f"annotation {BASIC_AUTH_REALM} is ignored: {BASIC_AUTH_SECRET} is not set")
         overrides.pop("basic_auth_realm", None)
@@ -259,6 +288,20 @@ def parse_annotations(annotations: Mapping[str, Any] | None, base: ConfigParams,
                 extra[key] = value
     params = dataclasses.replace(base, **overrides) if overrides else base
     return IngressAnnotations(params=params, errors=tuple(errors), **extra), warnings
+
+
+def _ssl_redirect_and_rewrites(annotations: Mapping[str, Any], overrides: dict[str, Any],
+                               warnings: list[str]) -> None:
+    """`nginx.org/ssl-redirect` wins over the deprecated `ingress.kubernetes.io/ssl-redirect` (read, with a
+    warning, when the new one is absent); `nginx.org/rewrites` wins over `nginx.org/rewrite-target`."""
+    if LEGACY_SSL_REDIRECT in annotations:
+        if SSL_REDIRECT in annotations:
+            warnings.append(f"annotation {LEGACY_SSL_REDIRECT} is ignored: {SSL_REDIRECT} is set")
+        else:
+            warnings.append(f"annotation {LEGACY_SSL_REDIRECT} is deprecated: use {SSL_REDIRECT} instead")
+    if REWRITE_TARGET in annotations and REWRITES in annotations:
+        warnings.append(f"annotation {REWRITE_TARGET} is ignored: {REWRITES} is set")
+        overrides.pop("rewrite_target", None)
 
 
 def check_annotations(annotations: Mapping[str, Any] | None, *, snippets_enabled: bool = False) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ingressctl.configs.directive_values import AddHeader, StickyCookie
 from ingressctl.configs.parsing import size_bytes
 
 # Location modifiers (NGINX `location [modifier] path`).
@@ -47,6 +48,7 @@ class Upstream:
     lb_method: str = ""  # "" = NGINX's round robin
     keepalive: int = 0
     zone_size: str = ""  # "0": no zone; "": sized from the servers; else what it reserves in the shared zone
+    sticky: StickyCookie | None = None  # `sticky cookie` (only with an NGINX that has it)
 
     @property
     def zone(self) -> str:
@@ -147,6 +149,15 @@ class Location:
     basic_auth: BasicAuth | None = None  # a minion's basic auth (a regular Ingress's is on the server)
     limit_req: LimitReq | None = None
     minion: IngressMeta | None = None  # the minion this location comes from (mergeable Ingresses)
+    client_body_buffer_size: str = ""
+    proxy_busy_buffers_size: str = ""
+    proxy_next_upstream: str = ""  # space-separated conditions
+    proxy_next_upstream_timeout: str = ""
+    proxy_next_upstream_tries: int = 0
+    rewrite_pattern: str = ""  # nginx.org/rewrite-target: `rewrite <pattern> <target> break;`
+    rewrite_target: str = ""
+    add_headers: tuple[AddHeader, ...] = ()  # a minion's nginx.org/add-header
+    proxy_redirect: tuple[str, str] = ("", "")  # a minion's (from, to); ("default", "") is emitted here
     exact_regex: bool = False  # a regex location of an Exact path: listed before the other regex locations
     # Proxies to the class-wide catch-all (`$ingressctl_catch_all`, the upstream nginx.conf names) instead of
     # `upstream`: the `/` of a server without one while a catch-all exists.
@@ -182,6 +193,12 @@ class Server:
     set_real_ip_from: tuple[str, ...] = ()
     real_ip_recursive: bool = False
     grpc_only: bool = False  # every location is gRPC: no plain-text listeners (NIC's GRPCOnly)
+    http_redirect_code: int = 301
+    add_headers: tuple[AddHeader, ...] = ()
+    app_root: str = ""  # `/` redirects (302) here
+    proxy_redirect: tuple[str, str] = ("", "")  # (from, to); "default" emits nothing at server level
+    ssl_ciphers: str = ""
+    ssl_prefer_server_ciphers: bool = False
     # A wildcard host (`*.foo.com`) matches exactly one label: other hosts NGINX's `server_name *.foo.com`
     # lets in get `unmatched_host_return` (as the default server answers). "" for other servers.
     host_regex: str = ""
@@ -244,6 +261,7 @@ class MainConfig:
     health_status: bool = False
     health_status_uri: str = "/nginx-health"
     nginx_status: bool = False
+    stub_status: bool = True  # the internal stub_status server (metrics); False when NGINX lacks the module
     nginx_status_port: int = 8080
     nginx_status_allow_cidrs: tuple[str, ...] = ("127.0.0.1", "::1")
     access_log: str = ""  # "" -> /dev/stdout main; else a syslog destination (ConfigMap access-log)
@@ -251,6 +269,8 @@ class MainConfig:
     worker_cpu_affinity: str = ""
     ssl_ciphers: str = ""
     ssl_prefer_server_ciphers: bool = False
+    add_headers: tuple[AddHeader, ...] = ()  # ConfigMap add-header (http level)
+    client_body_buffer_size: str = ""
     ssl_dhparam: str = ""  # path of the DH parameters file
     upstream_zone: str = UPSTREAM_ZONE
     upstream_zone_size: str = "1m"  # the shared upstream zone; the Configurator sizes it from the upstreams

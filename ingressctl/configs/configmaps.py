@@ -20,8 +20,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ingressctl.configs import parsing
+from ingressctl.configs import directive_values, parsing
 from ingressctl.configs.config import MainConfig
+from ingressctl.configs.directive_values import AddHeader, StickyCookie
 from ingressctl.settings import Settings
 
 
@@ -40,11 +41,24 @@ class ConfigParams:
     proxy_max_temp_file_size: str = ""
     location_snippets: tuple[str, ...] = ()
     proxy_set_headers: tuple[tuple[str, str | None], ...] = ()  # annotation only: (name, value or None)
+    client_body_buffer_size: str = ""  # ConfigMap: also at http level
+    proxy_busy_buffers_size: str = ""
+    proxy_next_upstream: str = ""  # annotation only: space-separated conditions
+    proxy_next_upstream_timeout: str = ""  # annotation only
+    proxy_next_upstream_tries: int = 0  # annotation only; 0 = NGINX's default (unlimited)
+    rewrite_target: str = ""  # annotation only
     # Per server
     server_tokens: str = "on"
     http2: bool = False
     redirect_to_https: bool = False
     ssl_redirect: bool = True
+    http_redirect_code: int = 301  # the ssl-redirect and redirect-to-https returns
+    add_headers: tuple[AddHeader, ...] = ()  # annotation only: server (a minion's: its locations)
+    app_root: str = ""  # annotation only
+    proxy_redirect: tuple[str, str] = ("", "")  # annotation only: (from, to); ("off", "") / ("default", "")
+    server_ssl_ciphers: str = ""  # annotation only (ssl_ciphers of the SSL server)
+    server_ssl_prefer_server_ciphers: bool = False  # annotation only
+    sticky_cookies: tuple[StickyCookie, ...] = ()  # annotation only; needs an NGINX with OSS `sticky`
     server_snippets: tuple[str, ...] = ()
     proxy_hide_headers: tuple[str, ...] = ()
     proxy_pass_headers: tuple[str, ...] = ()
@@ -101,6 +115,7 @@ class ConfigParams:
     ssl_protocols: str = "TLSv1.2 TLSv1.3"
     ssl_ciphers: str = ""
     ssl_prefer_server_ciphers: bool = False
+    http_add_headers: tuple[AddHeader, ...] = ()  # ConfigMap add-header: http level
     ssl_dhparam_file: str = ""  # PEM content; the Configurator writes it to secrets/dhparam.pem
     access_log: str = ""  # "" -> /dev/stdout main; else a syslog destination
     log_format_escaping: str = ""
@@ -132,6 +147,9 @@ class StaticConfigParams:
     default_server_access_log_off: bool = False  # the default; the ConfigMap key overrides it
     secrets_dir: str = ""  # "" -> <conf_dir>/secrets
     worker_user: str = ""  # `user` for worker processes; set it when NGINX's master runs as root
+    enable_directive_autoadjust: bool = False  # rebalance proxy buffer settings NGINX would refuse
+    nginx_version: tuple[int, ...] = ()  # of the running NGINX; () = unknown (no directives newer than 1.22)
+    stub_status_module: bool = True  # this NGINX has stub_status (the metrics and --nginx-status need it)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> StaticConfigParams:
@@ -143,6 +161,7 @@ class StaticConfigParams:
             health_status_uri=n.health_status_uri, nginx_status=n.status, nginx_status_port=n.status_port,
             nginx_status_allow_cidrs=n.status_allow_cidrs, conf_dir=n.conf_dir, run_dir=n.run_dir,
             enable_snippets=settings.controller.enable_snippets,
+            enable_directive_autoadjust=settings.controller.enable_directive_autoadjust,
             disable_ipv6=n.disable_ipv6 or not ipv6_available(),
             default_server_access_log_off=n.default_server_access_log_off,
         )
@@ -181,6 +200,10 @@ CONFIG_MAP_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "proxy-buffers": ("proxy_buffers", parsing.parse_proxy_buffers),
     "proxy-buffer-size": ("proxy_buffer_size", parsing.parse_size),
     "proxy-max-temp-file-size": ("proxy_max_temp_file_size", parsing.parse_size),
+    "proxy-busy-buffers-size": ("proxy_busy_buffers_size", parsing.parse_size),
+    "client-body-buffer-size": ("client_body_buffer_size", parsing.parse_size),
+    "add-header": ("http_add_headers", directive_values.parse_add_headers),
+    "http-redirect-code": ("http_redirect_code", directive_values.parse_http_redirect_code),
     "proxy-hide-headers": ("proxy_hide_headers", parsing.parse_header_names),
     "proxy-pass-headers": ("proxy_pass_headers", parsing.parse_header_names),
     "location-snippets": ("location_snippets", parsing.parse_lines),
@@ -299,7 +322,8 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         disable_ipv6=static.disable_ipv6,
         health_status=static.health_status,
         health_status_uri=static.health_status_uri,
-        nginx_status=static.nginx_status,
+        nginx_status=static.nginx_status and static.stub_status_module,
+        stub_status=static.stub_status_module,
         nginx_status_port=static.nginx_status_port,
         nginx_status_allow_cidrs=static.nginx_status_allow_cidrs,
         access_log=config.access_log,
@@ -307,6 +331,8 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         worker_cpu_affinity=config.worker_cpu_affinity,
         ssl_ciphers=config.ssl_ciphers,
         ssl_prefer_server_ciphers=config.ssl_prefer_server_ciphers,
+        add_headers=config.http_add_headers,
+        client_body_buffer_size=config.client_body_buffer_size,
         ssl_dhparam=dhparam_path,
         upstream_zone_size=upstream_zone_size,
         proxy_protocol=config.proxy_protocol,

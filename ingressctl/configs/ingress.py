@@ -46,6 +46,7 @@ from typing import Any
 
 from ingressctl.configs import parsing
 from ingressctl.configs.annotations import (
+    STICKY_COOKIE_SERVICES,
     IngressAnnotations,
     master_annotations,
     minion_annotations,
@@ -68,6 +69,7 @@ from ingressctl.configs.config import (
     UpstreamServer,
 )
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
+from ingressctl.configs.directive_values import STICKY_COOKIE_MIN_NGINX, StickyCookie
 from ingressctl.configs.ingress_ex import (
     CATCH_ALL_HOST,
     IngressEx,
@@ -232,18 +234,53 @@ class _Builder:
                             "ignored")
             self.grpc_services = frozenset()
         self._buffers_ok = self._check_buffers()
+        self.sticky = self._sticky_cookies()
         self.basic_auth = self._basic_auth()
         self.limit_req = self._limit_req()
         self.proxy_set_headers = tuple(ProxySetHeader(n, v) for n, v in self.params.proxy_set_headers)
         self.minion_meta = IngressMeta(name=self.name, namespace=self.namespace) if minion_host else None
 
     def _check_buffers(self) -> bool:
+        """True if NGINX accepts the buffer settings; -enable-directive-autoadjust adjusts them first."""
         p = self.params
+        page = os.sysconf("SC_PAGESIZE") if hasattr(os, "sysconf") else 4096
         problem = parsing.buffers_problem(p.proxy_buffers, p.proxy_buffer_size, p.proxy_max_temp_file_size,
-                                          os.sysconf("SC_PAGESIZE") if hasattr(os, "sysconf") else 4096)
+                                          page, proxy_busy_buffers_size=p.proxy_busy_buffers_size)
+        if problem and self.static.enable_directive_autoadjust:
+            buffers, size, busy, temp = parsing.balance_proxy_buffers(
+                p.proxy_buffers, p.proxy_buffer_size, p.proxy_busy_buffers_size, p.proxy_max_temp_file_size,
+                page)
+            self.params = dataclasses.replace(p, proxy_buffers=buffers, proxy_buffer_size=size,
+                                              proxy_busy_buffers_size=busy, proxy_max_temp_file_size=temp)
+            changed = [f"{name} {old!r} -> {new!r}" for name, old, new in (
+                ("proxy-buffers", p.proxy_buffers, buffers),
+                ("proxy-busy-buffers-size", p.proxy_busy_buffers_size, busy),
+                ("proxy-max-temp-file-size", p.proxy_max_temp_file_size, temp)) if old != new]
+            self.warnings.append(f"proxy buffer settings adjusted (-enable-directive-autoadjust; {problem}): "
+                                 + ", ".join(changed))
+            p = self.params
+            problem = parsing.buffers_problem(p.proxy_buffers, p.proxy_buffer_size,
+                                              p.proxy_max_temp_file_size, page,
+                                              proxy_busy_buffers_size=p.proxy_busy_buffers_size)
         if problem:
             self.warnings.append(f"proxy buffer settings are ignored (NGINX would refuse them): {problem}")
         return not problem
+
+    def _sticky_cookies(self) -> dict[str, StickyCookie]:
+        """service -> `sticky cookie` of nginx.org/sticky-cookie-services, when this NGINX has the directive;
+        otherwise none, with a warning naming the version it needs."""
+        cookies = self.params.sticky_cookies
+        if not cookies:
+            return {}
+        version = self.static.nginx_version
+        if version and version >= STICKY_COOKIE_MIN_NGINX:
+            return {c.service: c for c in cookies}
+        need = ".".join(map(str, STICKY_COOKIE_MIN_NGINX))
+        running = ".".join(map(str, version)) if version else "of an unknown version"
+        self.warnings.append(f"annotation {STICKY_COOKIE_SERVICES} is accepted but not applied: the "
+                             f"open-source `sticky cookie` directive needs NGINX {need} or newer, and this "
+                             f"NGINX is {running}; the sticky directive is left out")
+        return {}
 
     def _basic_auth(self) -> BasicAuth | None:
         secret = self.params.basic_auth_secret
@@ -291,13 +328,25 @@ class _Builder:
             servers = [UpstreamServer(error_server_address(self.static.run_dir), 1, "10s", 0)]
         self.upstreams[name] = Upstream(
             name=name, servers=tuple(servers), lb_method=p.lb_method, keepalive=p.keepalive,
-            zone_size=p.upstream_zone_size,
+            zone_size=p.upstream_zone_size, sticky=self.sticky.get(backend.service),
         )
         return name
 
+    def _rewrite_pattern(self, path: str) -> str:
+        """The regex of `nginx.org/rewrite-target`'s `rewrite`: the path (literal unless path-regex)."""
+        if not self.params.rewrite_target:
+            return ""
+        regex = self.anns.path_regex
+        if regex == "case_sensitive":
+            return "^" + path
+        if regex == "case_insensitive":
+            return "(?i)^" + path
+        return "^" + re.escape(path)
+
     def location(self, modifier: str, path: str, upstream: str, service: str, *,
-                 trailing_slash: bool) -> Location:
+                 trailing_slash: bool, ingress_path: str = "") -> Location:
         p = self.params
+        minion = self.minion_host is not None
         rewrite = self.anns.rewrites.get(service, "")
         if rewrite and trailing_slash:
             rewrite = rewrite.rstrip("/") + "/"
@@ -315,6 +364,14 @@ class _Builder:
             proxy_set_headers=self.proxy_set_headers,
             basic_auth=self.basic_auth if self.minion_host is not None else None,
             limit_req=self.limit_req, minion=self.minion_meta,
+            client_body_buffer_size=p.client_body_buffer_size,
+            proxy_busy_buffers_size=p.proxy_busy_buffers_size if ok else "",
+            proxy_next_upstream=p.proxy_next_upstream,
+            proxy_next_upstream_timeout=p.proxy_next_upstream_timeout,
+            proxy_next_upstream_tries=p.proxy_next_upstream_tries,
+            rewrite_pattern=self._rewrite_pattern(ingress_path or path), rewrite_target=p.rewrite_target,
+            add_headers=p.add_headers if minion else (),
+            proxy_redirect=p.proxy_redirect if minion else ("", ""),
         )
 
     def tls(self, host: str, tls_hosts: dict[str, str]) -> tuple[bool, str, bool]:
@@ -377,7 +434,8 @@ class _Builder:
         duplicate = False
         for modifier, location_path in location_keys(path, path_type, self.anns.path_regex):
             loc = self.location(modifier, location_path, upstream, backend.service,
-                                trailing_slash=path_type == PATH_TYPE_PREFIX and modifier == PREFIX)
+                                trailing_slash=path_type == PATH_TYPE_PREFIX and modifier == PREFIX,
+                                ingress_path=path)
             if is_exact and modifier in (REGEX, REGEX_CASE_INSENSITIVE):
                 loc = dataclasses.replace(loc, exact_regex=True)
             if not _put_location(locations, loc, is_exact):
@@ -445,20 +503,21 @@ def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, 
                 continue
         elif not isinstance(host, str) or not ing_ex.valid_hosts.get(host):
             continue
-        if not _HOST.fullmatch(host):
+        if host != CATCH_ALL_HOST and not _HOST.fullmatch(host):
             warnings.append(f"host {host!r} is invalid; its rule is ignored")
             continue
         parts = servers.setdefault(host, _ServerParts(host))
         for path_entry in _list(_dict(rule.get("http")).get("paths")):
             b.add_path(parts.locations, host, path_entry)
     if _is_catch_all(ing_ex, spec) and default_upstream and minion_host is None:
-        servers[CATCH_ALL_HOST] = _ServerParts(CATCH_ALL_HOST)  # `_server` adds the default backend's `/`
+        servers.setdefault(CATCH_ALL_HOST, _ServerParts(CATCH_ALL_HOST))  # `_server` adds the backend's `/`
     return _Parts(b, list(servers.values()), default_upstream, default_service, spec)
 
 
 def _is_catch_all(ing_ex: IngressEx, spec: dict[str, Any]) -> bool:
-    """An Ingress without rules that owns the class-wide catch-all."""
-    return not _list(spec.get("rules")) and ing_ex.valid_hosts.get(CATCH_ALL_HOST, False)
+    """An Ingress that owns the class-wide catch-all: one without rules, or (-allow-empty-ingress-host) one
+    with a rule without a host."""
+    return ing_ex.valid_hosts.get(CATCH_ALL_HOST, False)
 
 
 def one_label_host_regex(host: str) -> str:
@@ -522,6 +581,10 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         proxy_hide_headers=p.proxy_hide_headers, proxy_pass_headers=p.proxy_pass_headers,
         basic_auth=b.basic_auth, real_ip_header=p.real_ip_header, set_real_ip_from=p.set_real_ip_from,
         real_ip_recursive=p.real_ip_recursive, grpc_only=grpc_only and ssl,
+        http_redirect_code=p.http_redirect_code, add_headers=p.add_headers, app_root=p.app_root,
+        proxy_redirect=p.proxy_redirect if p.proxy_redirect[0] != "default" else ("", ""),
+        ssl_ciphers=p.server_ssl_ciphers if ssl else "",
+        ssl_prefer_server_ciphers=p.server_ssl_prefer_server_ciphers and ssl,
         host_regex=one_label_host_regex(host), unmatched_host_return=p.default_server_return,
         catch_all=catch_all, health_status_uri=static.health_status_uri if catch_all and static.health_status
         else "", to_catch_all=to_catch_all,
@@ -541,7 +604,9 @@ def _catch_all_locations(b: _Builder, locations: list[Location], host: str) -> l
         paths.append("/")
     if one_label_host_regex(host):
         paths.append(CATCH_ALL_NAMED_LOCATION)
-    return [dataclasses.replace(b.location(PREFIX, path, "", "", trailing_slash=False), catch_all=True)
+    # The catch-all's requests are not this Ingress's paths: its nginx.org/rewrite-target does not apply.
+    return [dataclasses.replace(b.location(PREFIX, path, "", "", trailing_slash=False), catch_all=True,
+                                rewrite_pattern="", rewrite_target="")
             for path in paths]
 
 

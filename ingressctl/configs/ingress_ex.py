@@ -9,6 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ingressctl.keys import ResourceKey, object_key
+
+INGRESS_KIND = "ingress"
+"""The Ingress's name in the kind registry and in its `ResourceKey`s."""
+INGRESS_TYPES = ("regular", "master", "minion")
+"""The types of configured Ingresses, as `ingress_resources_total{type}` counts them."""
+
 
 @dataclass(frozen=True)
 class SecretReference:
@@ -53,7 +60,11 @@ class IngressEx:
     @property
     def key(self) -> str:
         """client-go's store key, "namespace/name"."""
-        return f"{self.namespace}/{self.name}"
+        return object_key(self.ingress)
+
+    @property
+    def key_with_kind(self) -> ResourceKey:
+        return ResourceKey(INGRESS_KIND, self.key)
 
 
 @dataclass

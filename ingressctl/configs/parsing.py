@@ -304,6 +304,19 @@ def parse_variable_expression(value: str) -> str:
     return value
 
 
+_VARIABLES_ONLY = re.compile(rf"(?:{_VARIABLE})+")
+
+
+def parse_limit_req_key(value: str) -> str:
+    """A `limit_req_zone` key: NGINX variable references only (`${binary_remote_addr}`, `$host$uri`), as NIC
+    5.5 requires."""
+    if len(value) > 512 or not _VARIABLES_ONLY.fullmatch(value):
+        raise ValueError("must be NGINX variables only, such as ${binary_remote_addr} or "
+                         "$binary_remote_addr$uri (no other characters)")
+    _known_variables(value)
+    return value
+
+
 def parse_log_format(value: str) -> tuple[str, ...]:
     """The lines of a log format: each becomes one quoted argument; its `$variables` must be known."""
     lines = parse_lines(value)
@@ -428,11 +441,12 @@ def parse_dhparam(value: str) -> str:
 
 
 def buffers_problem(proxy_buffers: str, proxy_buffer_size: str, proxy_max_temp_file_size: str,
-                    page_size: int = 4096) -> str:
+                    page_size: int = 4096, *, proxy_busy_buffers_size: str = "") -> str:
     """Why NGINX would refuse this combination of proxy buffer settings ("" if it accepts it).
 
     NGINX's defaults: `proxy_buffers 8 <page>`, `proxy_buffer_size <page>`, `proxy_busy_buffers_size` twice
-    the larger of the buffer size and one buffer, which must be less than all buffers but one."""
+    the larger of the buffer size and one buffer. The busy size must be at least that larger size and at most
+    all buffers but one."""
     num, one = 8, page_size
     if proxy_buffers:
         n, s = proxy_buffers.split()
@@ -442,7 +456,14 @@ def buffers_problem(proxy_buffers: str, proxy_buffer_size: str, proxy_max_temp_f
         if one == 0:
             return "the proxy buffer size must not be 0"
     size = max(size_bytes(proxy_buffer_size) if proxy_buffer_size else page_size, one)
-    if 2 * size > (num - 1) * one:
+    if proxy_busy_buffers_size:
+        busy = size_bytes(proxy_busy_buffers_size)
+        if busy < size:
+            return ("proxy-busy-buffers-size must be equal to or greater than the larger of "
+                    "proxy-buffer-size and one proxy buffer")
+        if busy > (num - 1) * one:
+            return "proxy-busy-buffers-size must be less than the size of all proxy buffers minus one buffer"
+    elif 2 * size > (num - 1) * one:
         return ("twice the larger of proxy-buffer-size and one proxy buffer must be less than the size of "
                 "all proxy buffers minus one buffer")
     if proxy_max_temp_file_size:
@@ -451,6 +472,36 @@ def buffers_problem(proxy_buffers: str, proxy_buffer_size: str, proxy_max_temp_f
             return ("proxy-max-temp-file-size must be 0 or at least the larger of proxy-buffer-size and one "
                     "proxy buffer")
     return ""
+
+
+def _size_text(n: int) -> str:
+    return f"{n // 1024}k" if n % 1024 == 0 else str(n)
+
+
+def balance_proxy_buffers(proxy_buffers: str, proxy_buffer_size: str, proxy_busy_buffers_size: str,
+                          proxy_max_temp_file_size: str, page_size: int = 4096) -> tuple[str, str, str, str]:
+    """`-enable-directive-autoadjust`: the smallest increases that make NGINX accept the buffer settings
+    (what `buffers_problem` checks). At least 2 buffers; the busy size at least the larger of the buffer size
+    and one buffer; enough buffers that all but one hold the busy size; a non-zero temp file size at least
+    that larger size. Returns (proxy_buffers, proxy_buffer_size, proxy_busy_buffers_size,
+    proxy_max_temp_file_size); a value that needs no change comes back as it was."""
+    num, one = 8, page_size
+    if proxy_buffers:
+        n, s = proxy_buffers.split()
+        num, one = int(n), size_bytes(s) or page_size
+    size = max(size_bytes(proxy_buffer_size) if proxy_buffer_size else page_size, one)
+    busy = size_bytes(proxy_busy_buffers_size) if proxy_busy_buffers_size else 2 * size
+    if proxy_busy_buffers_size and busy < size:
+        busy = size
+        proxy_busy_buffers_size = _size_text(busy)
+    wanted = max(2, num, -(-busy // one) + 1)
+    if wanted != num or (proxy_buffers and size_bytes(proxy_buffers.split()[1]) == 0):
+        proxy_buffers = f"{wanted} {_size_text(one)}"
+    if proxy_max_temp_file_size:
+        temp = size_bytes(proxy_max_temp_file_size)
+        if temp != 0 and temp < size:
+            proxy_max_temp_file_size = _size_text(size)
+    return proxy_buffers, proxy_buffer_size, proxy_busy_buffers_size, proxy_max_temp_file_size
 
 
 def parse_proxy_buffers(value: str) -> str:

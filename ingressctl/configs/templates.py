@@ -163,11 +163,16 @@ class TemplateExecutor:
 
     @staticmethod
     def _render(template: jinja2.Template, cfg: Any, what: str) -> str:
-        try:
-            return template.render(_model(cfg))
-        except NginxValueError as e:
-            raise TemplateRenderError(f"{what} template: unsafe value: {e}") from e
-        except jinja2.TemplateError as e:
-            raise TemplateRenderError(f"{what} template: {e}") from e
-        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
-            raise TemplateRenderError(f"{what} template: {type(e).__name__}: {e}") from e
+        return render_model(template, cfg, what)
+
+
+def render_model(template: jinja2.Template, cfg: Any, what: str) -> str:
+    """Render a frozen dataclass model; any failure is a `TemplateRenderError` naming the template."""
+    try:
+        return template.render(_model(cfg))
+    except NginxValueError as e:
+        raise TemplateRenderError(f"{what} template: unsafe value: {e}") from e
+    except jinja2.TemplateError as e:
+        raise TemplateRenderError(f"{what} template: {e}") from e
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+        raise TemplateRenderError(f"{what} template: {type(e).__name__}: {e}") from e

@@ -23,8 +23,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from ingressctl.controller.configuration import creation_seconds, host_taken_warning, ingress_key
+from ingressctl.configs.ingress_ex import INGRESS_KIND
+from ingressctl.controller.model import creation_seconds, host_taken_warning
 from ingressctl.controller.validation import aggregate_message, is_master, mergeable_type, validate_ingress
+from ingressctl.keys import ResourceKey, object_key
 
 ADMISSION_API_VERSION: Final = "admission.k8s.io/v1"
 OPERATIONS: Final = ("CREATE", "UPDATE", "DELETE", "CONNECT")
@@ -45,9 +47,11 @@ class ConfigurationView(Protocol):
 
     def has_correct_ingress_class(self, ing: Mapping[str, Any]) -> bool: ...
 
-    def host_owner(self, host: str) -> str | None: ...
+    def host_owner(self, host: str) -> ResourceKey | None: ...
 
-    def get_ingress(self, key: str) -> dict[str, Any] | None: ...
+    def get_object(self, key: ResourceKey) -> dict[str, Any] | None: ...
+
+    def api_kind(self, key: ResourceKey) -> str: ...
 
 
 @dataclass
@@ -74,7 +78,7 @@ def validate_ingress_admission(obj: Mapping[str, Any], old: Mapping[str, Any] | 
     errors = aggregate_message(validate_ingress(obj, is_plus=config.is_plus,
                                                 snippets_enabled=config.snippets_enabled))
     if errors:
-        return Verdict(message=f"{ingress_key(obj)} was rejected: {errors}")
+        return Verdict(message=f"{object_key(obj)} was rejected: {errors}")
     return Verdict(warnings=ingress_host_warnings(obj, config))
 
 
@@ -87,8 +91,8 @@ def _wins(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 
 def ingress_host_warnings(obj: Mapping[str, Any], config: ConfigurationView) -> list[str]:
-    """Hosts of `obj` another configured Ingress keeps; for a minion, hosts without a master."""
-    key = ingress_key(obj)
+    """Hosts of `obj` another configured resource keeps; for a minion, hosts without a master."""
+    key = ResourceKey(INGRESS_KIND, object_key(obj))
     minion = mergeable_type(obj) == "minion"
     warnings: list[str] = []
     seen: set[str] = set()
@@ -98,13 +102,15 @@ def ingress_host_warnings(obj: Mapping[str, Any], config: ConfigurationView) -> 
             continue
         seen.add(host)
         owner_key = config.host_owner(host)
-        owner = config.get_ingress(owner_key) if owner_key and owner_key != key else None
+        owner = config.get_object(owner_key) if owner_key and owner_key != key else None
         if minion:
-            if owner_key is None or (owner_key != key and (owner is None or not is_master(owner))):
+            if owner_key is None or (owner_key != key and (owner is None or owner_key.kind != INGRESS_KIND
+                                                            or not is_master(owner))):
                 warnings.append(f"host {host} has no Ingress master: the minion is not configured until "
                                 "a master for the host exists")
         elif owner is not None and _wins(owner, obj):
-            warnings.append(host_taken_warning(host, owner_key))
+            assert owner_key is not None
+            warnings.append(host_taken_warning(host, owner_key.ns_name, config.api_kind(owner_key)))
     return warnings
 
 

@@ -19,9 +19,7 @@ import ipaddress
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ingressctl.controller.validation import backend_service
-
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+from ingressctl.k8s.store import SERVICE_NAME_LABEL
 
 
 class BackendError(Exception):
@@ -177,23 +175,3 @@ def cluster_ip_endpoint(service: Mapping[str, Any], port: int | str) -> list[str
     if joined is None:
         raise BackendError(f"service {ns}/{name} has an invalid cluster IP {cluster_ip!r}")
     return [joined[1]]
-
-
-def backend_services(ing: Mapping[str, Any]) -> list[tuple[str, int | str]]:
-    """(service name, port number or name) of every backend of the Ingress: defaultBackend first, then in
-    order of appearance, de-duplicated."""
-    spec = _dict(ing.get("spec"))
-    out: list[tuple[str, int | str]] = []
-    seen: set[tuple[str, int | str]] = set()
-
-    def add(backend: Any) -> None:
-        b = backend_service(backend)
-        if b is not None and b not in seen:
-            seen.add(b)
-            out.append(b)
-
-    add(spec.get("defaultBackend"))
-    for rule in _list(spec.get("rules")):
-        for p in _list(_dict(_dict(rule).get("http")).get("paths")):
-            add(_dict(p).get("backend"))
-    return out

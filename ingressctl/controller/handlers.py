@@ -29,6 +29,8 @@ from typing import Any
 
 from ingressctl.controller.secrets import SUPPORTED_SECRET_TYPES
 from ingressctl.controller.task import Kind, Task
+from ingressctl.k8s.store import SERVICE_NAME_LABEL
+from ingressctl.keys import object_key
 from ingressctl.logging import get_logger
 
 log = get_logger(__name__)
@@ -37,7 +39,6 @@ Enqueue = Callable[[Task], None]
 
 INGRESS_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 NGINX_CONTROLLER_NAME = "nginx.org/ingress-controller"
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -66,14 +67,6 @@ def tombstone_key(obj: Any) -> str | None:
 def meta(obj: dict[str, Any]) -> dict[str, Any]:
     m = obj.get("metadata")
     return m if isinstance(m, dict) else {}
-
-
-def object_key(obj: dict[str, Any]) -> str:
-    """client-go's MetaNamespaceKeyFunc: "namespace/name", or "name" for a cluster-scoped object."""
-    m = meta(obj)
-    ns = m.get("namespace") or ""
-    name = m.get("name") or ""
-    return f"{ns}/{name}" if ns else str(name)
 
 
 def resource_version(obj: dict[str, Any]) -> str:

@@ -32,6 +32,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from ingressctl.configs.ingress_ex import SecretReference
+from ingressctl.keys import object_key
 from ingressctl.logging import get_logger
 
 log = get_logger(__name__)
@@ -56,11 +57,6 @@ class SecretFileManager(Protocol):
     def create_secret(self, name: str, content: bytes, mode: int = 0o600) -> str: ...
 
     def delete_secret(self, name: str) -> None: ...
-
-
-def secret_key(secret: Mapping[str, Any]) -> str:
-    meta = secret.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def secret_file_name(key: str) -> str:
@@ -198,7 +194,7 @@ class LocalSecretStore:
 
     def add_or_update_secret(self, secret: Mapping[str, Any]) -> bool:
         """Store and validate the Secret; True if its type or data changed (False for a no-op update)."""
-        key = secret_key(secret)
+        key = object_key(secret)
         fp = _fingerprint(secret)
         stored = self._secrets.get(key)
         if stored is not None and stored.fingerprint == fp:

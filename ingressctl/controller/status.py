@@ -19,6 +19,9 @@ Guarantees:
   while it is pending or running, a became-leader callback leaves the writes to it (one set of writers).
   Its keys may be given as a function, read once leadership is known, so Ingresses configured while the
   replica waited for the lease are written too. A write never modifies the cached (informer) object.
+- `StatusWriters` writes resources of every kind, keyed by `ResourceKey`: each key goes to its kind's
+  `KindStatusWriter` (the Ingress's is `StatusUpdater`); gating and metrics are the StatusUpdater's. The
+  start-up flush and the became-leader writes go through it.
 - Optional `StatusMetrics` (the Prometheus start-up collector): the flush reports its start, each item's
   outcome and its end; every other failed write counts as a status write error. A failing metrics call is
   logged and never disturbs a write.
@@ -31,15 +34,17 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+from ingressctl.keys import ResourceKey, object_key, split_key
 from ingressctl.logging import get_logger
 
 log = get_logger(__name__)
 
 Address = dict[str, str]
 GetCached = Callable[[str], "dict[str, Any] | None"]
-Keys = Sequence[str] | Callable[[], Sequence[str]]
+K = TypeVar("K")
+Keys = Sequence[K] | Callable[[], Sequence[K]]
 
 
 class StatusMetrics(Protocol):
@@ -74,6 +79,48 @@ class StatusClient(Protocol):
 
     def update_status(self, rt: Any, namespace: str | None, name: str,
                       body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def run_pool(keys: Sequence[K], workers: int, one: Callable[[K], bool]) -> int:
+    """Call `one(key)` for every key with up to `workers` threads; returns how many returned False. An
+    exception stops the pool (the remaining keys are skipped) and is re-raised."""
+    if not keys:
+        return 0
+    if workers <= 1:
+        return sum(0 if one(k) else 1 for k in keys)
+    # A fixed set of threads taking keys one at a time: nothing is allocated per key up front (an
+    # executor's map() makes a Future, with its lock and condition, for each of 10,000 keys at once).
+    todo = iter(keys)
+    lock = threading.Lock()
+    failed = 0
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        nonlocal failed
+        n = 0
+        try:
+            while True:
+                with lock:
+                    key = next(todo, None)
+                    if key is None or errors:
+                        break
+                if not one(key):
+                    n += 1
+        except BaseException as e:  # re-raised by the caller, as an executor's map() would
+            with lock:
+                errors.append(e)
+        with lock:
+            failed += n
+
+    threads = [threading.Thread(target=work, name=f"status-{i}", daemon=True)
+               for i in range(min(workers, len(keys)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return failed
 
 
 def to_addresses(values: Iterable[str]) -> list[Address]:
@@ -123,22 +170,12 @@ def current_addresses(ing: dict[str, Any]) -> list[Address]:
     return out
 
 
-def _split_key(key: str) -> tuple[str, str]:
-    ns, _, name = key.partition("/")
-    return ns, name
-
-
 def _with_addresses(ing: dict[str, Any], desired: list[Address]) -> dict[str, Any]:
     """A copy of `ing` with status.loadBalancer.ingress set; shallow, but the cached object (shared with the
     informer store) is never modified."""
     status = dict(ing.get("status") or {})
     status["loadBalancer"] = {**(status.get("loadBalancer") or {}), "ingress": [dict(a) for a in desired]}
     return {**ing, "status": status}
-
-
-def _key_of(ing: dict[str, Any]) -> str:
-    m = ing.get("metadata") or {}
-    return f"{m.get('namespace', '')}/{m.get('name', '')}"
 
 
 class StatusUpdater:
@@ -234,14 +271,22 @@ class StatusUpdater:
             if not self._initialized:
                 return False
             desired = [dict(a) for a in self._status]
-        return self._write(ing if isinstance(ing, str) else _key_of(ing), desired)
+        return self._write(ing if isinstance(ing, str) else object_key(ing), desired)
+
+    def update_status(self, key: str) -> bool:
+        """`KindStatusWriter.update_status`: the Ingress's load-balancer address."""
+        return self.update_ingress_status(key)
+
+    def clear_status(self, key: str) -> bool:
+        """`KindStatusWriter.clear_status`."""
+        return self.clear_ingress_status(key)
 
     def clear_ingress_status(self, ing: dict[str, Any] | str) -> bool:
         """Empty the address list of a rejected Ingress (only the leader, or everyone without election)."""
         if not self.report_problem_status_enabled():
             return False
         try:
-            return self._write(ing if isinstance(ing, str) else _key_of(ing), [])
+            return self._write(ing if isinstance(ing, str) else object_key(ing), [])
         except Exception:
             self._count_error()
             raise
@@ -252,51 +297,14 @@ class StatusUpdater:
         """Update every Ingress in `keys`; returns how many writes failed. `on_item(outcome)` gets each
         key's outcome (`written`, `unchanged`, `failed`); without it a failure counts as a write error.
         Once `should_stop()` is true the remaining keys are skipped (shutdown, lost leadership)."""
-        if not keys:
-            return 0
-
         def one(key: str) -> bool:
             if should_stop is not None and should_stop():
                 return True
-            return self._safe_update(key, on_item)
+            return self.safe_update(key, on_item)
 
-        if workers <= 1:
-            return sum(0 if one(k) else 1 for k in keys)
-        # A fixed set of threads taking keys one at a time: nothing is allocated per key up front (an
-        # executor's map() makes a Future, with its lock and condition, for each of 10,000 keys at once).
-        todo = iter(keys)
-        lock = threading.Lock()
-        failed = 0
-        errors: list[BaseException] = []
+        return run_pool(keys, workers, one)
 
-        def work() -> None:
-            nonlocal failed
-            n = 0
-            try:
-                while True:
-                    with lock:
-                        key = next(todo, None)
-                        if key is None or errors:
-                            break
-                    if not one(key):
-                        n += 1
-            except BaseException as e:  # re-raised by the caller, as an executor's map() would
-                with lock:
-                    errors.append(e)
-            with lock:
-                failed += n
-
-        threads = [threading.Thread(target=work, name=f"status-{i}", daemon=True)
-                   for i in range(min(workers, len(keys)))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
-        return failed
-
-    def _safe_update(self, key: str, on_item: Callable[[str], None] | None = None) -> bool:
+    def safe_update(self, key: str, on_item: Callable[[str], None] | None = None) -> bool:
         try:
             wrote = self._update(key)
         except Exception as e:
@@ -315,7 +323,7 @@ class StatusUpdater:
             return False
         if current_addresses(cached) == desired:
             return False
-        ns, name = _split_key(key)
+        ns, name = split_key(key)
         body = _with_addresses(cached, desired)
         try:
             self._client.update_status(self._rt, ns, name, body)
@@ -342,6 +350,89 @@ class StatusUpdater:
         return True
 
 
+class KindStatusWriter(Protocol):
+    """One kind's status writer, keyed by "namespace/name" (the Ingress's is `StatusUpdater`)."""
+
+    @property
+    def writes(self) -> int: ...
+
+    def update_status(self, key: str) -> bool: ...
+
+    def clear_status(self, key: str) -> bool: ...
+
+    def safe_update(self, key: str, on_item: Callable[[str], None] | None = None) -> bool: ...
+
+
+class StatusWriters:
+    """Status writes for resources of every kind, keyed by `ResourceKey`: each goes to its kind's writer.
+    Gating (`--report-ingress-status`, leadership) and metrics are the base updater's."""
+
+    def __init__(self, base: StatusUpdater, writers: dict[str, KindStatusWriter]) -> None:
+        self.base = base
+        self._writers = writers
+
+    @property
+    def metrics(self) -> StatusMetrics | None:
+        return self.base.metrics
+
+    @property
+    def report_ingress_status(self) -> bool:
+        """Whether the start-up flush has statuses to write: Ingress status is reported, or another kind is
+        served (custom-resource status does not depend on `--report-ingress-status`)."""
+        return self.base.report_ingress_status or any(w is not self.base for w in self._writers.values())
+
+    def is_leader(self) -> bool:
+        return self.base.is_leader()
+
+    def report_status_enabled(self) -> bool:
+        return self.base.report_status_enabled()
+
+    @property
+    def writes(self) -> int:
+        return sum(w.writes for w in {id(w): w for w in self._writers.values()}.values())
+
+    def report_status_enabled_for(self, key: ResourceKey) -> bool:
+        """Whether `key`'s status is reported now: the Ingress's by `report_status_enabled()`; other kinds'
+        writers gate themselves (custom-resource status needs only leadership)."""
+        writer = self._writers.get(key.kind)
+        return self.base.report_status_enabled() if writer is None or writer is self.base else True
+
+    def update(self, key: ResourceKey) -> bool:
+        return self._writers[key.kind].update_status(key.ns_name)
+
+    def clear(self, key: ResourceKey) -> bool:
+        return self._writers[key.kind].clear_status(key.ns_name)
+
+    def bulk_update(self, keys: Sequence[ResourceKey], *, workers: int = 1,
+                    on_item: Callable[[str], None] | None = None,
+                    should_stop: Callable[[], bool] | None = None) -> int:
+        """`StatusUpdater.bulk_update` over resources of every kind."""
+        def one(key: ResourceKey) -> bool:
+            if should_stop is not None and should_stop():
+                return True
+            return self._writers[key.kind].safe_update(key.ns_name, on_item)
+
+        return run_pool(keys, workers, one)
+
+
+class FlushTarget(Protocol):
+    """What the start-up flush writes through (`StatusWriters`, or a `StatusUpdater` for Ingresses alone)."""
+
+    @property
+    def metrics(self) -> StatusMetrics | None: ...
+
+    @property
+    def report_ingress_status(self) -> bool: ...
+
+    def is_leader(self) -> bool: ...
+
+    @property
+    def writes(self) -> int: ...
+
+    def bulk_update(self, keys: Any, *, workers: int = 1, on_item: Callable[[str], None] | None = None,
+                    should_stop: Callable[[], bool] | None = None) -> int: ...
+
+
 @dataclass
 class FlushResult:
     state: str            # "written", "skipped-follower", "skipped-disabled", "stopped"
@@ -357,7 +448,7 @@ class StartupStatusFlush:
 
     PENDING, RUNNING, DONE, SKIPPED = "pending", "running", "done", "skipped"
 
-    def __init__(self, updater: StatusUpdater, *, leader_election: bool, workers: int = 10,
+    def __init__(self, updater: FlushTarget, *, leader_election: bool, workers: int = 10,
                  leader_wait: float = 60.0, poll_interval: float = 0.1,
                  clock: Callable[[], float] = time.monotonic,
                  wait: Callable[[float], bool] | None = None) -> None:
@@ -375,7 +466,7 @@ class StartupStatusFlush:
         self.result: FlushResult | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self, keys: Keys) -> None:
+    def start(self, keys: Keys[Any]) -> None:
         """Run the flush in a background thread. `keys` may be a function: it is called again once this
         replica is known to lead, so Ingresses configured while it waited are written too."""
         self._thread = threading.Thread(target=self.run, args=(keys,), name="status-flush", daemon=True)
@@ -393,7 +484,7 @@ class StartupStatusFlush:
         with self._lock:
             return self.state in (self.PENDING, self.RUNNING)
 
-    def run(self, keys: Keys) -> FlushResult:
+    def run(self, keys: Keys[Any]) -> FlushResult:
         start = self._clock()
         if not self._updater.report_ingress_status:
             with self._lock:
@@ -407,7 +498,7 @@ class StartupStatusFlush:
         _report(metrics.status_flush_finished if metrics is not None else None, max(0.0, result.seconds))
         return result
 
-    def _run(self, keys: Keys, start: float) -> FlushResult:
+    def _run(self, keys: Keys[Any], start: float) -> FlushResult:
         metrics = self._updater.metrics
         if self._leader_election:
             deadline = start + self._leader_wait

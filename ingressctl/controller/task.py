@@ -2,7 +2,10 @@
 
 Guarantees:
 - A `Task` is an immutable, hashable value; two tasks are equal exactly when kind and key are equal, so the
-  workqueue de-duplicates per (kind, key) as NIC's task queue does.
+  workqueue de-duplicates per (kind, key) as NIC's task queue does. An Ingress and another kind's resource
+  with the same key are different tasks.
+- `kind` is a configuration kind's registry name (`Kind.INGRESS`, or any kind registered in the controller's
+  `KindRegistry`) or one of the controller's own kinds (Services, EndpointSlices, Secrets, the ConfigMap).
 - `RELOAD_TASK` (kind RELOAD, empty key) asks the sync thread to retry a failed reload.
 - Keys are client-go keys: "namespace/name". For `Kind.ENDPOINT_SLICE` the key names the *Service* the slices
   belong to ("namespace/service-name"), so every slice of one Service collapses into one task and a deleted
@@ -11,30 +14,32 @@ Guarantees:
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
+from typing import Final
+
+from ingressctl.configs.ingress_ex import INGRESS_KIND
 
 
-class Kind(enum.Enum):
-    """What a task refers to; the sync thread dispatches on it."""
+class Kind:
+    """Task kinds the controller itself defines (configuration kinds add their registry names)."""
 
-    INGRESS = "ingress"
-    ENDPOINT_SLICE = "endpointslice"
-    CONFIG_MAP = "configmap"
-    SECRET = "secret"
-    SERVICE = "service"
-    RELOAD = "reload"       # retry a reload that failed without blaming a resource (key "")
+    INGRESS: Final = INGRESS_KIND
+    ENDPOINT_SLICE: Final = "endpointslice"
+    CONFIG_MAP: Final = "configmap"
+    SECRET: Final = "secret"
+    SERVICE: Final = "service"
+    RELOAD: Final = "reload"       # retry a reload that failed without blaming a resource (key "")
 
 
 @dataclass(frozen=True, slots=True)
 class Task:
     """One unit of work: sync the object of `kind` named by `key`."""
 
-    kind: Kind
+    kind: str
     key: str
 
     def __str__(self) -> str:
-        return f"{self.kind.value}:{self.key}"
+        return f"{self.kind}:{self.key}"
 
 
 RELOAD_TASK = Task(Kind.RELOAD, "")

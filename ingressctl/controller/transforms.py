@@ -48,8 +48,8 @@ from ingressctl.k8s.resource import (
     SERVICES,
     ResourceType,
 )
+from ingressctl.k8s.store import SERVICE_NAME_LABEL
 
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 SHARED_VALUES_LIMIT = 1024        # distinct shared values remembered per informer
 _MAX_SHARED_BYTES = 512           # larger values are never shared (their key would cost as much as they do)
 

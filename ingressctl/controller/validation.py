@@ -31,12 +31,12 @@ from enum import StrEnum
 from typing import Any, Final
 
 from ingressctl.configs.annotations import annotation_error, check_annotations
+from ingressctl.controller.ingress_refs import BASIC_AUTH_SECRET, service_names
 
 # ---------------------------------------------------------------------------------------------------------
 # Annotation names shared with the Configuration.
 
 MERGEABLE_INGRESS_TYPE: Final = "nginx.org/mergeable-ingress-type"
-BASIC_AUTH_SECRET: Final = "nginx.org/basic-auth-secret"
 INGRESS_CLASS_ANNOTATION: Final = "kubernetes.io/ingress.class"
 
 PATH_TYPES: Final = ("Exact", "ImplementationSpecific", "Prefix")
@@ -308,33 +308,6 @@ def is_minion(ing: Mapping[str, Any]) -> bool:
     return mergeable_type(ing) == "minion"
 
 
-def backend_service(backend: Any) -> tuple[str, int | str] | None:
-    """(service name, port number or name) of an IngressBackend, or None when it has no service."""
-    svc = _as_dict(_as_dict(backend).get("service"))
-    if not svc:
-        return None
-    port = _as_dict(svc.get("port"))
-    number = port.get("number")
-    if isinstance(number, int) and not isinstance(number, bool) and number != 0:
-        return str(svc.get("name", "")), number
-    return str(svc.get("name", "")), str(port.get("name", "") or "")
-
-
-def spec_service_names(ing: Mapping[str, Any]) -> set[str]:
-    """Names of every Service the Ingress's spec references (rules and defaultBackend)."""
-    spec = _as_dict(ing.get("spec"))
-    names: set[str] = set()
-    db = backend_service(spec.get("defaultBackend"))
-    if db is not None:
-        names.add(db[0])
-    for rule in _as_list(spec.get("rules")):
-        for p in _as_list(_as_dict(_as_dict(rule).get("http")).get("paths")):
-            b = backend_service(_as_dict(p).get("backend"))
-            if b is not None:
-                names.add(b[0])
-    return names
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Annotation validation (table-driven).
 
@@ -596,6 +569,15 @@ ANNOTATION_VALIDATIONS: dict[str, tuple[AnnotationValidator, ...]] = {
     _org("client-max-body-size"): (_R, _offset),
     _org("redirect-to-https"): (_R, _bool),
     "ingress.kubernetes.io/ssl-redirect": (_R, _bool),
+    _org("ssl-redirect"): (_R, _bool),
+    _org("ssl-prefer-server-ciphers"): (_R, _bool),
+    _org("client-body-buffer-size"): (_R, _size),
+    _org("proxy-busy-buffers-size"): (_R, _size),
+    _org("proxy-next-upstream-timeout"): (_R, _time),
+    _org("proxy-next-upstream-tries"): (_R, _uint64),
+    _org("sticky-cookie-services"): (_R,),
+    _org("proxy-redirect-from"): (_R,),
+    _org("proxy-redirect-to"): (_R,),
     _org("proxy-buffering"): (_R, _bool),
     _org("hsts"): (_R, _bool),
     _org("hsts-max-age"): (_related(_org("hsts"), _check_bool), _R, _int64),
@@ -631,7 +613,7 @@ def validate_annotations(ing: Mapping[str, Any], *, is_plus: bool = False,
                          snippets_enabled: bool = False) -> list[FieldError]:
     """Run `ANNOTATION_VALIDATIONS` over the Ingress's annotations, in sorted name order."""
     annotations = get_annotations(ing)
-    services = frozenset(spec_service_names(ing))
+    services = frozenset(service_names(ing))
     errs: list[FieldError] = []
     for name in sorted(annotations):
         validators = ANNOTATION_VALIDATIONS.get(name)
@@ -668,6 +650,10 @@ def validate_path(path: str, path_type: str, field: str) -> list[FieldError]:
     if not _PATH_RE.fullmatch(path):
         return [invalid(field, path, regex_error(_PATH_MSG, _PATH_FMT, "/", "/path", "/path/subpath-123"))]
     errs: list[FieldError] = []
+    if path.startswith("//"):
+        errs.append(invalid(field, path, "must not start with '//' (a protocol-relative URL)"))
+    if ".." in re.split(r"[/\\]", path):
+        errs.append(invalid(field, path, "must not contain '..' path segments"))
     if path_type in ("Exact", "Prefix"):
         for seq in _INVALID_PATH_SEQUENCES:
             if seq in path:
@@ -684,7 +670,7 @@ def validate_path(path: str, path_type: str, field: str) -> list[FieldError]:
                                          "an unescaped '\\' (backslash)"))
     if _CURLY_WITH_LETTERS_RE.search(path):
         errs.append(invalid(field, path, "must not include curly braces containing alphabetical characters"))
-    if _ILLEGAL_PATH_RE.fullmatch(path):
+    if _ILLEGAL_PATH_RE.search(path):  # anywhere in the path, as NIC 5.5
         errs.append(invalid(field, path, "must not contain invalid paths"))
     return errs
 
@@ -742,8 +728,9 @@ def duplicate_path_key(path: str, path_type: str) -> tuple[str, str]:
     return path_type, path_conflict_key(path, path_type)
 
 
-def validate_ingress_spec(ing: Mapping[str, Any]) -> list[FieldError]:
-    """NIC's `validateIngressSpec` plus the API server's host, pathType and backend checks."""
+def validate_ingress_spec(ing: Mapping[str, Any], *, allow_empty_host: bool = False) -> list[FieldError]:
+    """NIC's `validateIngressSpec` plus the API server's host, pathType and backend checks. With
+    `allow_empty_host` (NIC's -allow-empty-ingress-host) one rule may have no host (`_empty_host_errors`)."""
     spec = _as_dict(ing.get("spec"))
     errs: list[FieldError] = []
     if spec.get("defaultBackend") is not None:
@@ -757,7 +744,13 @@ def validate_ingress_spec(ing: Mapping[str, Any]) -> list[FieldError]:
         rule = _as_dict(raw_rule)
         host = rule.get("host")
         host_field = f"spec.rules[{i}].host"
-        if not isinstance(host, str) or host == "":
+        if (host is None or host == "") and allow_empty_host:
+            if "" in hosts:
+                errs.append(duplicate(host_field, ""))
+            else:
+                hosts.add("")
+                errs.extend(_empty_host_errors(ing, host_field))
+        elif not isinstance(host, str) or host == "":
             errs.append(required(host_field))
         elif host in hosts:
             errs.append(duplicate(host_field, host))
@@ -850,14 +843,32 @@ def _annotation_value_error(msg: str, annotations: Mapping[str, str]) -> FieldEr
     return FieldError(ErrorType.INVALID, "metadata.annotations", OMIT, msg)
 
 
-def validate_ingress(ing: Mapping[str, Any], *, is_plus: bool = False,
-                     snippets_enabled: bool = False) -> list[FieldError]:
+def _empty_host_errors(ing: Mapping[str, Any], field: str) -> list[FieldError]:
+    """A rule without a host (it serves the hosts no other server names, as the class-wide catch-all does):
+    not in a mergeable Ingress, not with its own listen ports, and no TLS entry with an empty host (its
+    certificate is the default server's)."""
+    errs: list[FieldError] = []
+    if mergeable_type(ing):
+        errs.append(forbidden(field, "a mergeable Ingress cannot have a rule without a host"))
+    annotations = get_annotations(ing)
+    for name in ("nginx.org/listen-ports", "nginx.org/listen-ports-ssl"):
+        if name in annotations:
+            errs.append(forbidden(f"annotations.{name}", "not allowed with a rule without a host"))
+    for i, raw_tls in enumerate(_as_list(_as_dict(ing.get("spec")).get("tls"))):
+        if "" in _as_list(_as_dict(raw_tls).get("hosts")):
+            errs.append(forbidden(f"spec.tls[{i}].hosts", "an empty host cannot have TLS; the rule without a "
+                                                         "host uses the default server's certificate"))
+    return errs
+
+
+def validate_ingress(ing: Mapping[str, Any], *, is_plus: bool = False, snippets_enabled: bool = False,
+                     allow_empty_host: bool = False) -> list[FieldError]:
     """Every error of the Ingress, in NIC's order; an empty list means valid."""
     errs = validate_annotations(ing, is_plus=is_plus, snippets_enabled=snippets_enabled)
     failed = {e.field.removeprefix("annotations.") for e in errs}
     errs.extend(validate_annotation_values(ing, snippets_enabled=snippets_enabled, skip=failed))
     errs.sort(key=lambda e: e.field)  # stable: one annotation's errors keep their order
-    errs.extend(validate_ingress_spec(ing))
+    errs.extend(validate_ingress_spec(ing, allow_empty_host=allow_empty_host))
     kind = mergeable_type(ing)
     if kind == "master":
         errs.extend(validate_master_spec(ing))

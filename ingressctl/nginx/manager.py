@@ -530,6 +530,14 @@ class Manager:
             raise RuntimeError(f"unexpected `nginx -v` output: {text.strip()!r}")
         return m.group(1)
 
+    def configure_arguments(self) -> list[str]:
+        """The configure arguments of this NGINX, from `nginx -V` (e.g. `--with-http_stub_status_module`)."""
+        res = subprocess.run([self._binary(), "-V"], capture_output=True, stdin=subprocess.DEVNULL,
+                             timeout=self.reload_timeout_ms / 1000, check=False)
+        text = (res.stderr + res.stdout).decode(errors="replace")
+        line = next((ln for ln in text.splitlines() if ln.startswith("configure arguments:")), "")
+        return line.removeprefix("configure arguments:").split()
+
     def test_config(self, main_conf_path: str | None = None) -> tuple[bool, str]:
         """`nginx -t` on the current (or the given) main config: (ok, NGINX's output)."""
         try:

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 import pytest
 
 from ingressctl.k8s.client import ApiError
+from ingressctl.keys import ResourceKey
 from ingressctl.settings import AdmissionWebhookSettings
 from tests.helpers import tls_secret, wait_until
 from tests.integration.harness import NS, Controller, Env
@@ -87,7 +88,8 @@ def test_host_owned_by_an_older_ingress_is_a_warning(env: Env, webhooked: Contro
                                                      cert: WebhookCert) -> None:
     env.cluster.load([vwc("ingressctl", cert.ca_bundle)])
     assert kubectl.apply(ingress("first", "shared.example.com")).returncode == 0
-    wait_until(lambda: webhooked.lbc.configuration.host_owner("shared.example.com") == f"{NS}/first",
+    wait_until(lambda: webhooked.lbc.configuration.host_owner("shared.example.com") == ResourceKey(
+        "ingress", f"{NS}/first"),
                "the first Ingress owns the host")
     # Ownership goes by creationTimestamp (seconds), then UID: let the second Ingress be strictly newer.
     created = datetime.fromisoformat(env.get("ingresses", "first")["metadata"]["creationTimestamp"])

@@ -167,13 +167,12 @@ def test_watch_secret_namespace_limits_the_secrets_seen(env: Env) -> None:
     env.endpoints("web", [env.backend("web")])
     env.ingress("tls", [rule(host, ("/", "web"))], tls=[{"hosts": [host], "secretName": "tls"}])
     elsewhere = env.controller(watch_namespaces=(NS,), watch_secret_namespaces=("kube-system",))
-    assert ("secrets", "kube-system") in elsewhere.lbc._informers
-    assert ("secrets", NS) not in elsewhere.lbc._informers
+    assert elsewhere.lbc.informers.namespaces("secrets") == {"kube-system"}
     env.wait_event("tls", "AddedOrUpdatedWithWarning", f"{NS}/tls")
     with pytest.raises(OSError):
         elsewhere.https(host, "/")              # the Secret is not seen: TLS for the host is rejected
     elsewhere.stop()
 
     here = env.controller(watch_namespaces=(NS,))   # default: the watched namespaces
-    assert ("secrets", NS) in here.lbc._informers
+    assert here.lbc.informers.namespaces("secrets") == {NS}
     assert here.https(host, "/").peer_cert_der == cert.der

@@ -26,14 +26,19 @@ from cryptography.x509.oid import NameOID
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.configurator import Configurator, ReloadOutcome
-from ingressctl.configs.ingress_ex import IngressEx, SecretReference, backend_key
+from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, SecretReference, backend_key
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.http_serving import POLL_INTERVAL
+from ingressctl.keys import ResourceKey
 from ingressctl.nginx.manager import Manager
 
 pytestmark = pytest.mark.integration
 
 TIMEOUT = 10.0  # per request: a guard against hanging, not a speed assertion
+
+
+def ikey(ns_name: str) -> ResourceKey:
+    return ResourceKey(INGRESS_KIND, ns_name)
 
 
 def free_port() -> int:
@@ -290,9 +295,9 @@ def test_failed_reload_isolation(snippets_env: Env, backends: dict[str, Backend]
     count = env.manager.reload_count
     outcome = env.configurator.reload_if_needed()
     assert outcome.reloaded and outcome.error == ""
-    assert set(outcome.failed) == {"default/bad", "default/existing"}
+    assert set(outcome.failed) == {ikey("default/bad"), ikey("default/existing")}
     for key in outcome.failed:
-        name = key.replace("/", "-")
+        name = key.ns_name.replace("/", "-")
         assert 'unknown directive "bogus_directive"' in outcome.failed[key]
         assert f"{env.manager.conf_dir}/conf.d/{name}.conf" in outcome.failed[key]  # not the staging copy
     assert env.manager.reload_count == count + 1
@@ -308,7 +313,7 @@ def test_failed_reload_isolation(snippets_env: Env, backends: dict[str, Backend]
     assert env.apply(ingress_ex("bad", "bad.example.com", [("/", "Prefix", "other")], backends)) == \
         ReloadOutcome(reloaded=True)
     assert env.get("bad.example.com", "/").text.startswith("other ")
-    assert env.configurator.rejected == {"default/existing": outcome.failed["default/existing"]}
+    assert env.configurator.rejected == {ikey("default/existing"): outcome.failed[ikey("default/existing")]}
 
 
 def test_port_nginx_cannot_bind_is_isolated_by_reloads(snippets_env: Env,
@@ -321,8 +326,8 @@ def test_port_nginx_cannot_bind_is_isolated_by_reloads(snippets_env: Env,
         grabby = ingress_ex("grabby", "grabby.example.com", [("/", "Prefix", "other")], backends,
                             annotations={"nginx.org/server-snippets": f"listen 127.0.0.1:{port};"})
         outcome = env.apply(reports(backends), grabby)
-        assert outcome.reloaded and list(outcome.failed) == ["default/grabby"]
-        assert "Address already in use" in outcome.failed["default/grabby"]
+        assert outcome.reloaded and list(outcome.failed) == [ikey("default/grabby")]
+        assert "Address already in use" in outcome.failed[ikey("default/grabby")]
         assert env.get("reports.example.com", "/reports-runner").text.startswith("runner ")
         assert env.apply(ingress_ex("next", "next.example.com", [("/", "Prefix", "web")], backends)).reloaded
         assert env.get("next.example.com", "/").text.startswith("web ")

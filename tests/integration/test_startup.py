@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ingressctl.controller import controller as controller_module
+from ingressctl.controller import startup as startup_module
 from ingressctl.controller.status import StartupStatusFlush
 from ingressctl.k8s.client import KubeClient
 from ingressctl.k8s.leader import LeaderElector
@@ -230,7 +230,7 @@ def test_a_follower_whose_flush_gave_up_writes_every_status_when_it_becomes_lead
         kw["leader_wait"] = 1.0
         return StartupStatusFlush(*args, **kw)
 
-    monkeypatch.setattr(controller_module, "StartupStatusFlush", short_wait)
+    monkeypatch.setattr(startup_module, "StartupStatusFlush", short_wait)
     names = populate(env, 5)
     config_map(env)
     c = env.controller(status_settings(env, enabled=True, lease_duration_s=3.0, renew_deadline_s=2.0,
@@ -296,3 +296,38 @@ def _older_by_a_second(env: Env, name: str) -> bool:
 
     created = datetime.datetime.fromisoformat(env.get("ingresses", name)["metadata"]["creationTimestamp"])
     return datetime.datetime.now(datetime.UTC) - created >= datetime.timedelta(seconds=1.1)
+
+
+def test_virtualservers_at_startup_one_reload_problems_before_readiness_statuses_by_the_flush(
+        env: Env) -> None:
+    """VirtualServers take the 5.5 path with the Ingresses: deferred host resolution (a VirtualServer losing
+    its host to an older Ingress), ONE reload, the problem's status written before readiness, the others'
+    statuses deferred to the flush."""
+    from tests.integration.vs_helpers import install_crds, virtual_server, vs_status
+
+    install_crds(env)
+    names = populate(env, 10)
+    wait_until(lambda: _older_by_a_second(env, names[0]), "a second passes", deadline=5)
+    ups = [{"name": "web", "service": "web", "port": 80}]
+    env.cluster.load([virtual_server(f"vs-{i}", f"vs-{i}.example.com", upstreams=ups,
+                                     routes=[{"path": "/", "action": {"pass": "web"}}]) for i in range(5)]
+                     + [virtual_server("vs-loser", f"{names[0]}.example.com", upstreams=ups,
+                                       routes=[{"path": "/", "action": {"pass": "web"}}])])
+    env.cluster.faults.set_latency(300, verb="update", resource="virtualservers/status")
+    c = env.controller(start=False)
+    c.start(wait_ready=False)
+    assert c.lbc.wait_ready(60)
+    # At readiness: the problem's status is written, the deferred ones are not yet.
+    assert vs_status(env, "vs-loser")["state"] == "Warning"
+    assert f"host {names[0]}.example.com by Ingress {NS}/{names[0]}" in vs_status(env, "vs-loser")["message"]
+    assert vs_status(env, "vs-0") == {}
+    for i in range(5):
+        assert c.get(f"vs-{i}.example.com").backend == "web"
+    assert c.get(f"{names[0]}.example.com").backend == "web"
+    flush = c.lbc.startup_flush
+    wait_until(lambda: flush.result is not None, "flush finished")
+    assert flush.result.state == "written"
+    for i in range(5):
+        assert vs_status(env, f"vs-{i}")["state"] == "Valid"
+    c.wait_idle()
+    assert c.reloads == 1

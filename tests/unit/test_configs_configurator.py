@@ -16,10 +16,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.configurator import Configurator, ReloadOutcome, _isolate, _isolate_without_base
-from ingressctl.configs.ingress_ex import IngressEx, backend_key
+from ingressctl.configs.configurator import Configurator, ReloadOutcome
+from ingressctl.configs.files import _isolate, _isolate_without_base
+from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, backend_key
 from ingressctl.configs.templates import TemplateExecutor
+from ingressctl.keys import ResourceKey
 from ingressctl.nginx.manager import ReloadError
+
+
+def ikey(ns_name: str) -> ResourceKey:
+    return ResourceKey(INGRESS_KIND, ns_name)
 
 
 class FakeManager:
@@ -201,9 +207,9 @@ def test_failed_reload_isolates_the_offenders() -> None:
     c.enable_reloads()
     outcome = c.reload_if_needed()
     assert outcome.reloaded and outcome.error == ""
-    assert set(outcome.failed) == {"default/new-bad", "default/updated"}
+    assert set(outcome.failed) == {ikey("default/new-bad"), ikey("default/updated")}
     # NGINX's error, with the staging path shown as the conf dir.
-    assert outcome.failed["default/new-bad"] == (
+    assert outcome.failed[ikey("default/new-bad")] == (
         '[emerg] unknown directive "BAD" in /etc/ic/conf.d/default-new-bad.conf:1')
     assert c.rejected == outcome.failed
     # The good changes are served; the offenders keep their last good file (or none).
@@ -215,7 +221,7 @@ def test_failed_reload_isolates_the_offenders() -> None:
     c.add_or_update_ingress(ex("f"))
     assert c.reload_if_needed() == ReloadOutcome(reloaded=True)
     c.add_or_update_ingress(ex("new-bad", "fixed"))
-    assert c.reload_if_needed() == ReloadOutcome(reloaded=True) and "default/new-bad" not in c.rejected
+    assert c.reload_if_needed() == ReloadOutcome(reloaded=True) and ikey("default/new-bad") not in c.rejected
     # Reverting an offender to its last good version clears it without a reload.
     c.add_or_update_ingress(ex("updated"))
     assert c.reload_if_needed() == ReloadOutcome(reloaded=False) and c.rejected == {}
@@ -227,8 +233,8 @@ def test_runtime_failure_is_isolated_by_real_reloads() -> None:
     c.reload_if_needed()
     c.add_or_update_ingresses([ex("b"), ex("port", "BINDFAIL"), ex("c")])
     outcome = c.reload_if_needed()
-    assert outcome.reloaded and list(outcome.failed) == ["default/port"]
-    assert "Address already in use" in outcome.failed["default/port"]
+    assert outcome.reloaded and list(outcome.failed) == [ikey("default/port")]
+    assert "Address already in use" in outcome.failed[ikey("default/port")]
     assert set(m.loaded) == {"default-a", "default-b", "default-c"}
 
 
@@ -240,7 +246,7 @@ def test_isolation_when_the_last_good_config_no_longer_passes() -> None:
     m.secrets.clear()
     c.add_or_update_ingresses([ex("tls", "reject handshakes"), ex("bad", "BAD"), ex("b"), ex("c")])
     outcome = c.reload_if_needed()
-    assert outcome.reloaded and list(outcome.failed) == ["default/bad"]
+    assert outcome.reloaded and list(outcome.failed) == [ikey("default/bad")]
     assert set(m.loaded) == {"default-tls", "default-a", "default-b", "default-c"}
     assert "reject" in m.loaded["default-tls"]
 
@@ -279,8 +285,9 @@ def test_render_errors_are_reported_by_the_next_reload_and_keep_the_old_file() -
     c.add_or_update_ingress(ex("a", "x\n}\nserver {"))
     assert m.files["default-a"] == before
     outcome = c.reload_if_needed()
-    assert outcome == ReloadOutcome(reloaded=False, failed={"default/a": outcome.failed["default/a"]})
-    assert "unsafe value" in outcome.failed["default/a"]
+    a = ikey("default/a")
+    assert outcome == ReloadOutcome(reloaded=False, failed={a: outcome.failed[a]})
+    assert "unsafe value" in outcome.failed[ikey("default/a")]
     assert c.reload_if_needed() == ReloadOutcome(reloaded=False)  # reported once
 
 

@@ -12,15 +12,26 @@ import pytest
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.configurator import Configurator
 from ingressctl.configs.ingress import AnnotationError, generate_nginx_config_for_mergeable
-from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
+from ingressctl.configs.ingress_ex import (
+    INGRESS_KIND,
+    IngressEx,
+    MergeableIngresses,
+    SecretReference,
+    backend_key,
+)
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.controller.configuration import Configuration
+from ingressctl.keys import ResourceKey
 from tests.unit.test_configs_configurator import FakeManager
 from tests.unit.test_configs_ingress import backend, block, path
 
 STATIC = StaticConfigParams(run_dir="/run/ic", conf_dir="/etc/ic", secrets_dir="/etc/ic/secrets")
 TEMPLATES = TemplateExecutor()
 HOST = "shop.example.com"
+
+
+def ikey(ns_name: str) -> ResourceKey:
+    return ResourceKey(INGRESS_KIND, ns_name)
 
 
 def ing(name: str, namespace: str, kind: str, paths: list[dict[str, Any]], *,
@@ -241,8 +252,8 @@ def test_configurator_mergeable_warnings_and_render_errors() -> None:
     bad.master.ingress["metadata"]["annotations"]["nginx.org/proxy-read-timeout"] = "never"
     assert c.add_or_update_mergeable_ingress(bad) == []
     outcome = c.reload_if_needed()
-    assert not outcome.reloaded and list(outcome.failed) == ["default/shop"]
-    assert 'nginx.org/proxy-read-timeout: invalid value "never"' in outcome.failed["default/shop"]
+    assert not outcome.reloaded and list(outcome.failed) == [ikey("default/shop")]
+    assert 'nginx.org/proxy-read-timeout: invalid value "never"' in outcome.failed[ikey("default/shop")]
     assert m.files["default-shop"] == good  # the last good file stays
 
 

@@ -12,6 +12,7 @@ from ingressctl.controller.configuration import (
     ConfigurationProblem,
     ResourceChange,
 )
+from ingressctl.keys import ResourceKey
 
 _generation = itertools.count(1)
 
@@ -65,6 +66,10 @@ def ing(
     }
 
 
+def ikey(ns_name: str) -> ResourceKey:
+    return ResourceKey("ingress", ns_name)
+
+
 def ops(changes: list[ResourceChange]) -> list[tuple[str, str]]:
     return [(c.op, c.resource.key) for c in changes]
 
@@ -99,12 +104,12 @@ def test_oldest_wins_whatever_the_order(conf: Configuration) -> None:
     changes, problems = conf.add_or_update_ingress(ing("old", "a.com", ts=1))
     # young keeps b.com with a warning for a.com; old takes a.com.
     assert ops(changes) == [("AddOrUpdate", "default/old"), ("AddOrUpdate", "default/young")]
-    young = conf.get_resource("default/young")
+    young = conf.get_resource(ikey("default/young"))
     assert young is not None
     assert young.valid_hosts == {"a.com": False, "b.com": True}
     assert young.warnings == ["host a.com is taken by another resource (Ingress default/old)"]
     assert problems == []
-    assert conf.host_owner("a.com") == "default/old"
+    assert conf.host_owner("a.com") == ikey("default/old")
 
 
 def test_all_hosts_taken_is_a_problem_and_deletes(conf: Configuration) -> None:
@@ -125,23 +130,23 @@ def test_all_hosts_taken_is_a_problem_and_deletes(conf: Configuration) -> None:
     changes, problems = conf.delete_ingress("default/old")
     assert ops(changes) == [("Delete", "default/old"), ("AddOrUpdate", "default/young")]
     assert probs(problems) == [("default/younger", "Rejected", f"{T}: host a.com by Ingress default/young")]
-    assert conf.host_problems().keys() == {"default/younger"}
+    assert conf.host_problems().keys() == {ikey("default/younger")}
 
 
 def test_tie_on_timestamp_goes_to_greater_uid(conf: Configuration) -> None:
     conf.add_or_update_ingress(ing("x", "a.com", ts=3, uid="bbb"))
     conf.add_or_update_ingress(ing("y", "a.com", ts=3, uid="ccc"))
     conf.add_or_update_ingress(ing("z", "a.com", ts=3, uid="aaa"))
-    assert conf.host_owner("a.com") == "default/y"
+    assert conf.host_owner("a.com") == ikey("default/y")
     # String order, not length: "abc" > "ab" and "b" > "abc".
     conf.add_or_update_ingress(ing("p1", "p.com", ts=3, uid="ab"))
     conf.add_or_update_ingress(ing("p2", "p.com", ts=3, uid="abc"))
-    assert conf.host_owner("p.com") == "default/p2"
+    assert conf.host_owner("p.com") == ikey("default/p2")
     conf.add_or_update_ingress(ing("p3", "p.com", ts=3, uid="b"))
-    assert conf.host_owner("p.com") == "default/p3"
+    assert conf.host_owner("p.com") == ikey("default/p3")
     # An older object beats any UID; timestamps count in whole seconds.
     conf.add_or_update_ingress(ing("p4", "p.com", ts=2, uid="0"))
-    assert conf.host_owner("p.com") == "default/p4"
+    assert conf.host_owner("p.com") == ikey("default/p4")
 
 
 def test_invalid_ingress_is_rejected_and_removed(conf: Configuration) -> None:
@@ -273,9 +278,9 @@ def test_minions_by_host_index_is_kept_during_startup() -> None:
     c.add_or_update_ingress(ing("m", "a.com", kind="minion"))
     c.add_or_update_ingress(ing("m2", "b.com", kind="minion"))
     c.add_or_update_ingress(ing("m2", "a.com", kind="minion", paths=("/z",)))  # moved host
-    assert c._minions_by_host == {"a.com": {"default/m", "default/m2"}}   # one key alone is kept as a str
+    assert c._children_by_host == {"a.com": {ikey("default/m"), ikey("default/m2")}}  # one key alone: no set
     c.delete_ingress("default/m")
-    assert c._minions_by_host == {"a.com": "default/m2"}
+    assert c._children_by_host == {"a.com": ikey("default/m2")}
 
 
 # -------------------------------------------------------------------------------------------- start-up
@@ -347,7 +352,8 @@ def test_legacy_startup_reaches_the_same_state() -> None:
         for o in objs:
             c.add_or_update_ingress(o)
         c.set_startup_complete()
-        states.append(([(r.key, r.valid_hosts) for r in c.get_resources()], c.host_problems().keys()))
+        problem_keys = {k.ns_name for k in c.host_problems()}
+        states.append(([(r.key, r.valid_hosts) for r in c.get_resources()], problem_keys))
     assert states[0] == states[1]
 
 
@@ -379,5 +385,5 @@ def test_lookups_by_service_and_secret(conf: Configuration) -> None:
     assert conf.find_resources_for_secret("default", "cert") == []
     conf.delete_ingress("default/b")
     assert conf.find_resources_for_service("default", "web") == []
-    assert conf._by_service.get(("default", "web")) == "default/loser"
+    assert conf._by_service.get(("default", "web")) == ikey("default/loser")
     assert [r.key for r in conf.get_resources()] == ["default/a", "other/c"]

@@ -11,7 +11,7 @@ import pytest
 
 from ingressctl.configs.ingress_ex import CATCH_ALL_HOST
 from ingressctl.controller.configuration import Configuration
-from tests.unit.test_configuration import ing, ops
+from tests.unit.test_configuration import ikey, ing, ops
 
 
 def catch_all(name: str, *, ts: int = 0, ns: str = "default", uid: str | None = None) -> dict[str, Any]:
@@ -32,13 +32,13 @@ def test_a_catch_all_is_configured_and_owns_the_catch_all_host() -> None:
     changes, problems = conf.add_or_update_ingress(catch_all("db"))
     assert ops(changes) == [("AddOrUpdate", "default/db")] and problems == []
     assert changes[0].resource.valid_hosts == {CATCH_ALL_HOST: True}
-    assert conf.host_owner(CATCH_ALL_HOST) == "default/db"
+    assert conf.host_owner(CATCH_ALL_HOST) == ikey("default/db")
     # An Ingress with rules and its own defaultBackend keeps NIC's meaning: it claims only its hosts.
     with_rules = ing("web", "web.example.com")
     with_rules["spec"]["defaultBackend"] = {"service": {"name": "fallback", "port": {"number": 80}}}
     changes, _ = conf.add_or_update_ingress(with_rules)
     assert changes[0].resource.valid_hosts == {"web.example.com": True}
-    assert conf.host_owner(CATCH_ALL_HOST) == "default/db"
+    assert conf.host_owner(CATCH_ALL_HOST) == ikey("default/db")
 
 
 @pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
@@ -49,10 +49,10 @@ def test_oldest_wins_then_namespace_and_name_in_any_arrival_order(order: tuple[i
     conf = started()
     for i in order:
         conf.add_or_update_ingress(items[i])
-    assert conf.host_owner(CATCH_ALL_HOST) == "a/y"
+    assert conf.host_owner(CATCH_ALL_HOST) == ikey("a/y")
     assert [r.key for r in conf.get_resources()] == ["a/y"]
     problems = conf.host_problems()
-    assert set(problems) == {"b/z", "c/x"}
+    assert set(problems) == {ikey("b/z"), ikey("c/x")}
     for p in problems.values():
         assert p.reason == "Rejected" and not p.is_error
         assert p.message == ("All hosts are taken by other resources: the catch-all (an Ingress without "
@@ -67,7 +67,7 @@ def test_the_next_catch_all_takes_over_when_the_winner_goes() -> None:
     assert "by Ingress default/old" in problems[0].message
     changes, problems = conf.delete_ingress("default/old")
     assert ops(changes) == [("Delete", "default/old"), ("AddOrUpdate", "default/new")]
-    assert conf.host_owner(CATCH_ALL_HOST) == "default/new" and conf.host_problems() == {}
+    assert conf.host_owner(CATCH_ALL_HOST) == ikey("default/new") and conf.host_problems() == {}
     # The winner becomes an Ingress with rules: it gives the catch-all up.
     changes, _ = conf.add_or_update_ingress(ing("new", "new.example.com", ts=2))
     assert conf.host_owner(CATCH_ALL_HOST) is None
@@ -95,5 +95,5 @@ def test_every_start_up_mode_picks_the_same_catch_all(legacy: bool) -> None:
     for item in (catch_all("z", ts=3), catch_all("b", ts=4), catch_all("y", ts=3)):
         conf.add_or_update_ingress(item)
     conf.set_startup_complete()
-    assert conf.host_owner(CATCH_ALL_HOST) == "default/y"
+    assert conf.host_owner(CATCH_ALL_HOST) == ikey("default/y")
     assert [r.key for r in conf.get_resources()] == ["default/y"]

@@ -146,7 +146,7 @@ def state(c: Configuration) -> Rendered:
 
 def messages(c: Configuration) -> tuple[dict[str, list[str]], dict[str, str]]:
     return ({r.key: sorted(r.warnings) for r in c.get_resources()},
-            {k: p.message for k, p in c.host_problems().items()})
+            {k.ns_name: p.message for k, p in c.host_problems().items()})
 
 
 def run(mode: str, sequence: list[tuple[str, Spec | None]], switch: int) -> tuple[Configuration, Rendered]:
@@ -198,8 +198,9 @@ def test_ownership_is_independent_of_arrival_order_in_every_mode(
         # Warnings and problem messages name the current winners: never stale after ownership moved.
         assert messages(c) == messages(scratch), mode
         assert rendered == expected, f"{mode}: replaying the changes does not give the configured state"
-        assert {k: p.reason for k, p in c.host_problems().items()} == expected_problems, mode
-        assert {h: c.host_owner(h) for h in HOSTS} == {h: owners.get(h) for h in HOSTS}, mode
+        assert {k.ns_name: p.reason for k, p in c.host_problems().items()} == expected_problems, mode
+        owner_names = {h: o.ns_name if (o := c.host_owner(h)) else None for h in HOSTS}
+        assert owner_names == {h: owners.get(h) for h in HOSTS}, mode
 
 
 @settings(max_examples=200, deadline=None)

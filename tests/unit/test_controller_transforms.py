@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingressctl.app import LatencyLabels
-from ingressctl.controller.configuration import creation_seconds
 from ingressctl.controller.endpoints import cluster_ip_endpoint, endpoints_for_port
 from ingressctl.controller.handlers import (
     endpoint_slice_service_key,
@@ -21,6 +20,7 @@ from ingressctl.controller.handlers import (
     ingress_class_of,
     is_supported_secret,
 )
+from ingressctl.controller.model import creation_seconds
 from ingressctl.controller.secrets import secret_file, validate_secret
 from ingressctl.controller.status import current_addresses, external_service_addresses
 from ingressctl.controller.transforms import (

@@ -11,11 +11,11 @@ from ingressctl.controller.endpoints import (
     ExternalNameServiceError,
     ServiceNotFoundError,
     ServicePortNotFoundError,
-    backend_services,
     cluster_ip_endpoint,
     endpoints_for_port,
     resolve_backend_endpoints,
 )
+from ingressctl.controller.ingress_refs import ingress_backends
 
 
 def service(
@@ -206,4 +206,4 @@ def test_backend_services_lists_default_backend_and_paths_once() -> None:
             ],
         }
     }
-    assert backend_services(ing) == [("default", 8080), ("web", 80), ("web", "metrics")]
+    assert ingress_backends(ing) == [("default", 8080), ("web", 80), ("web", "metrics")]

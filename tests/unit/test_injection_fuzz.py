@@ -52,7 +52,8 @@ ANNOTATION_NAMES = sorted({a.name for a in ANNOTATIONS} | {
     "nginx.org/hsts", "nginx.org/hsts-max-age", "nginx.org/hsts-include-subdomains",
     "nginx.org/hsts-behind-proxy",
     "nginx.org/rewrites", "nginx.org/websocket-services", "nginx.org/ssl-services", "nginx.org/grpc-services",
-    "nginx.org/path-regex", "nginx.org/mergeable-ingress-type"})
+    "nginx.org/path-regex", "nginx.org/mergeable-ingress-type", "nginx.org/proxy-redirect-from",
+    "nginx.org/proxy-redirect-to"})
 CONFIG_MAP_NAMES = sorted(set(CONFIG_MAP_KEYS) - NOT_FUZZED_CONFIG_MAP_KEYS)
 
 # Values that pass validation, so that fuzzed variations reach the generator and the templates.
@@ -82,6 +83,17 @@ VALID: dict[str, list[str]] = {
     "nginx.org/grpc-services": ["svc-b"], "nginx.org/path-regex": ["case_sensitive", "exact"],
     "nginx.org/server-snippets": ["add_header X 1;"], "nginx.org/location-snippets": ["add_header X 1;"],
     "nginx.org/mergeable-ingress-type": ["master"],
+    # NIC 5.2-5.5
+    "nginx.org/ssl-redirect": ["false"], "nginx.org/http-redirect-code": ["308"],
+    "nginx.org/add-header": ['X-A: 1, X-B: b \\"q\\":always'], "nginx.org/app-root": ["/coffee"],
+    "nginx.org/client-body-buffer-size": ["16k"], "nginx.org/proxy-busy-buffers-size": ["8k"],
+    "nginx.org/proxy-next-upstream": ["error timeout http_502", "off"],
+    "nginx.org/proxy-next-upstream-timeout": ["10s"], "nginx.org/proxy-next-upstream-tries": ["3"],
+    "nginx.org/proxy-redirect-from": ["~^http://([^/]+)/(.*)$", "off", "default", "http://a/"],
+    "nginx.org/proxy-redirect-to": ["https://$1/$2", "$scheme://b/"],
+    "nginx.org/rewrite-target": ["/beverages", "/v2/$1"], "nginx.org/ssl-ciphers": ["HIGH:!aNULL"],
+    "nginx.org/ssl-prefer-server-ciphers": ["true"],
+    "nginx.org/sticky-cookie-services": ["serviceName=svc-a srv_id expires=1h path=/a httponly"],
     # ConfigMap keys
     "proxy-read-timeout": ["5s"], "client-max-body-size": ["3m"], "proxy-buffers": ["4 16k"],
     "proxy-hide-headers": ["X-A"], "server-tokens": ["false"], "http2": ["true"], "hsts": ["true"],
@@ -104,6 +116,8 @@ VALID: dict[str, list[str]] = {
     "ssl-prefer-server-ciphers": ["true"], "ssl-redirect": ["false"], "variables-hash-bucket-size": ["128"],
     "variables-hash-max-size": ["2048"], "worker-connections": ["512"], "worker-rlimit-nofile": ["4096"],
     "worker-shutdown-timeout": ["10s"],
+    "add-header": ["X-Frame-Options: DENY:always, X-B: 2"], "client-body-buffer-size": ["32k"],
+    "http-redirect-code": ["307"], "proxy-busy-buffers-size": ["16k"],
 }
 INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nreturn 200;", " ", ";", "\r",
               "} server { listen 1;", '" ; root /etc ; "', "\x00", "${x}"]
@@ -211,6 +225,10 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
             anns.setdefault("nginx.org/basic-auth-secret", "users")
         if any(k.startswith("nginx.org/hsts-") for k in anns):
             anns.setdefault("nginx.org/hsts", "true")
+        if "nginx.org/proxy-redirect-to" in anns:
+            anns.setdefault("nginx.org/proxy-redirect-from", "~^http://([^/]+)/(.*)$")
+        if anns.get("nginx.org/proxy-redirect-from", "off").strip() not in ("off", "default"):
+            anns.setdefault("nginx.org/proxy-redirect-to", "/$1")
     if case.kind == "minion-annotation":
         master = _ingress("shop", "default", host, [], {"nginx.org/mergeable-ingress-type": "master"},
                           tls=True)
@@ -305,7 +323,7 @@ REPEATABLE = {"listen", "upstream", "location", "proxy_set_header", "grpc_set_he
               "types", "text/html", "text/plain", "application/json"}
 # Directives with one argument per item of a list value (log_format: one quoted argument per line, one CPU
 # mask per worker, one word per protocol).
-VARIADIC = {"log_format", "worker_cpu_affinity", "ssl_protocols"}
+VARIADIC = {"log_format", "worker_cpu_affinity", "ssl_protocols", "proxy_next_upstream"}
 # Directives every block of a context has exactly once.
 REQUIRED = {("server",): {"server_name", "server_tokens"}, ("http", "server"): {"listen"},
             ("upstream",): {"server"}}
@@ -365,6 +383,10 @@ def _reference_texts() -> tuple[list[str], list[str]]:
         {"nginx.org/limit-req-rate": "1r/s"},
         {"nginx.org/limit-req-rate": "1r/s", "nginx.org/limit-req-burst": "3"},
         {"nginx.org/limit-req-rate": "1r/s", "nginx.org/limit-req-delay": "3"},
+        {**{k: v for k, v in everything.items()
+            if k not in ("nginx.org/rewrites", "nginx.org/proxy-redirect-to")},
+         "nginx.org/proxy-redirect-from": "off", "nginx.org/path-regex": "case_insensitive"},
+        {"nginx.org/proxy-redirect-from": "http://a/", "nginx.org/proxy-redirect-to": "/"},
     ]
     maximal_cm, errors = parse_config_map_checked({k: VALID[k][0] for k in CONFIG_MAP_NAMES if k in VALID})
     assert errors == [], errors
@@ -390,13 +412,14 @@ def _reference_texts() -> tuple[list[str], list[str]]:
         master = _ingress("shop", "default", HOST, [], {"nginx.org/mergeable-ingress-type": "master",
                                                        **{k: v for k, v in everything.items()
                                                           if k.startswith("nginx.org/basic-auth")}}, tls=True)
-        minion = _ingress("cart", "team-a", HOST, PATHS,
-                          {**everything, "nginx.org/mergeable-ingress-type": "minion"})
-        result = generate_nginx_config_for_mergeable(MergeableIngresses(
-            IngressEx(master, {HOST: True}, {}, secret_refs=dict(REFS)),
-            [IngressEx(minion, {HOST: True}, dict(ENDPOINTS), secret_refs=dict(REFS),
-                       valid_minion_paths={p: True for p, _, _ in PATHS})]), static, cm)
-        ingress_texts.append(TEMPLATES.execute_ingress_template(result.config))
+        for minion_anns in (everything, {"nginx.org/proxy-redirect-from": "off"}):
+            minion = _ingress("cart", "team-a", HOST, PATHS,
+                              {**minion_anns, "nginx.org/mergeable-ingress-type": "minion"})
+            result = generate_nginx_config_for_mergeable(MergeableIngresses(
+                IngressEx(master, {HOST: True}, {}, secret_refs=dict(REFS)),
+                [IngressEx(minion, {HOST: True}, dict(ENDPOINTS), secret_refs=dict(REFS),
+                           valid_minion_paths={p: True for p, _, _ in PATHS})]), static, cm)
+            ingress_texts.append(TEMPLATES.execute_ingress_template(result.config))
         main_texts.append(TEMPLATES.execute_main_template(generate_main_config(
             static, cm, dhparam_path="/etc/ic/secrets/dhparam.pem")))
     return ingress_texts, main_texts

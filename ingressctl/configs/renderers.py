@@ -1,0 +1,109 @@
+"""Per-kind renderers: a configuration resource's model -> the text of its conf.d file, and its file name.
+
+Guarantees:
+- A `Renderer` serves one kind (its registry name, e.g. "ingress"), names that kind's files (NIC's names:
+  Ingress `<ns>-<name>`; a VirtualServer would be `vs_<ns>_<name>`), renders one resource, and counts its
+  resources for the `ingress_resources_total{type}`-style metrics. It never writes a file: the Configurator
+  hands the text to the file engine.
+- `IngressRenderer` renders a regular Ingress (`IngressEx`) or a master with its minions
+  (`MergeableIngresses`) into one file named after the Ingress (the master); minions have no file. With a
+  class-wide catch-all (`RenderContext.catch_all`) the other servers send their unmatched paths and hosts
+  to it. A render
+  error (invalid annotation, unsafe value, broken custom template) raises `ValueError` or
+  `TemplateRenderError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
+from ingressctl.configs.ingress import (
+    catch_all_upstream,
+    generate_nginx_config,
+    generate_nginx_config_for_mergeable,
+)
+from ingressctl.configs.ingress_ex import INGRESS_KIND, INGRESS_TYPES, IngressEx, MergeableIngresses
+from ingressctl.configs.templates import TemplateExecutor
+from ingressctl.keys import ResourceKey
+
+
+@dataclass(frozen=True)
+class RenderContext:
+    """What every renderer reads: the static and ConfigMap params, the templates, the replica count."""
+
+    static: StaticConfigParams
+    config: ConfigParams
+    templates: TemplateExecutor
+    replicas: int = 1
+    catch_all: str = ""     # the class-wide catch-all's upstream ("" without one)
+
+
+@dataclass
+class Rendered:
+    """One resource rendered: its file text, warnings, what its upstreams reserve in the shared zone, and
+    warnings that belong to child resources (a minion's, by its "namespace/name")."""
+
+    text: str
+    warnings: list[str]
+    zone_bytes: int = 0
+    child_warnings: dict[str, list[str]] = field(default_factory=dict)
+
+
+class Renderer(Protocol):
+    """One kind's renderer (see the module docstring)."""
+
+    kind: str
+
+    def file_name(self, key: ResourceKey) -> str: ...
+
+    def render(self, resource: object, ctx: RenderContext) -> Rendered: ...
+
+    def catch_all(self, resource: object) -> str:
+        """The upstream of the class-wide catch-all this resource is ("" when it is not the catch-all)."""
+
+    def counts(self, resources: Iterable[object]) -> dict[str, int]: ...
+
+
+class IngressRenderer:
+    """Ingresses: regular ones and masters with their minions (NIC's `ingress.tmpl`)."""
+
+    kind = INGRESS_KIND
+
+    def file_name(self, key: ResourceKey) -> str:
+        return key.ns_name.replace("/", "-")  # NIC's <namespace>-<name>
+
+    def render(self, resource: object, ctx: RenderContext) -> Rendered:
+        if isinstance(resource, MergeableIngresses):
+            result = generate_nginx_config_for_mergeable(
+                resource, ctx.static, ctx.config, replicas=ctx.replicas, to_catch_all=bool(ctx.catch_all))
+            warnings = list(result.warnings)
+            for minion_key, ws in result.minion_warnings.items():
+                warnings.extend(f"minion {minion_key}: {w}" for w in ws)
+            cfg = result.config
+            child = {k: list(v) for k, v in result.minion_warnings.items()}
+        elif isinstance(resource, IngressEx):
+            cfg, warnings = generate_nginx_config(resource, ctx.static, ctx.config, replicas=ctx.replicas,
+                                                  to_catch_all=bool(ctx.catch_all))
+            child = {}
+        else:
+            raise TypeError(f"not an Ingress resource: {type(resource).__name__}")
+        text = ctx.templates.execute_ingress_template(cfg)
+        return Rendered(text, warnings, sum(u.zone_bytes() for u in cfg.upstreams), child)
+
+    def catch_all(self, resource: object) -> str:
+        """A regular Ingress without rules that owns the catch-all names its defaultBackend's upstream."""
+        return catch_all_upstream(resource) if isinstance(resource, IngressEx) else ""
+
+    def counts(self, resources: Iterable[object]) -> dict[str, int]:
+        """regular, master and minion Ingresses."""
+        out = dict.fromkeys(INGRESS_TYPES, 0)
+        for r in resources:
+            if isinstance(r, MergeableIngresses):
+                out["master"] += 1
+                out["minion"] += len(r.minions)
+            else:
+                out["regular"] += 1
+        return out

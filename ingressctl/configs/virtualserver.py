@@ -1,0 +1,551 @@
+"""A VirtualServer's NGINX configuration model (NIC's `internal/configs/virtualserver.go`, OSS template).
+
+Guarantees:
+- `generate_vs_config(ex, static, config)` turns a validated VirtualServer with its endpoints and TLS Secret
+  (`VirtualServerEx`) into `VSConfig`, the model of `virtualserver.conf.j2`, plus warnings. It never reads
+  the cluster.
+- Names follow NIC: upstreams `vs_<ns>_<name>_<upstream>`, split and match variables
+  `$vs_<ns>_<name>_splits_<i>` / `_matches_<i>` (dashes as underscores), internal locations
+  `/internal_location_splits_<i>_split_<j>`, `/internal_location_matches_<i>_match_<j>`, `..._default`.
+- Upstream defaults come from the ConfigMap (lb-method, max-fails, fail-timeout, keepalive, proxy timeouts,
+  client-max-body-size, buffering); an upstream without endpoints points at the built-in 502 server.
+- A route (or the whole server, for spec policies) that references a Policy answers 500 with a warning:
+  Policies are not served yet. Snippets are used only with `enable_snippets`.
+- Redirect and return actions and error pages are NGINX `return` and `error_page` constructs; splits are
+  `split_clients` on `$request_id`; matches are chained `map`s (all conditions of a match must hold; the
+  first matching match wins; otherwise the route's default).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
+from ingressctl.configs.ingress_ex import SecretReference
+from ingressctl.keys import ResourceKey
+
+VS_KIND = "virtualserver"
+VSR_KIND = "virtualserverroute"
+VS_TYPES = ("total",)
+
+_DEFAULT_HEADERS = (("X-Real-IP", "$remote_addr"), ("X-Forwarded-For", "$proxy_add_x_forwarded_for"),
+                    ("X-Forwarded-Host", "$host"), ("X-Forwarded-Port", "$server_port"))
+_MAP_SPECIAL = ("default", "hostnames", "include", "volatile")
+
+
+@dataclass(frozen=True)
+class VirtualServerEx:
+    """A VirtualServer with what the cluster says about its references."""
+
+    vs: dict[str, Any]
+    endpoints: dict[str, list[str]]              # upstream name -> "ip:port" (empty: no endpoints); a VSR's
+                                                 # upstreams under `vsr_endpoints_key`
+    tls_secret: SecretReference | None = None    # None: no spec.tls.secret
+    vsrs: list[dict[str, Any]] = field(default_factory=list)   # the VirtualServerRoutes delegated to
+
+    @property
+    def namespace(self) -> str:
+        return str((self.vs.get("metadata") or {}).get("namespace") or "")
+
+    @property
+    def name(self) -> str:
+        return str((self.vs.get("metadata") or {}).get("name") or "")
+
+    @property
+    def key_with_kind(self) -> ResourceKey:
+        return ResourceKey(VS_KIND, f"{self.namespace}/{self.name}")
+
+
+@dataclass(frozen=True)
+class UpstreamServer:
+    address: str
+    max_fails: int = 1
+    fail_timeout: str = "10s"
+    max_conns: int = 0
+
+
+@dataclass(frozen=True)
+class VSUpstream:
+    name: str
+    servers: list[UpstreamServer]
+    lb_method: str = ""
+    keepalive: int = 0
+
+
+@dataclass(frozen=True)
+class SplitClient:
+    variable: str
+    distributions: list[tuple[int, str]]     # (weight %, internal location)
+
+
+@dataclass(frozen=True)
+class VSMap:
+    source: str
+    variable: str
+    params: list[tuple[str, str]]            # (key as rendered by the template's quote_regex, value)
+
+
+@dataclass(frozen=True)
+class Header:
+    name: str
+    value: str
+    always: bool = False
+
+
+@dataclass
+class VSLocation:
+    """One `location` block (a proxy, redirect or return action, or an entry that rewrites to a variable)."""
+
+    modifier: str            # "", "=", "~", "~*"
+    path: str
+    internal: bool = False
+    rewrite_to: str = ""     # split/match entry: `rewrite ^ <var> last;`
+    service: str = ""
+    snippets: list[str] = field(default_factory=list)
+    return_500: bool = False
+    error_pages: list[tuple[str, str, str]] = field(default_factory=list)   # (codes, "=code" part, target)
+    # Actions.
+    redirect: tuple[int, str] | None = None
+    return_: tuple[int, str, str] | None = None                              # (code, type, body)
+    return_headers: list[Header] = field(default_factory=list)
+    # Proxy.
+    proxy_pass: str = ""
+    grpc: bool = False
+    keepalive: bool = False
+    rewrites: list[tuple[str, str, str]] = field(default_factory=list)       # (regex, replacement, flag)
+    connect_timeout: str = "60s"
+    read_timeout: str = "60s"
+    send_timeout: str = "60s"
+    client_max_body_size: str = "1m"
+    buffering: bool = True
+    buffers: str = ""
+    buffer_size: str = ""
+    set_headers: list[Header] = field(default_factory=list)
+    pass_request_headers: bool = True
+    hide_headers: list[str] = field(default_factory=list)
+    pass_headers: list[str] = field(default_factory=list)
+    ignore_headers: list[str] = field(default_factory=list)
+    add_headers: list[Header] = field(default_factory=list)
+    next_upstream: str = "error timeout"
+    next_upstream_timeout: str = "0s"
+    next_upstream_tries: int = 0
+
+
+@dataclass(frozen=True)
+class NamedReturn:
+    """`location @name { default_type; add_header; return code "body"; }` (error pages)."""
+
+    name: str
+    code: int
+    type: str
+    body: str
+    headers: list[Header]
+
+
+@dataclass
+class VSServer:
+    server_name: str
+    http_port: int
+    https_port: int
+    disable_ipv6: bool
+    namespace: str
+    name: str
+    ssl: bool = False
+    ssl_certificate: str = ""            # "" with ssl: reject handshakes
+    http2: bool = False
+    tls_redirect: tuple[int, str] | None = None     # (code, variable compared with 'http')
+    gunzip: bool = False
+    server_tokens: str = "on"
+    return_500: bool = False
+    catch_all_404: bool = True           # no route for "/": unrouted requests get 404 (not a static file)
+    snippets: list[str] = field(default_factory=list)
+    locations: list[VSLocation] = field(default_factory=list)
+    named_returns: list[NamedReturn] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class VSConfig:
+    """The model of `virtualserver.conf.j2`."""
+
+    upstreams: list[VSUpstream]
+    split_clients: list[SplitClient]
+    maps: list[VSMap]
+    http_snippets: list[str]
+    server: VSServer
+
+
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _d(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _l(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def _lines(text: Any) -> list[str]:
+    return [ln for ln in str(text or "").splitlines() if ln.strip()]
+
+
+def _policy_refs(refs: list[Any], namespace: str) -> list[str]:
+    out = []
+    for r in refs:
+        rd = _d(r)
+        out.append(f"{rd.get('namespace') or namespace}/{rd.get('name') or ''}")
+    return out
+
+
+def unescape(value: Any) -> str:
+    """A user string as NGINX reads NIC's rendering of it: validation requires every `"` to be escaped as
+    `\\"`; the template's quoting escapes again, so the escapes are undone first."""
+    return re.sub(r'\\(["\\])', r"\1", str(value or ""))
+
+
+def vsr_endpoints_key(namespace: str, name: str, upstream: str) -> str:
+    """The key of a VirtualServerRoute upstream's endpoints in `VirtualServerEx.endpoints`."""
+    return f"vsr/{namespace}/{name}/{upstream}"
+
+
+def map_key(value: str) -> str:
+    """A match value as a map key (the template quotes it): NIC's escaping of map's special words."""
+    if value in _MAP_SPECIAL:
+        return "\\" + value
+    return value
+
+
+def condition_source(cond: Mapping[str, Any]) -> str:
+    if cond.get("header"):
+        return "$http_" + str(cond["header"]).lower().replace("-", "_")
+    if cond.get("cookie"):
+        return "$cookie_" + str(cond["cookie"])
+    if cond.get("argument"):
+        return "$arg_" + str(cond["argument"])
+    return str(cond.get("variable") or "")
+
+
+class _Generator:
+    """One VirtualServer's model (see the module docstring); counters run across the whole server."""
+
+    def __init__(self, ex: VirtualServerEx, static: StaticConfigParams, config: ConfigParams) -> None:
+        self.ex = ex
+        self.static = static
+        self.config = config
+        self.spec = _d(ex.vs.get("spec"))
+        self.ns, self.name = ex.namespace, ex.name
+        self.var_prefix = f"vs_{self.ns}_{self.name}".replace("-", "_")
+        self.warnings: list[str] = []
+        self.upstreams: dict[str, dict[str, Any]] = {}      # upstream block name -> its spec
+        self.endpoint_keys: dict[str, str] = {}             # upstream block name -> key in ex.endpoints
+        self.vs_scope = self._register(_l(self.spec.get("upstreams")))
+        self.split_clients: list[SplitClient] = []
+        self.maps: list[VSMap] = []
+        self.named_returns: list[NamedReturn] = []
+        self.locations: list[VSLocation] = []
+        self.splits_count = 0
+        self.matches_count = 0
+        self.error_page_count = 0
+        tls = _d(self.spec.get("tls"))
+        redirect = _d(tls.get("redirect"))
+        self.forwarded_proto = ("$http_x_forwarded_proto" if redirect.get("enable")
+                                and redirect.get("basedOn") == "x-forwarded-proto" else "$scheme")
+
+    def upstream_name(self, name: str) -> str:
+        return f"vs_{self.ns}_{self.name}_{name}"
+
+    def _register(self, upstreams: list[Any], vsr: tuple[str, str] | None = None) -> dict[str, str]:
+        """Name the upstreams of the VirtualServer (or of one of its VirtualServerRoutes); returns the scope
+        (the resource's upstream names -> upstream block names)."""
+        scope: dict[str, str] = {}
+        for u in upstreams:
+            local = str(_d(u).get("name"))
+            if vsr is None:
+                name, key = self.upstream_name(local), local
+            else:
+                name = self.upstream_name(f"vsr_{vsr[0]}_{vsr[1]}_{local}")
+                key = vsr_endpoints_key(*vsr, local)
+            scope[local] = name
+            self.upstreams[name] = _d(u)
+            self.endpoint_keys[name] = key
+        return scope
+
+    # -------------------------------------------------------------------------------------- upstreams
+
+    def build_upstreams(self) -> list[VSUpstream]:
+        c = self.config
+        out = []
+        for name in sorted(self.upstreams):
+            u = self.upstreams[name]
+            addresses = sorted(self.ex.endpoints.get(self.endpoint_keys[name]) or [])
+            max_fails = int(u.get("max-fails", c.max_fails))
+            fail_timeout = str(u.get("fail-timeout") or c.fail_timeout)
+            max_conns = int(u.get("max-conns", 0))
+            if addresses:
+                servers = [UpstreamServer(a, max_fails, fail_timeout, max_conns) for a in addresses]
+            else:
+                servers = [UpstreamServer(f"unix:{self.static.run_dir}/nginx-502-server.sock", max_fails,
+                                          fail_timeout, max_conns)]
+            lb = str(u.get("lb-method") or c.lb_method)
+            if u.get("use-cluster-ip") or lb == "round_robin":
+                lb = ""
+            keepalive = int(u.get("keepalive", c.keepalive))
+            out.append(VSUpstream(name, servers, lb, keepalive))
+        return out
+
+    # -------------------------------------------------------------------------------------- routes
+
+    def _route_path(self, path: str) -> tuple[str, str]:
+        if path.startswith("~*"):
+            return "~*", path[2:].lstrip(" ")
+        if path.startswith("~"):
+            return "~", path[1:].lstrip(" ")
+        if path.startswith("="):
+            return "=", path[1:].lstrip(" ")
+        return "", path
+
+    def _error_pages(self, pages: list[Any]) -> list[tuple[str, str, str]]:
+        out: list[tuple[str, str, str]] = []
+        for j, page in enumerate(pages):
+            pd = _d(page)
+            codes = [int(c) for c in _l(pd.get("codes"))]
+            if pd.get("redirect") is not None:
+                r = _d(pd["redirect"])
+                code = int(r.get("code") or 301)
+                out.append((" ".join(map(str, codes)), f"={code}", unescape(r.get("url"))))
+                continue
+            r = _d(pd.get("return"))
+            name = f"@error_page_{self.error_page_count}_{j}"
+            headers = [Header(str(_d(h).get("name")), unescape(_d(h).get("value")), True)
+                       for h in _l(r.get("headers"))]
+            code = int(r.get("code") or 0)
+            self.named_returns.append(NamedReturn(name, 200, str(r.get("type") or "text/html"),
+                                                  unescape(r.get("body")), headers))
+            if code:
+                out.append((" ".join(map(str, codes)), f"={code}", name))
+            else:   # keep the original status: one line per code
+                out.extend((str(c), f"={c}", name) for c in codes)
+        self.error_page_count += 1 if pages else 0
+        return out
+
+    def _action_location(self, modifier: str, path: str, action: Mapping[str, Any],
+                         route: Mapping[str, Any], *, internal: bool, route_modifier: str, route_path: str,
+                         return_500: bool, scope: Mapping[str, str]) -> VSLocation:
+        loc = VSLocation(modifier=modifier, path=path, internal=internal, return_500=return_500)
+        snippets = route.get("location-snippets")
+        if self.static.enable_snippets:
+            loc.snippets = _lines(snippets) if snippets else list(self.config.location_snippets)
+        loc.error_pages = self._error_pages(_l(route.get("errorPages")))
+        if action.get("redirect") is not None:
+            r = _d(action["redirect"])
+            loc.redirect = (int(r.get("code") or 301), unescape(r.get("url")))
+            return loc
+        if action.get("return") is not None:
+            r = _d(action["return"])
+            loc.return_ = (int(r.get("code") or 200), str(r.get("type") or "text/plain"),
+                           unescape(r.get("body")))
+            loc.return_headers = [Header(str(_d(h).get("name")), unescape(_d(h).get("value")), True)
+                                  for h in _l(r.get("headers"))]
+            return loc
+        proxy = _d(action.get("proxy"))
+        up_name = scope.get(str(action.get("pass") or proxy.get("upstream") or ""), "")
+        u = self.upstreams.get(up_name, {})
+        c = self.config
+        loc.service = str(u.get("service") or "")
+        loc.grpc = u.get("type") == "grpc"
+        keepalive = int(u.get("keepalive", c.keepalive))
+        loc.keepalive = keepalive > 0
+        loc.connect_timeout = str(u.get("connect-timeout") or c.proxy_connect_timeout)
+        loc.read_timeout = str(u.get("read-timeout") or c.proxy_read_timeout)
+        loc.send_timeout = str(u.get("send-timeout") or c.proxy_send_timeout)
+        loc.client_max_body_size = str(u.get("client-max-body-size") or c.client_max_body_size)
+        loc.buffering = bool(u.get("buffering", c.proxy_buffering))
+        buffers = _d(u.get("buffers"))
+        loc.buffers = f"{buffers['number']} {buffers['size']}" if buffers else c.proxy_buffers
+        loc.buffer_size = str(u.get("buffer-size") or c.proxy_buffer_size)
+        loc.next_upstream = str(u.get("next-upstream") or "error timeout")
+        loc.next_upstream_timeout = str(u.get("next-upstream-timeout") or "0s")
+        loc.next_upstream_tries = int(u.get("next-upstream-tries") or 0)
+        tls = bool(_d(u.get("tls")).get("enable"))
+        scheme = ("grpcs" if tls else "grpc") if loc.grpc else ("https" if tls else "http")
+        upstream = f"{scheme}://{up_name}"
+        rewrite_path = str(proxy.get("rewritePath") or "")
+        uri = ""
+        if internal:
+            if rewrite_path:
+                loc.rewrites.append(("^", f"${self.var_prefix}_uri_no_args", ""))
+                loc.rewrites.append(self._rewrite(route_modifier, route_path, rewrite_path))
+            else:
+                uri = "$request_uri"
+        elif rewrite_path:
+            if route_modifier in ("~", "~*"):
+                loc.rewrites.append(self._rewrite(route_modifier, route_path, rewrite_path))
+            else:
+                uri = rewrite_path
+        loc.proxy_pass = upstream + uri
+        req = _d(proxy.get("requestHeaders"))
+        user_set = [Header(str(_d(h).get("name")), unescape(_d(h).get("value"))) for h in _l(req.get("set"))]
+        names = {h.name.lower() for h in user_set}
+        defaults = [Header(n, v) for n, v in (*_DEFAULT_HEADERS, ("X-Forwarded-Proto", self.forwarded_proto))
+                    if n.lower() not in names]
+        host = [] if "host" in names else [Header("Host", "$host")]
+        loc.set_headers = defaults + host + user_set
+        loc.pass_request_headers = req.get("pass", True) is not False
+        resp = _d(proxy.get("responseHeaders"))
+        loc.hide_headers = [str(h) for h in _l(resp.get("hide"))]
+        loc.pass_headers = [str(h) for h in _l(resp.get("pass"))]
+        loc.ignore_headers = [str(h) for h in _l(resp.get("ignore"))]
+        loc.add_headers = [Header(str(_d(h).get("name")), unescape(_d(h).get("value")),
+                                  bool(_d(h).get("always"))) for h in _l(resp.get("add"))]
+        return loc
+
+    def _rewrite(self, modifier: str, path: str, rewrite_path: str) -> tuple[str, str, str]:
+        if modifier in ("~", "~*"):
+            regex = ("(?i)" if modifier == "~*" else "") + "^" + path.lstrip("^")
+            return regex, rewrite_path, "break"
+        return f"^{_regex_escape(path)}(.*)$", rewrite_path + "$1", "break"
+
+    def add_route(self, route: Mapping[str, Any], scope: Mapping[str, str]) -> None:
+        path = str(route.get("path") or "")
+        modifier, plain = self._route_path(path)
+        policies = _policy_refs(_l(route.get("policies")), self.ns)
+        for p in policies:
+            self.warnings.append(f"Policy {p} is missing or invalid")
+        return_500 = bool(policies)
+        matches = _l(route.get("matches"))
+        splits = _l(route.get("splits"))
+        kw: dict[str, Any] = {"route_modifier": modifier, "route_path": plain, "return_500": return_500,
+                              "scope": scope}
+        if matches:
+            variable = self._matches(route, matches, splits, kw)
+            self.locations.append(VSLocation(modifier, plain, rewrite_to=variable))
+        elif splits:
+            variable = self._splits(route, splits, kw)
+            self.locations.append(VSLocation(modifier, plain, rewrite_to=variable))
+        elif route.get("action"):
+            self.locations.append(self._action_location(modifier, plain, _d(route["action"]), route,
+                                                        internal=False, **kw))
+
+    def _splits(self, route: Mapping[str, Any], splits: list[Any], kw: dict[str, Any]) -> str:
+        i = self.splits_count
+        self.splits_count += 1
+        variable = f"${self.var_prefix}_splits_{i}"
+        dist = []
+        for j, sp in enumerate(splits):
+            sd = _d(sp)
+            target = f"/internal_location_splits_{i}_split_{j}"
+            self.locations.append(self._action_location("", target, _d(sd.get("action")), route,
+                                                        internal=True, **kw))
+            if int(sd.get("weight") or 0) > 0:
+                dist.append((int(sd["weight"]), target))
+        self.split_clients.append(SplitClient(variable, dist))
+        return variable
+
+    def _matches(self, route: Mapping[str, Any], matches: list[Any], splits: list[Any],
+                 kw: dict[str, Any]) -> str:
+        i = self.matches_count
+        self.matches_count += 1
+        first_vars: list[str] = []
+        results: list[tuple[str, str]] = []
+        for j, m in enumerate(matches):
+            md = _d(m)
+            conds = [_d(c) for c in _l(md.get("conditions"))]
+            cond_vars = [f"${self.var_prefix}_matches_{i}_match_{j}_cond_{k}" for k in range(len(conds))]
+            for k, cond in enumerate(conds):
+                ok = cond_vars[k + 1] if k + 1 < len(conds) else "1"
+                value = str(cond.get("value") or "")
+                negate = value.startswith("!")
+                if negate:
+                    value = value[1:]
+                hit, miss = (("0", ok) if negate else (ok, "0"))
+                self.maps.append(VSMap(condition_source(cond), cond_vars[k],
+                                       [(map_key(value), hit), ("default", miss)]))
+            first_vars.append(cond_vars[0])
+            if md.get("splits"):
+                target = self._splits(route, _l(md["splits"]), kw)
+            else:
+                target = f"/internal_location_matches_{i}_match_{j}"
+                self.locations.append(self._action_location("", target, _d(md.get("action")), route,
+                                                            internal=True, **kw))
+            results.append((f"~^{'0' * j}1", target))
+        if splits:
+            default = self._splits(route, splits, kw)
+        else:
+            default = f"/internal_location_matches_{i}_default"
+            self.locations.append(self._action_location("", default, _d(route.get("action")), route,
+                                                        internal=True, **kw))
+        variable = f"${self.var_prefix}_matches_{i}"
+        self.maps.append(VSMap("".join(first_vars), variable, [*results, ("default", default)]))
+        return variable
+
+    # -------------------------------------------------------------------------------------- server
+
+    def build(self) -> VSConfig:
+        spec, static, c = self.spec, self.static, self.config
+        spec_policies = _policy_refs(_l(spec.get("policies")), self.ns)
+        for p in spec_policies:
+            self.warnings.append(f"Policy {p} is missing or invalid")
+        vsrs = {f"{_d(v.get('metadata')).get('namespace')}/{_d(v.get('metadata')).get('name')}": v
+                for v in self.ex.vsrs}
+        for route in _l(spec.get("routes")):
+            rd = _d(route)
+            if not rd.get("route"):
+                self.add_route(rd, self.vs_scope)
+                continue
+            vsr_ref = str(rd["route"])
+            vsr = vsrs.get(vsr_ref if "/" in vsr_ref else f"{self.ns}/{vsr_ref}")
+            if vsr is None:     # missing or unfit: the VirtualServer's warning says so; not served
+                continue
+            meta, vsr_spec = _d(vsr.get("metadata")), _d(vsr.get("spec"))
+            scope = self._register(_l(vsr_spec.get("upstreams")),
+                                   (str(meta.get("namespace")), str(meta.get("name"))))
+            # NIC: the delegating route's error pages, snippets and policies reach subroutes without theirs.
+            inherited = {k: rd[k] for k in ("errorPages", "location-snippets", "policies") if rd.get(k)}
+            for subroute in _l(vsr_spec.get("subroutes")):
+                self.add_route({**inherited, **_d(subroute)}, scope)
+        server = VSServer(server_name=str(spec.get("host") or ""), http_port=static.http_port,
+                          https_port=static.https_port, disable_ipv6=static.disable_ipv6, namespace=self.ns,
+                          name=self.name, gunzip=bool(spec.get("gunzip")), server_tokens=c.server_tokens,
+                          return_500=bool(spec_policies), http2=c.http2)
+        tls = spec.get("tls")
+        if tls is not None:
+            t = _d(tls)
+            ref = self.ex.tls_secret
+            if ref is not None:
+                server.ssl = True
+                if ref.path and not ref.error:
+                    server.ssl_certificate = ref.path
+                else:
+                    self.warnings.append(f"TLS secret {t.get('secret')} is invalid: {ref.error or 'missing'}")
+            elif static.wildcard_tls_path:
+                server.ssl, server.ssl_certificate = True, static.wildcard_tls_path
+            redirect = _d(t.get("redirect"))
+            if redirect.get("enable"):
+                server.tls_redirect = (int(redirect.get("code") or 301), self.forwarded_proto)
+        if static.enable_snippets:
+            server.snippets = (_lines(spec["server-snippets"]) if spec.get("server-snippets")
+                               else list(c.server_snippets))
+        server.locations = self.locations
+        server.catch_all_404 = not any(loc.modifier == "" and loc.path == "/" for loc in self.locations)
+        server.named_returns = self.named_returns
+        for name, u in sorted(self.upstreams.items()):
+            if u.get("type") == "grpc" and not (server.ssl and c.http2):
+                self.warnings.append(f"gRPC cannot be configured for upstream {name}. gRPC requires enabled "
+                                     "HTTP/2 and TLS termination.")
+        http_snippets = _lines(spec.get("http-snippets")) if static.enable_snippets else []
+        return VSConfig(self.build_upstreams(), self.split_clients, self.maps, http_snippets, server)
+
+
+def _regex_escape(path: str) -> str:
+    return "".join("\\" + ch if ch in ".^$*+?()[]{}|\\" else ch for ch in path)
+
+
+def generate_vs_config(ex: VirtualServerEx, static: StaticConfigParams,
+                       config: ConfigParams) -> tuple[VSConfig, list[str]]:
+    """The model of one VirtualServer and its warnings (see the module docstring)."""
+    gen = _Generator(ex, static, config)
+    cfg = gen.build()
+    return cfg, gen.warnings

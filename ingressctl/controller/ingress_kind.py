@@ -1,0 +1,165 @@
+"""The Ingress's registry entry and model builder (NIC's `createIngressEx` and `createMergeableIngresses`).
+
+Guarantees:
+- `IngressBuilder.apply` builds the IngressEx of a regular Ingress, or the MergeableIngresses of a master and
+  its minions, from the informer caches (Services, EndpointSlices, the LocalSecretStore) and hands it to the
+  Configurator. Warnings about backends (missing Service or port, ExternalName) are the Ingress's own; each
+  minion's warnings go to that minion (NIC's ChildWarnings), not to the master.
+- Only the backends of hosts the Ingress owns are resolved (a minion: only the paths it won).
+- `nginx.org/use-cluster-ip: "true"` makes a backend's single endpoint the Service's cluster IP.
+- A backend Service without endpoints gets a `NoEndpoints` Warning event on the Ingress (or minion) that
+  routes to it, once per Ingress and Service until the reason changes (`endpoint_warnings`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ingressctl.configs.ingress_ex import (
+    INGRESS_KIND,
+    INGRESS_TYPES,
+    IngressEx,
+    MergeableIngresses,
+    SecretReference,
+    backend_key,
+)
+from ingressctl.controller.endpoint_warnings import REASON_NO_ENDPOINTS, EndpointWarnings, no_endpoints_reason
+from ingressctl.controller.endpoints import BackendError, cluster_ip_endpoint, resolve_backend_endpoints
+from ingressctl.controller.handlers import IngressHandler
+from ingressctl.controller.ingress_model import IngressConfiguration
+from ingressctl.controller.ingress_refs import ingress_backends, ingress_secrets
+from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
+from ingressctl.controller.model import Resource
+from ingressctl.controller.status import KindStatusWriter
+from ingressctl.controller.validation import parse_go_bool
+from ingressctl.k8s.resource import INGRESSES
+from ingressctl.keys import ResourceKey
+
+USE_CLUSTER_IP_ANNOTATION = "nginx.org/use-cluster-ip"
+
+
+class Caches(Protocol):
+    """Reads of the informer caches (thread-safe)."""
+
+    def get_object(self, plural: str, key: str) -> dict[str, Any] | None: ...
+
+    def endpoint_slices(self, namespace: str, service: str) -> list[dict[str, Any]]: ...
+
+
+class SecretReferences(Protocol):
+    def get_secret_reference(self, key: str) -> SecretReference: ...
+
+
+class IngressConfigurator(Protocol):
+    """The Configurator's Ingress entry points."""
+
+    def add_or_update_ingress(self, ing_ex: IngressEx) -> list[str]: ...
+
+    def add_or_update_mergeable_ingress(self, mergeable: MergeableIngresses) -> list[str]: ...
+
+    def minion_warnings(self, master_key: str) -> dict[str, list[str]]: ...
+
+
+Warn = Callable[[dict[str, Any], str, str], None]
+"""A Warning event on an Ingress: (object, reason, message)."""
+
+
+class IngressBuilder:
+    """See the module docstring."""
+
+    def __init__(self, caches: Caches, secrets: SecretReferences, configurator: IngressConfigurator,
+                 warn: Warn) -> None:
+        self._caches = caches
+        self._secrets = secrets
+        self._configurator = configurator
+        self._warn = warn
+        self._endpoint_warnings = EndpointWarnings()
+
+    def forget(self, key: ResourceKey) -> None:
+        self._endpoint_warnings.forget(key.ns_name)
+
+    def apply(self, resource: Resource) -> Applied:
+        if not isinstance(resource, IngressConfiguration):
+            raise TypeError(f"not an Ingress resource: {resource.key_with_kind}")
+        if resource.is_master:
+            return self._apply_mergeable(resource)
+        ex, ex_warnings = self.create_ingress_ex(resource)
+        warnings = self._configurator.add_or_update_ingress(ex)
+        return Applied(resource, list(resource.warnings) + ex_warnings + list(warnings))
+
+    def _apply_mergeable(self, cfg: IngressConfiguration) -> Applied:
+        master_ex, warnings = self.create_ingress_ex(cfg)
+        minion_exes: list[IngressEx] = []
+        child: dict[str, list[str]] = {k: list(v) for k, v in cfg.child_warnings.items()}
+        for m in cfg.minions:
+            mcfg = IngressConfiguration(ingress=m.ingress, key=m.key, valid_hosts=cfg.valid_hosts,
+                                        is_minion=True, valid_minion_paths=m.valid_paths)
+            mex, mw = self.create_ingress_ex(mcfg, valid_minion_paths=m.valid_paths)
+            minion_exes.append(mex)
+            child.setdefault(m.key, []).extend(mw)
+        result = self._configurator.add_or_update_mergeable_ingress(
+            MergeableIngresses(master=master_ex, minions=minion_exes))
+        # Each minion's warnings go to its own events (NIC's ChildWarnings), not to the master's.
+        prefixed: set[str] = set()
+        for minion_key, ws in self._configurator.minion_warnings(cfg.key).items():
+            child.setdefault(minion_key, []).extend(ws)
+            prefixed.update(f"minion {minion_key}: {w}" for w in ws)
+        result = [w for w in result if w not in prefixed]
+        return Applied(cfg, list(cfg.warnings) + warnings + result, child_warnings=child)
+
+    def create_ingress_ex(self, cfg: IngressConfiguration, *,
+                          valid_minion_paths: dict[str, bool] | None = None) -> tuple[IngressEx, list[str]]:
+        """Services and endpoints of every backend, secret references. Returns the IngressEx and warnings
+        about backends (missing Service or port, ExternalName)."""
+        ing = cfg.ingress
+        meta = ing.get("metadata") or {}
+        ns = str(meta.get("namespace") or "")
+        annotations = meta.get("annotations") or {}
+        # Go's strconv.ParseBool, as validation checks it (an invalid value never gets this far).
+        use_cluster_ip = parse_go_bool(str(annotations.get(USE_CLUSTER_IP_ANNOTATION, ""))) is True
+        warnings: list[str] = []
+        endpoints: dict[str, list[str]] = {}
+        seen: set[str] = set()
+        no_endpoints: dict[str, str] = {}   # Service -> why it has no endpoints
+        backends = ingress_backends(ing, valid_hosts=None if cfg.is_minion else cfg.valid_hosts,
+                                    valid_paths=valid_minion_paths)
+        for svc_name, port in backends:
+            bkey = backend_key(svc_name, port)
+            if bkey in seen:
+                continue
+            seen.add(bkey)
+            svc = self._caches.get_object("services", f"{ns}/{svc_name}")
+            try:
+                if use_cluster_ip and svc is not None:
+                    eps = cluster_ip_endpoint(svc, port)
+                else:
+                    slices = self._caches.endpoint_slices(ns, svc_name)
+                    eps = resolve_backend_endpoints(ns, svc_name, port, svc, slices)
+                    if not eps:
+                        no_endpoints.setdefault(svc_name, no_endpoints_reason(ns, svc_name, port, slices))
+            except BackendError as e:
+                warnings.append(str(e))
+                eps = []
+            endpoints[bkey] = eps
+        for message in self._endpoint_warnings.observe(cfg.key, no_endpoints):
+            self._warn(ing, REASON_NO_ENDPOINTS, message)
+        secret_refs = {name: self._secrets.get_secret_reference(f"{ns}/{name}")
+                       for name in ingress_secrets(ing).names}
+        ex = IngressEx(ingress=ing, valid_hosts=dict(cfg.valid_hosts), endpoints=endpoints,
+                       external_name_svcs=set(), secret_refs=secret_refs,
+                       valid_minion_paths=dict(valid_minion_paths or {}))
+        return ex, warnings
+
+
+def ingress_kind(*, ingress_class: str, caches: Caches, secrets: SecretReferences,
+                 configurator: IngressConfigurator, status: KindStatusWriter, warn: Warn) -> ResourceKind:
+    """The Ingress's registry entry."""
+
+    def handler(enqueue: Enqueue) -> EventHandler:
+        return IngressHandler(enqueue, ingress_class)
+
+    return ResourceKind(name=INGRESS_KIND, rt=INGRESSES, handler=handler,
+                        builder=IngressBuilder(caches, secrets, configurator, warn), status=status,
+                        metric_types=INGRESS_TYPES)
+

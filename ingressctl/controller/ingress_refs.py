@@ -1,0 +1,95 @@
+"""What an Ingress points at: the one walk of its backends and the one walk of its Secret references.
+
+Guarantees:
+- `ingress_backends` lists (service name, port number or name) of every backend: `spec.defaultBackend` first,
+  then each rule's paths in order, de-duplicated. Optional filters keep only the rules of hosts the Ingress
+  owns and only the paths a minion won, as the config is rendered. Malformed parts are skipped, never raise.
+- `ingress_secrets` lists the Secret names the Ingress references in its namespace (`spec.tls[].secretName`
+  in order, then `nginx.org/basic-auth-secret`), de-duplicated, and whether a TLS entry has no secretName
+  (it uses the wildcard Secret).
+- Validation, the Configuration's indexes, the endpoint resolution and the model builder all read these, so
+  they cannot disagree about what an Ingress references.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Final, NamedTuple
+
+BASIC_AUTH_SECRET: Final = "nginx.org/basic-auth-secret"
+
+Backend = tuple[str, int | str]
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def backend_service(backend: Any) -> Backend | None:
+    """(service name, port number or name) of an IngressBackend, or None when it has no service."""
+    svc = backend.get("service") if isinstance(backend, dict) else None
+    if not svc or not isinstance(svc, dict):
+        return None
+    port = _dict(svc.get("port"))
+    number = port.get("number")
+    if isinstance(number, int) and not isinstance(number, bool) and number != 0:
+        return str(svc.get("name", "")), number
+    return str(svc.get("name", "")), str(port.get("name", "") or "")
+
+
+def _backend_objects(ing: Mapping[str, Any], valid_hosts: Mapping[str, bool] | None,
+                     valid_paths: Mapping[str, bool] | None) -> Iterator[Any]:
+    """The walk: the raw IngressBackend objects, defaultBackend first, then each rule's paths in order."""
+    spec = _dict(ing.get("spec"))
+    yield spec.get("defaultBackend")
+    for rule in _list(spec.get("rules")):
+        rule = _dict(rule)
+        if valid_hosts and not valid_hosts.get(str(rule.get("host") or ""), False):
+            continue
+        for p in _list(_dict(rule.get("http")).get("paths")):
+            p = _dict(p)
+            if valid_paths is not None and not valid_paths.get(str(p.get("path", "")), False):
+                continue
+            yield p.get("backend")
+
+
+def ingress_backends(ing: Mapping[str, Any], *, valid_hosts: Mapping[str, bool] | None = None,
+                     valid_paths: Mapping[str, bool] | None = None) -> list[Backend]:
+    """Every Service backend, defaultBackend first, de-duplicated. With `valid_hosts` (non-empty) only rules
+    of hosts mapped to True count; with `valid_paths` only paths mapped to True."""
+    found: dict[Backend, None] = {}
+    for backend in _backend_objects(ing, valid_hosts, valid_paths):
+        b = backend_service(backend)
+        if b is not None:
+            found[b] = None
+    return list(found)
+
+
+def service_names(ing: Mapping[str, Any]) -> set[str]:
+    """Names of every Service the Ingress's spec references (rules and defaultBackend)."""
+    return {b[0] for backend in _backend_objects(ing, None, None)
+            if (b := backend_service(backend)) is not None}
+
+
+class IngressSecrets(NamedTuple):
+    names: tuple[str, ...]          # in the Ingress's namespace, in order of reference, unique
+    uses_default_tls: bool          # a spec.tls entry without secretName
+
+
+def ingress_secrets(ing: Mapping[str, Any]) -> IngressSecrets:
+    names: dict[str, None] = {}
+    uses_default = False
+    for tls in _list(_dict(ing.get("spec")).get("tls")):
+        name = _dict(tls).get("secretName") or ""
+        if name:
+            names[str(name)] = None
+        else:
+            uses_default = True
+    auth = _dict(_dict(ing.get("metadata")).get("annotations")).get(BASIC_AUTH_SECRET)
+    if auth:
+        names[str(auth)] = None
+    return IngressSecrets(tuple(names), uses_default)

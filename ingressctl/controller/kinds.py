@@ -1,0 +1,103 @@
+"""The resource-kind registry: one entry per configuration kind, read by the sync loop, the informer set-up,
+the reporter and the metrics, so that adding a kind means adding an entry and its own modules.
+
+Guarantees:
+- A `ResourceKind` bundles what the controller needs to serve a kind: its API type (`ResourceType`, whose
+  kind and apiVersion events name), informer transform, handler (the filter that enqueues `Task(name, key)`),
+  its Configuration part (validator, reference extraction, resource builder; None for the kind the
+  Configuration has built in), its model builder (resource -> renderer input, handed to the Configurator,
+  whose renderer of the same name names and renders the file), its status writer, and its metric.
+- Names are unique: registering a second entry with a taken name raises `ValueError`.
+- The registry is built once, before the informers start, and is read-only afterwards (safe to read from any
+  thread).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ingressctl.controller.configuration import ConfigurationKind
+from ingressctl.controller.model import Resource
+from ingressctl.controller.status import KindStatusWriter
+from ingressctl.controller.task import Task
+from ingressctl.k8s.reflector import Transform
+from ingressctl.k8s.resource import ResourceType
+from ingressctl.keys import ResourceKey
+
+Enqueue = Callable[[Task], None]
+
+
+class EventHandler(Protocol):
+    """An informer event handler (see `handlers.py`)."""
+
+    def on_add(self, obj: dict[str, Any], is_initial_list: bool = False) -> None: ...
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None: ...
+
+    def on_delete(self, obj: Any) -> None: ...
+
+
+@dataclass
+class Applied:
+    """The outcome of rendering one resource, for its events and status."""
+
+    resource: Resource
+    warnings: list[str]
+    error: str = ""
+    child_warnings: dict[str, list[str]] = field(default_factory=dict)  # child "namespace/name" -> warnings
+
+
+class KindBuilder(Protocol):
+    """Builds a configured resource's renderer input from the caches and hands it to the Configurator."""
+
+    def apply(self, resource: Resource) -> Applied:
+        """Render the resource (its file is written if it changed); render errors come back with the next
+        reload's outcome, exceptions propagate."""
+
+    def forget(self, key: ResourceKey) -> None:
+        """The resource is no longer configured: drop what the builder remembers about it."""
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    """One kind's registry entry (see the module docstring)."""
+
+    name: str                               # registry name: task kind, ResourceKey kind, renderer name
+    rt: ResourceType                        # API type (events name its kind and apiVersion)
+    handler: Callable[[Enqueue], EventHandler]
+    builder: KindBuilder
+    status: KindStatusWriter
+    model: ConfigurationKind | None = None  # None: built into the Configuration (Ingress)
+    transform: Transform | None = None
+    metric_types: tuple[str, ...] = ()      # the `type` label values of its resource-count gauge
+
+
+class KindRegistry:
+    """The kinds this controller serves, in registration order."""
+
+    def __init__(self, kinds: Sequence[ResourceKind] = ()) -> None:
+        self._kinds: dict[str, ResourceKind] = {}
+        for k in kinds:
+            self.register(k)
+
+    def register(self, kind: ResourceKind) -> None:
+        if kind.name in self._kinds:
+            raise ValueError(f"resource kind {kind.name!r} is registered twice")
+        self._kinds[kind.name] = kind
+
+    def get(self, name: str) -> ResourceKind | None:
+        return self._kinds.get(name)
+
+    def __getitem__(self, name: str) -> ResourceKind:
+        return self._kinds[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._kinds
+
+    def __iter__(self) -> Iterator[ResourceKind]:
+        return iter(self._kinds.values())
+
+    def names(self) -> list[str]:
+        return list(self._kinds)

@@ -1,0 +1,176 @@
+"""The kind-neutral parts of the Configuration's model: NIC's resource interface, stored entries, ownership
+rank, problems and the messages about taken hosts.
+
+Guarantees:
+- `Resource` is what every configured resource offers (NIC's `Resource`: key with kind, hosts, `is_equal`),
+  so the Configuration, the controller's sync loop and its reporter handle every kind alike.
+- An `Entry` is computed once per stored valid object from its kind's `Claims` (hosts, listeners, Services,
+  Secrets) and is kept small: one exists for every resource in the cluster.
+- Ranking: the older creationTimestamp (whole seconds) wins; on a tie the greater UID; then the smaller key.
+  An object without a creationTimestamp loses to every object that has one.
+- Messages name the winner with its kind, e.g. `host a.com is taken by another resource (Ingress ns/name)`;
+  the class-wide catch-all (`CATCH_ALL_HOST`) is named as such.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, NamedTuple, Protocol
+
+from ingressctl.configs.ingress_ex import CATCH_ALL_HOST
+from ingressctl.keys import ResourceKey
+
+REASON_REJECTED = "Rejected"
+MESSAGE_ALL_HOSTS_TAKEN = "All hosts are taken by other resources"
+
+_NO_TIMESTAMP = 2**62
+
+Role = Literal["regular", "parent", "child"]
+
+
+CATCH_ALL_LABEL = "the catch-all (an Ingress without rules, with a defaultBackend)"
+
+
+def host_label(host: str) -> str:
+    return CATCH_ALL_LABEL if host == CATCH_ALL_HOST else f"host {host}"
+
+
+def host_taken_warning(host: str, winner: str | None = None, winner_kind: str = "Ingress") -> str:
+    """NIC's warning, naming the winning resource when known."""
+    if winner:
+        return f"{host_label(host)} is taken by another resource ({winner_kind} {winner})"
+    return f"{host_label(host)} is taken by another resource"
+
+
+def all_hosts_taken_message(taken: Mapping[str, tuple[str, str] | None]) -> str:
+    """NIC's problem message, followed by each host and the resource (name, kind) that holds it."""
+    details = ", ".join(f"{host_label(h)} by {w[1]} {w[0]}" if w else host_label(h) for h, w in taken.items())
+    return f"{MESSAGE_ALL_HOSTS_TAKEN}: {details}" if details else MESSAGE_ALL_HOSTS_TAKEN
+
+
+class Resource(Protocol):
+    """A configured resource of any kind (NIC's Resource interface)."""
+
+    @property
+    def key(self) -> str:
+        """"namespace/name", as users see it."""
+
+    @property
+    def key_with_kind(self) -> ResourceKey: ...
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        """The object as last stored."""
+
+    @property
+    def valid_hosts(self) -> dict[str, bool]: ...
+
+    @property
+    def warnings(self) -> list[str]: ...
+
+    def is_equal(self, other: Resource) -> bool:
+        """Whether re-rendering could not change anything."""
+
+    def children(self) -> list[tuple[ResourceKey, dict[str, Any]]]:
+        """The objects configured through this resource besides itself (a master's minions), with keys."""
+
+    def lost_all_hosts(self, obj: dict[str, Any], warnings: list[str]) -> Resource:
+        """This resource as a Delete reports it when it lost every host: the current object, no valid host."""
+
+
+@dataclass
+class ConfigurationProblem:
+    obj: dict[str, Any]
+    is_error: bool
+    reason: str
+    message: str
+    key: ResourceKey
+
+    def same_as(self, other: ConfigurationProblem) -> bool:
+        return (self.is_error, self.reason, self.message) == (other.is_error, other.reason, other.message)
+
+
+class Claims(NamedTuple):
+    """What a kind extracts from one of its objects (its references)."""
+
+    role: Role
+    hosts: tuple[str, ...]
+    listeners: tuple[str, ...] = ()                      # stream resources
+    services: tuple[tuple[str, str], ...] = ()           # (namespace, name), unique
+    secrets: tuple[tuple[str, str], ...] = ()            # (namespace, name), unique
+    uses_default_tls_secret: bool = False
+
+
+def creation_seconds(obj: Mapping[str, Any]) -> int:
+    """metadata.creationTimestamp in whole seconds since the epoch (a missing/bad one sorts last)."""
+    ts = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not isinstance(ts, str) or not ts:
+        return _NO_TIMESTAMP
+    try:
+        return int(datetime.fromisoformat(ts).timestamp())
+    except ValueError:
+        return _NO_TIMESTAMP
+
+
+class _Descending(str):
+    """A string that sorts in reverse order (for "the greater UID wins" in an ascending sort key)."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: str) -> bool:
+        return str.__gt__(self, other)
+
+    def __gt__(self, other: str) -> bool:
+        return str.__lt__(self, other)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A stored valid object with what the indexes need, computed once."""
+
+    obj: dict[str, Any]
+    key: ResourceKey
+    seconds: int
+    uid: str
+    role: Role
+    hosts: tuple[str, ...]
+    claims: tuple[str, ...]     # hosts, then listener claims (the same tuple when there are no listeners)
+    services: tuple[tuple[str, str], ...]
+    secrets: tuple[tuple[str, str], ...]
+    uses_default_tls_secret: bool
+
+    def wins(self, other: Entry) -> bool:
+        """Older creationTimestamp wins; on a tie the greater UID (then, for equal UIDs, the smaller key)."""
+        return rank_of(self) < rank_of(other)
+
+
+def listener_claim(listener: str) -> str:
+    """The claim a stream resource makes for a listener: listener claims share the host index under a prefix
+    no host can have."""
+    return "listener:" + listener
+
+
+def make_entry(key: ResourceKey, obj: dict[str, Any], claims: Claims) -> Entry:
+    meta = obj.get("metadata") or {}
+    all_claims = claims.hosts + tuple(listener_claim(x) for x in claims.listeners) if claims.listeners \
+        else claims.hosts
+    return Entry(obj=obj, key=key, seconds=creation_seconds(obj), uid=str(meta.get("uid", "")),
+                 role=claims.role, hosts=claims.hosts, claims=all_claims, services=claims.services,
+                 secrets=claims.secrets, uses_default_tls_secret=claims.uses_default_tls_secret)
+
+
+def rank_of(e: Entry) -> tuple[int, _Descending, ResourceKey]:
+    """A sort key ordering winners first (computed when compared, not stored: one resource costs less)."""
+    return e.seconds, _Descending(e.uid), e.key
+
+
+def catch_all_rank(e: Entry) -> tuple[int, ResourceKey]:
+    """The catch-all goes to the oldest, then the smaller namespace/name: predictable for its users."""
+    return e.seconds, e.key
+
+
+def best(entries: Iterable[Entry], host: str | None = None) -> Entry | None:
+    """The owner of `host` among its claimants."""
+    return min(entries, key=catch_all_rank if host == CATCH_ALL_HOST else rank_of, default=None)
