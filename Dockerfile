@@ -32,12 +32,13 @@ RUN groupadd --system --gid 101 nginx \
  && useradd --system --uid 101 --gid 101 --home-dir /var/cache/nginx --no-create-home --shell /usr/sbin/nologin \
       nginx
 
-# NGINX from Debian (stub_status built in) and tini as PID 1: it forwards signals to the controller and reaps
-# orphaned NGINX processes, which the controller does not do. libcap2-bin is needed only for setcap: the file
-# capability lets the non-root NGINX master bind 80/443; the Python interpreter gets no capability.
+# NGINX from Debian (stub_status built in; its stream module for TransportServers) and tini as PID 1: it
+# forwards signals to the controller and reaps orphaned NGINX processes, which the controller does not do.
+# libcap2-bin is needed only for setcap: the file capability lets the non-root NGINX master bind 80/443; the
+# Python interpreter gets no capability.
 RUN set -eux; \
     apt-get update; \
-    apt-get install -y --no-install-recommends nginx tini libcap2-bin; \
+    apt-get install -y --no-install-recommends nginx libnginx-mod-stream tini libcap2-bin; \
     setcap cap_net_bind_service=+ep /usr/sbin/nginx; \
     setcap -v cap_net_bind_service=+ep /usr/sbin/nginx; \
     apt-get purge -y --auto-remove libcap2-bin; \

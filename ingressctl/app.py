@@ -90,6 +90,7 @@ class App:
         self.metrics: ControllerMetrics | None = None
         self.latency_labels: LatencyLabels | None = None
         self._ready_reported = False
+        self._serve_transportservers = False  # custom resources on and the cluster serves TransportServers
         self.leader_client: Any = None
         self.manager: Any = None
         self.configurator: Any = None
@@ -160,13 +161,25 @@ class App:
             log.info("nginx with debug logging", binary=binary)
         try:
             self.manager = Manager(binary=binary, conf_dir=s.nginx.conf_dir, run_dir=s.nginx.run_dir,
-                                   reload_timeout_ms=s.nginx.reload_timeout_ms)
+                                   reload_timeout_ms=s.nginx.reload_timeout_ms,
+                                   connectable_sockets=s.controller.enable_tls_passthrough)
         except ValueError as e:
             raise StartupError(f"invalid NGINX paths: {e}") from e
         if s.serving.enable_prometheus_metrics:
             self._create_metrics()
         static = dataclasses.replace(StaticConfigParams.from_settings(s), nginx_version=self._nginx_version(),
                                      stub_status_module=self._has_stub_status())
+        if s.controller.enable_custom_resources and self._transportservers_served():
+            from ingressctl.app_stream import StreamSetupError, with_stream
+
+            try:
+                static = with_stream(static, binary,
+                                     tls_passthrough=s.controller.enable_tls_passthrough)
+            except StreamSetupError as e:
+                if s.controller.global_configuration or s.controller.enable_tls_passthrough:
+                    raise StartupError(str(e)) from e
+                log.error("TransportServers are not served", error=str(e))
+                self._serve_transportservers = False
         # The special TLS Secrets: validated now, written by the Configurator before it renders nginx.conf.
         refs = (("default", s.controller.default_server_tls_secret),
                 ("wildcard", s.controller.wildcard_tls_secret))
@@ -255,11 +268,12 @@ class App:
             self.client, configuration=configuration, configurator=self.configurator,
             secret_store=LocalSecretStore(self.configurator), status_updater=self.status,
             recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
-            kinds=self._custom_resource_kinds(),
+            kinds=self._custom_resource_kinds(is_leader),
         )
         if self.metrics is not None:
             for kind in self.controller.kinds:
-                self.metrics.controller.add_kind(kind.name, kind.metric_types)
+                if kind.metric_types:  # a GlobalConfiguration is not counted
+                    self.metrics.controller.add_kind(kind.name, kind.metric_types)
             self.controller.on_synced = self._on_synced
         self._start_admission_webhook(configuration)
         if s.serving.ready_status:
@@ -277,10 +291,10 @@ class App:
                 return
             raise StartupError("the informer caches did not sync")
 
-    def _custom_resource_kinds(self) -> list[Any]:
-        """The registry entries of the custom resources (`--enable-custom-resources`), if the cluster serves
-        them: without their CRDs (or the RBAC to list them) the controller serves Ingresses only and says
-        why, rather than waiting forever for a cache that cannot sync."""
+    def _custom_resource_kinds(self, is_leader: Callable[[], bool] | None) -> list[Any]:
+        """The registry entries of the custom resources (`--enable-custom-resources`) the cluster serves:
+        without a kind's CRD (or the RBAC to list it) the controller leaves that kind out and says why,
+        rather than waiting forever for a cache that cannot sync."""
         s = self.settings
         if not s.controller.enable_custom_resources:
             return []
@@ -293,19 +307,47 @@ class App:
         from ingressctl.k8s.client import ApiError
 
         namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
+        kinds: list[Any] = []
         try:
             self.client.list(VIRTUALSERVERS, namespace, limit=1)
         except ApiError as e:
-            log.error("custom resources are enabled, but VirtualServers cannot be listed: serving Ingresses "
-                      "only; install the k8s.nginx.org CRDs (charts/ingressctl/crds) and the RBAC for them, "
+            log.error("custom resources are enabled, but VirtualServers cannot be listed: not serving them; "
+                      "install the k8s.nginx.org CRDs (charts/ingressctl/crds) and the RBAC for them, "
                       "or pass --enable-custom-resources=false", error=str(e))
-            return []
+        else:
+            try:
+                template = s.nginx.virtualserver_template_path
+                kinds = [virtualserver_kind_factory(self.client, template_path=template),
+                         virtualserverroute_kind_factory(self.client)]
+            except TemplateError as e:
+                raise StartupError(f"invalid template: {e}") from e
+        if not self._serve_transportservers:
+            return kinds
+        from ingressctl.app_stream import StreamSetupError, stream_kinds
+
         try:
-            template = s.nginx.virtualserver_template_path
-            return [virtualserver_kind_factory(self.client, template_path=template),
-                    virtualserverroute_kind_factory(self.client)]
-        except TemplateError as e:
-            raise StartupError(f"invalid template: {e}") from e
+            return kinds + stream_kinds(s, self.client, is_leader or (lambda: True))
+        except StreamSetupError as e:
+            raise StartupError(str(e)) from e
+
+    def _transportservers_served(self) -> bool:
+        """Whether the cluster serves TransportServers (their CRD and the RBAC to list them); remembered for
+        `_custom_resource_kinds`."""
+        from ingressctl.controller.ts_kind import TRANSPORTSERVERS
+        from ingressctl.k8s.client import ApiError
+
+        s = self.settings
+        namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
+        try:
+            self.client.list(TRANSPORTSERVERS, namespace, limit=1)
+            self._serve_transportservers = True
+        except ApiError as e:
+            log.error("custom resources are enabled, but TransportServers cannot be listed: not serving "
+                      "them; "
+                      "install the k8s.nginx.org CRDs (charts/ingressctl/crds) and the RBAC for them",
+                      error=str(e))
+            self._serve_transportservers = False
+        return self._serve_transportservers
 
     def _start_admission_webhook(self, configuration: Any) -> None:
         """Serve `/validate` when enabled: the Configuration's validation, read-only, for Ingresses and the
@@ -352,6 +394,9 @@ class App:
         except ValueError as e:
             raise StartupError(f"cannot set up metrics: {e}") from e
         manager.on_reload = self.metrics.manager.on_reload
+        denials = getattr(self.client, "permission_denials", None)
+        if denials is not None:
+            self.metrics.watch_api_permissions(denials.counts)
 
     def _write_latency_config(self) -> None:
         """NIC's main-template lines for latency metrics, as a conf.d file in the http context."""
@@ -373,7 +418,8 @@ class App:
             return
         counts = configurator.resource_counts()
         for kind in controller.kinds:
-            metrics.controller.set_resources(kind.name, counts.get(kind.name, {}))
+            if kind.metric_types:
+                metrics.controller.set_resources(kind.name, counts.get(kind.name, {}))
         if not self._ready_reported and controller.is_ready():
             self._ready_reported = True
             started = self._started_at if self._started_at is not None else time.monotonic()
@@ -444,7 +490,7 @@ class App:
 
     def _nginx_version(self) -> tuple[int, ...]:
         """The running NGINX's version, which decides the directives newer than 1.22 (e.g. `sticky cookie`);
-        () when `nginx -v` fails (such directives are then left out, with a warning on the resource)."""
+        () when `nginx -V` fails (such directives are then left out, with a warning on the resource)."""
         from ingressctl.configs.directive_values import parse_nginx_version
 
         try:

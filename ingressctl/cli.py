@@ -186,8 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(k, "--report-ingress-status", False, "write the load balancer address to Ingress status")
     k.add_argument("--external-service", help="Service whose external address is reported in Ingress status")
     _flag(k, "--enable-snippets", False, "allow server-snippets and location-snippets annotations")
-    _flag(k, "--enable-custom-resources", True, "serve the k8s.nginx.org VirtualServer resources (their CRDs "
-          "must be installed)")
+    _flag(k, "--enable-custom-resources", True, "serve the k8s.nginx.org VirtualServer and TransportServer "
+          "resources (their CRDs must be installed)")
     _flag(k, "--enable-directive-autoadjust", False,
           "raise proxy-buffers, proxy-busy-buffers-size and proxy-max-temp-file-size (ConfigMap or "
           "annotations) just enough that NGINX accepts them, with a warning, instead of leaving them out")
@@ -199,6 +199,13 @@ def build_parser() -> argparse.ArgumentParser:
           "NIC's test-and-roll-back of each config write. ingressctl always does this: every change is "
           "tested with nginx -t and a failed reload is bisected on a staging copy, rejecting only the "
           "offending resources while the last good config keeps serving; both values give that behaviour")
+    _flag(k, "--enable-tls-passthrough", False,
+          "TransportServers on the tls-passthrough listener (needs --enable-custom-resources)")
+    k.add_argument("--tls-passthrough-port", type=_port, default=443,
+                   help="the port TLS passthrough owns; HTTPS servers are reached behind it (default 443)")
+    k.add_argument("--global-configuration", type=_namespaced_name,
+                   help="<namespace>/<name> of the GlobalConfiguration defining the TransportServer "
+                        "listeners (needs --enable-custom-resources)")
     _flag(k, "--enable-leader-election", True, "elect one replica to write status, using a Lease")
     k.add_argument("--leader-election-lock-name", default="nginx-ingress-leader-election",
                    help="name of the Lease in POD_NAMESPACE")
@@ -231,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
           "no access log for the default server; the ConfigMap key of the same name overrides it")
     n.add_argument("--main-template-path", help="a custom main template (Jinja2)")
     n.add_argument("--ingress-template-path", help="a custom Ingress template (Jinja2)")
+    n.add_argument("--transportserver-template-path", help="a custom TransportServer template (Jinja2)")
     n.add_argument("--virtualserver-template-path", help="a custom VirtualServer template (Jinja2)")
 
     s = p.add_argument_group("Serving")
@@ -314,6 +322,10 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
               file=sys.stderr)
         latency = False
 
+    if a.global_configuration and not a.enable_custom_resources:
+        parser.error("--global-configuration needs --enable-custom-resources")
+    if a.enable_tls_passthrough and not a.enable_custom_resources:
+        parser.error("--enable-tls-passthrough needs --enable-custom-resources")
     webhook = _admission_webhook(parser, a)
     pod_ns, pod_name = pod_identity(environ)
     return Settings(
@@ -326,6 +338,7 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
             health_status_uri=uri, status=a.nginx_status, status_port=a.nginx_status_port,
             status_allow_cidrs=a.nginx_status_allow_cidrs, main_template_path=a.main_template_path,
             ingress_template_path=a.ingress_template_path,
+            transportserver_template_path=a.transportserver_template_path,
             virtualserver_template_path=a.virtualserver_template_path, debug=a.nginx_debug,
             disable_ipv6=a.disable_ipv6,
             default_server_access_log_off=a.default_server_access_log_off,
@@ -335,6 +348,8 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
             default_server_tls_secret=a.default_server_tls_secret, wildcard_tls_secret=a.wildcard_tls_secret,
             report_ingress_status=a.report_ingress_status, external_service=a.external_service,
             enable_snippets=a.enable_snippets, legacy_startup=a.legacy_startup,
+            global_configuration=a.global_configuration,
+            enable_tls_passthrough=a.enable_tls_passthrough, tls_passthrough_port=a.tls_passthrough_port,
             enable_custom_resources=a.enable_custom_resources,
             enable_directive_autoadjust=a.enable_directive_autoadjust,
             allow_empty_ingress_host=a.allow_empty_ingress_host,

@@ -1,14 +1,17 @@
 """`make run`: the whole system on one machine (docs/architecture.md, "The demo").
 
-Starts a devcluster loaded with `examples/`, one small HTTP backend per Service (each answers with its own
-name), EndpointSlices pointing at those backends, a generated self-signed certificate for every Ingress TLS
-Secret the manifests name but do not contain (and one for the default server), and the real controller with
-a real NGINX on unprivileged ports (config and runtime files under `--run-dir`, default `.run/`). It then
-prints curl commands that show the routing, with every port it uses, and runs until Ctrl-C.
+Starts a devcluster loaded with NIC's CRDs, `examples/` and `examples/tcp/`, one small HTTP backend per
+Service (each answers with its own name), EndpointSlices pointing at those backends, a generated self-signed
+certificate for every Ingress TLS Secret the manifests name but do not contain (and one for the default
+server), and the real controller with a real NGINX on unprivileged ports (config and runtime files under
+`--run-dir`, default `.run/`). Custom resources are enabled: a TransportServer forwards a GlobalConfiguration
+listener (moved to a free port if its own is taken) to a Service over TCP. It then prints curl commands that
+show the routing, with every port it uses, and runs until Ctrl-C.
 
 `--check` runs those requests itself instead (every Ingress path must reach the backend of its Service, over
-HTTPS for TLS hosts; an unknown host must get 404) in a run dir of its own (a fresh temporary one unless
-`--run-dir` is given), and exits 0 if all pass, 1 otherwise.
+HTTPS for TLS hosts; every TransportServer's listener must reach its Service; an unknown host must get 404)
+in a run dir of its own (a fresh temporary one unless `--run-dir` is given), and exits 0 if all pass, 1
+otherwise.
 
 Guarantees: the run dir is locked before anything in it is touched, so a second demo on the same run dir is
 refused having changed nothing; an NGINX a killed demo left running is stopped before ports are picked;
@@ -58,6 +61,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_EXAMPLES = os.path.join(REPO, "examples")
 # NIC's custom resource definitions (VirtualServer, ...): always loaded first, so examples may use them.
 CRDS = os.path.join(REPO, "charts", "ingressctl", "crds")
+# Examples of the custom resources that need their CRDs first (examples/tcp/ links them for devcluster).
+DEFAULT_CR_EXAMPLES = os.path.join(DEFAULT_EXAMPLES, "tcp")
 
 
 def free_port(preferred: int = 0, what: str = "") -> int:
@@ -93,6 +98,19 @@ class Route:
 
 
 @dataclass
+class StreamRoute:
+    """A TransportServer and the listener port its connections arrive on."""
+
+    transportserver: str   # namespace/name
+    port: int
+    service: str
+    namespace: str
+
+    def curl(self) -> str:
+        return f"curl http://127.0.0.1:{self.port}/"
+
+
+@dataclass
 class Demo:
     """Everything the demo started, so that it can all be stopped."""
 
@@ -108,6 +126,8 @@ class Demo:
     app: Any = None
     backends: dict[str, Backend] = field(default_factory=dict)
     routes: list[Route] = field(default_factory=list)
+    stream_routes: list[StreamRoute] = field(default_factory=list)
+    global_configuration: str | None = None
     ignored_hosts: list[str] = field(default_factory=list)
     kubeconfig: str = ""
     _tmp_run: str = ""
@@ -135,6 +155,7 @@ class Demo:
         self._start_backends()
         self._create_missing_tls_secrets()
         self.routes = self._routes()
+        self.stream_routes = self._stream_routes()
 
         self.http_port = free_port(self.http_port, "HTTP")
         self.https_port = free_port(self.https_port, "HTTPS")
@@ -151,7 +172,8 @@ class Demo:
                                 https_port=self.https_port, status=False, reload_timeout_ms=30000),
             controller=ControllerSettings(ingress_class="nginx", nginx_configmaps=self._configmap(),
                                           default_server_tls_secret="/".join(DEFAULT_SERVER_SECRET),
-                                          report_ingress_status=True),
+                                          report_ingress_status=True, enable_custom_resources=True,
+                                          global_configuration=self.global_configuration),
             leader_election=LeaderElectionSettings(enabled=True, lease_duration_s=15.0, renew_deadline_s=10.0,
                                                    retry_period_s=2.0),
             serving=ServingSettings(ready_status=True, ready_status_port=self.ready_port,
@@ -241,6 +263,31 @@ class Demo:
                                             ing["metadata"]["name"], tls=rule["host"] in tls_hosts))
         return routes
 
+    def _stream_routes(self) -> list[StreamRoute]:
+        """Move each GlobalConfiguration listener to a free port (its own if free) and find the
+        TransportServers bound to them."""
+        from ingressctl.controller.ts_kind import GLOBALCONFIGURATIONS, TRANSPORTSERVERS
+
+        ports: dict[str, int] = {}
+        for gc in self.client.list(GLOBALCONFIGURATIONS, None)["items"]:
+            md = gc["metadata"]
+            self.global_configuration = f"{md['namespace']}/{md['name']}"
+            for listener in (gc.get("spec") or {}).get("listeners") or []:
+                listener["port"] = free_port(int(listener["port"]), f"listener {listener['name']}")
+                ports[listener["name"]] = listener["port"]
+            self.client.update(GLOBALCONFIGURATIONS, md["namespace"], md["name"], gc)
+            break  # the controller serves one GlobalConfiguration
+        routes = []
+        for ts in self.client.list(TRANSPORTSERVERS, None)["items"]:
+            spec, md = ts.get("spec") or {}, ts["metadata"]
+            port = ports.get(str((spec.get("listener") or {}).get("name")))
+            upstream = next((u for u in spec.get("upstreams") or []
+                             if u.get("name") == (spec.get("action") or {}).get("pass")), None)
+            if port and upstream:
+                routes.append(StreamRoute(f"{md['namespace']}/{md['name']}", port, upstream["service"],
+                                          md["namespace"]))
+        return routes
+
     def check(self) -> bool:
         """Request every route (retrying briefly) and an unknown host; print one line per check."""
         ok = True
@@ -278,6 +325,13 @@ class Demo:
             ok &= good
             print(f"{'PASS' if good else 'FAIL'}  {vc.curl(self.http_port)}  -> {status} {backend}"
                   f"{f' ({vc.note})' if vc.note else ''}")
+        for sr in self.stream_routes:
+            # The TransportServer forwards raw TCP: the backend behind it answers HTTP with its name.
+            status, backend, body = _get_until(sr.port, "tcp.example", "/", sr.service)
+            good = status == 200 and backend == sr.service
+            ok &= good
+            print(f"{'PASS' if good else 'FAIL'}  {sr.curl()}  -> {status} {body.strip()!r} "
+                  f"(TCP through TransportServer {sr.transportserver})")
         ok &= self._check_status()
         return ok
 
@@ -331,6 +385,8 @@ class Demo:
                   for r in self.routes]
         lines += [f"  {vc.curl(self.http_port)}{f'      # {vc.note}' if vc.note else ''}"
                   for vc in self._vs_checks()]
+        lines += [f"  {sr.curl()}      # TCP through TransportServer {sr.transportserver}"
+                  for sr in self.stream_routes]
         lines += [
             f"  curl -H 'Host: unknown.example.com' http://127.0.0.1:{self.http_port}/      # 404",
             f"  curl -k https://127.0.0.1:{self.https_port}/      # 404 (the default server's generated "
@@ -338,7 +394,8 @@ class Demo:
             "",
             f"  readiness:  curl http://127.0.0.1:{self.ready_port}/nginx-ready",
             f"  metrics:    curl -s http://127.0.0.1:{self.metrics_port}/metrics | grep reloads_total",
-            f"  kubectl:    kubectl --kubeconfig {self.kubeconfig} get ingress,vs,svc,endpointslices -A",
+            f"  kubectl:    kubectl --kubeconfig {self.kubeconfig} get ingress,vs,ts,gc,svc,endpointslices "
+            "-A",
             "",
             "Change the cluster with kubectl and watch NGINX follow. Ctrl-C stops everything.",
             "",
@@ -419,7 +476,8 @@ def manifest_files(paths: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ingressctl.demo", description=__doc__.split("\n\n")[0])
-    p.add_argument("--manifests", nargs="*", default=[DEFAULT_EXAMPLES], help="files or directories to load")
+    p.add_argument("--manifests", nargs="*", default=[DEFAULT_EXAMPLES, DEFAULT_CR_EXAMPLES],
+                   help="files or directories to load (after NIC's CRDs)")
     p.add_argument("--run-dir", default=None,
                    help="where NGINX's files and the kubeconfig go (default .run; with --check a temporary "
                         "directory of its own)")

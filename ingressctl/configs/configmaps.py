@@ -150,6 +150,13 @@ class StaticConfigParams:
     enable_directive_autoadjust: bool = False  # rebalance proxy buffer settings NGINX would refuse
     nginx_version: tuple[int, ...] = ()  # of the running NGINX; () = unknown (no directives newer than 1.22)
     stub_status_module: bool = True  # this NGINX has stub_status (the metrics and --nginx-status need it)
+    stream: bool = False  # render a stream {} block (TransportServers are served)
+    stream_module_path: str = ""  # the dynamic stream module to load_module ("" when built in)
+    tls_passthrough: bool = False  # HTTPS servers terminate TLS on passthrough_socket() behind the SNI split
+
+    def passthrough_socket(self) -> str:
+        """Where HTTPS servers terminate TLS when TLS passthrough owns the HTTPS port."""
+        return f"unix:{self.run_dir}/passthrough-https.sock" if self.tls_passthrough else ""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> StaticConfigParams:
@@ -312,6 +319,9 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         server_tokens=config.server_tokens,
         http2=config.http2,
         ssl_protocols=config.ssl_protocols,
+        stream=static.stream,
+        stream_module_path=static.stream_module_path,
+        tls_passthrough=static.tls_passthrough,
         default_http_listener_port=static.http_port,
         default_https_listener_port=static.https_port,
         default_server_tls_path=static.default_server_tls_path,

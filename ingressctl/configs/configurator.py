@@ -20,7 +20,7 @@ Guarantees:
   paths and hosts there; when one appears or goes, every resource is rendered again (written only where
   bytes change).
 - Mergeable Ingresses: a master and its minions are one resource, keyed and named by the master; minions have
-  no file. `get_ingress_counts()` counts regular Ingresses, masters and their minions.
+  no file. `resource_counts()` counts them (for Ingresses: regular ones, masters and their minions).
 - Not thread-safe: one sync thread owns the Configurator, as it owns NGINX.
 """
 
@@ -68,6 +68,7 @@ class Configurator:
         self.files = ConfigFiles(manager)
         self._renderers: dict[str, Renderer] = {}
         self._resources: dict[ResourceKey, object] = {}  # key -> the latest resource given
+        self._counts: dict[str, dict[str, int]] = {}  # kind -> its renderer's counts of _resources, in step
         self._child_warnings: dict[ResourceKey, dict[str, list[str]]] = {}  # key -> child -> warnings
         self._replicas = 1
         self._zone_bytes: dict[ResourceKey, int] = {}  # key -> what its upstreams reserve in the shared zone
@@ -89,6 +90,11 @@ class Configurator:
     def register_renderer(self, renderer: Renderer) -> None:
         """Serve a kind (replaces an earlier renderer of that kind)."""
         self._renderers[renderer.kind] = renderer
+        held = [r for k, r in self._resources.items() if k.kind == renderer.kind]
+        self._counts[renderer.kind] = dict(renderer.counts(held))
+        if isinstance(renderer, ChildCounter):
+            for child_kind, counts in renderer.child_counts(held).items():
+                self._counts[child_kind] = dict(counts)
 
     @property
     def static(self) -> StaticConfigParams:
@@ -113,21 +119,27 @@ class Configurator:
 
     def resource_counts(self) -> dict[str, dict[str, int]]:
         """Per kind, the renderer's counts of the resources it holds, and of the child kinds a renderer's
-        resources carry (VirtualServerRoutes inside their VirtualServers)."""
-        by_kind: dict[str, list[object]] = {kind: [] for kind in self._renderers}
-        for key, resource in self._resources.items():
-            by_kind.setdefault(key.kind, []).append(resource)
-        counts = {kind: self._renderers[kind].counts(rs)
-                  for kind, rs in by_kind.items() if kind in self._renderers}
-        for kind, rs in by_kind.items():
-            renderer = self._renderers.get(kind)
-            if isinstance(renderer, ChildCounter):
-                counts.update(renderer.child_counts(rs))
-        return counts
+        resources carry (VirtualServerRoutes inside their VirtualServers); kept up to date as resources come
+        and go: reading them after every task costs nothing per resource."""
+        return {kind: dict(counts) for kind, counts in self._counts.items()}
 
-    def get_ingress_counts(self) -> dict[str, int]:
-        """For `ingress_resources_total{type}`: regular, master and minion Ingresses."""
-        return self.resource_counts()[INGRESS_KIND]
+    def _hold(self, key: ResourceKey, resource: object | None) -> None:
+        """Make `resource` the latest of `key` (None: forget it), keeping `_counts` in step."""
+        old = self._resources.pop(key, None) if resource is None else self._resources.get(key)
+        if resource is not None:
+            self._resources[key] = resource
+        renderer, counts = self._renderers.get(key.kind), self._counts.get(key.kind)
+        if renderer is None or counts is None:
+            return
+        for sign, r in ((-1, old), (1, resource)):
+            if r is not None:
+                for t, n in renderer.counts((r,)).items():
+                    counts[t] = counts.get(t, 0) + sign * n
+                if isinstance(renderer, ChildCounter):
+                    for child_kind, cs in renderer.child_counts((r,)).items():
+                        child = self._counts.setdefault(child_kind, {})
+                        for t, n in cs.items():
+                            child[t] = child.get(t, 0) + sign * n
 
     def minion_warnings(self, master_key: str) -> dict[str, list[str]]:
         """Per-minion warnings of the last render of a master (minion key -> warnings)."""
@@ -156,7 +168,7 @@ class Configurator:
     def add_or_update(self, key: ResourceKey, resource: object) -> list[str]:
         """Render one resource with its kind's renderer and write its file if the bytes changed; returns the
         warnings (an unknown kind is a render failure of that resource)."""
-        self._resources[key] = resource
+        self._hold(key, resource)
         self._child_warnings.pop(key, None)
         renderer = self._renderers.get(key.kind)
         if renderer is None:
@@ -184,7 +196,7 @@ class Configurator:
 
     def delete(self, key: ResourceKey) -> None:
         """Forget a resource and remove its file."""
-        self._resources.pop(key, None)
+        self._hold(key, None)
         self._child_warnings.pop(key, None)
         self._set_catch_all(key, "")
         if self.files.remove(key) is not None:

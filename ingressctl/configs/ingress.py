@@ -588,6 +588,7 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         host_regex=one_label_host_regex(host), unmatched_host_return=p.default_server_return,
         catch_all=catch_all, health_status_uri=static.health_status_uri if catch_all and static.health_status
         else "", to_catch_all=to_catch_all,
+        passthrough_socket=static.passthrough_socket() if ssl else "",
     )
 
 

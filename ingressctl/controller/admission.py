@@ -30,7 +30,8 @@ from typing import Any, Final, Protocol
 
 from ingressctl.configs.ingress_ex import INGRESS_KIND
 from ingressctl.controller.configuration import ConfigurationKind
-from ingressctl.controller.model import creation_seconds, host_taken_warning
+from ingressctl.controller.ingress_model import claimed_hosts
+from ingressctl.controller.model import Claims, best, host_taken_warning, make_entry
 from ingressctl.controller.validation import aggregate_message, is_master, mergeable_type, validate_ingress
 from ingressctl.keys import ResourceKey, object_key
 
@@ -88,12 +89,12 @@ def validate_ingress_admission(obj: Mapping[str, Any], old: Mapping[str, Any] | 
     return Verdict(warnings=ingress_host_warnings(obj, config))
 
 
-def _wins(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """The Configuration's ownership rule: older creationTimestamp wins, then the greater UID."""
-    sa, sb = creation_seconds(a), creation_seconds(b)
-    if sa != sb:
-        return sa < sb
-    return str((a.get("metadata") or {}).get("uid", "")) > str((b.get("metadata") or {}).get("uid", ""))
+def _keeps(host: str, owner_key: ResourceKey, owner: Mapping[str, Any], key: ResourceKey,
+           obj: Mapping[str, Any]) -> bool:
+    """Whether `owner` keeps `host` against `obj`: the Configuration's own ownership rule (`best`)."""
+    claims = Claims("regular", (host,))
+    kept = make_entry(owner_key, dict(owner), claims)
+    return best((kept, make_entry(key, dict(obj), claims)), host) is kept
 
 
 def ingress_host_warnings(obj: Mapping[str, Any], config: ConfigurationView) -> list[str]:
@@ -101,12 +102,7 @@ def ingress_host_warnings(obj: Mapping[str, Any], config: ConfigurationView) -> 
     key = ResourceKey(INGRESS_KIND, object_key(obj))
     minion = mergeable_type(obj) == "minion"
     warnings: list[str] = []
-    seen: set[str] = set()
-    for rule in (obj.get("spec") or {}).get("rules") or []:
-        host = str(rule.get("host") or "") if isinstance(rule, dict) else ""
-        if host in seen:
-            continue
-        seen.add(host)
+    for host in dict.fromkeys(claimed_hosts(obj.get("spec") or {})):
         owner_key = config.host_owner(host)
         owner = config.get_object(owner_key) if owner_key and owner_key != key else None
         if minion:
@@ -123,7 +119,7 @@ def _host_taken(key: ResourceKey, obj: Mapping[str, Any], host: str, config: Con
     """The warning for `host` when another configured resource that wins the ownership rule keeps it."""
     owner_key = config.host_owner(host)
     owner = config.get_object(owner_key) if owner_key is not None and owner_key != key else None
-    if owner is None or owner_key is None or not _wins(owner, obj):
+    if owner is None or owner_key is None or not _keeps(host, owner_key, owner, key, obj):
         return []
     return [host_taken_warning(host, owner_key.ns_name, config.api_kind(owner_key))]
 

@@ -54,6 +54,7 @@ from ingressctl.controller.model import (
     best,
     host_taken_warning,
     listener_claim,
+    listener_taken_message,
     make_entry,
 )
 from ingressctl.keys import ResourceKey, object_key
@@ -423,6 +424,11 @@ class Configuration:
                                             f"{parent.ns_name} ignores {self.api_kind(key)}", key=key)
             return None
         if not any(self._hosts.get(c) == key for c in e.claims):
+            if not e.hosts:  # a stream resource: only listener claims
+                message = "; ".join(listener_taken_message(c, (o.ns_name, self.api_kind(o))
+                                                           if (o := self._hosts.get(c)) else None)
+                                    for c in e.claims)
+                return ConfigurationProblem(e.obj, False, REASON_REJECTED, message, key=key)
             taken = {h: (o.ns_name, self.api_kind(o)) if (o := self._hosts.get(h)) else None
                      for h in e.hosts}
             message = all_hosts_taken_message(taken)

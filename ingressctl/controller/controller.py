@@ -156,7 +156,7 @@ class LoadBalancerController:
             Kind.RELOAD: lambda _key: self.sync_reload(),
         }
         for k in self.kinds:
-            self._syncers[k.name] = self._resource_syncer(k.name)
+            self._syncers[k.name] = k.sync or self._resource_syncer(k.name)
         # Until the first drain nothing reloads (NIC builds the Configurator with reloads disabled).
         self.configurator.disable_reloads()
         # `nginx.org/limit-req-scale` divides rates by the number of replicas. The controller does not watch
@@ -354,9 +354,6 @@ class LoadBalancerController:
             changes, problems = self.configuration.add_or_update(key.kind, obj)
         self._process_changes(changes)
         self._process_problems(problems)
-
-    def sync_ingress(self, key: str) -> None:
-        self.sync_resource(ResourceKey(Kind.INGRESS, key))
 
     def sync_endpoint_slice(self, service_key: str) -> None:
         """Re-render the resources using the Service; reload only if the rendered bytes changed."""

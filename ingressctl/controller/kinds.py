@@ -6,7 +6,8 @@ Guarantees:
   kind and apiVersion events name), informer transform, handler (the filter that enqueues `Task(name, key)`),
   its Configuration part (validator, reference extraction, resource builder; None for the kind the
   Configuration has built in), its model builder (resource -> renderer input, handed to the Configurator,
-  whose renderer of the same name names and renders the file), its status writer, and its metric.
+  whose renderer of the same name names and renders the file), its status writer, and its metric. A kind
+  that only feeds other kinds (GlobalConfiguration) brings its own `sync` instead.
 - Names are unique: registering a second entry with a taken name raises `ValueError`.
 - The registry is built once, before the informers start, and is read-only afterwards (safe to read from any
   thread).
@@ -72,6 +73,9 @@ class ResourceKind:
     model: ConfigurationKind | None = None  # None: built into the Configuration (Ingress)
     transform: Transform | None = None
     metric_types: tuple[str, ...] = ()      # the `type` label values of its resource-count gauge
+    # A kind outside the Configuration (GlobalConfiguration): its tasks go here ("namespace/name"), not to
+    # the Configuration; such a kind has no model and configures nothing itself.
+    sync: Callable[[str], None] | None = None
 
 
 class KindRegistry:

@@ -147,10 +147,21 @@ class Entry:
         return rank_of(self) < rank_of(other)
 
 
+_LISTENER_PREFIX = "listener:"
+
+
 def listener_claim(listener: str) -> str:
     """The claim a stream resource makes for a listener: listener claims share the host index under a prefix
     no host can have."""
-    return "listener:" + listener
+    return _LISTENER_PREFIX + listener
+
+
+def listener_taken_message(claim: str, winner: tuple[str, str] | None) -> str:
+    """NIC's problem message for a lost listener claim (its listener table has no host here: "empty host"),
+    naming the winner (name, kind) when known."""
+    listener = claim.removeprefix(_LISTENER_PREFIX)
+    msg = f"Listener {listener} with host empty host is taken by another resource"
+    return f"{msg} ({winner[1]} {winner[0]})" if winner else msg
 
 
 def make_entry(key: ResourceKey, obj: dict[str, Any], claims: Claims) -> Entry:

@@ -74,6 +74,20 @@ def _report(fn: Callable[..., None] | None, *args: Any) -> None:
         log.warning("status metrics hook failed", error=str(e))
 
 
+def safe_status_write(write: Callable[[str], bool], key: str, on_item: Callable[[str], None] | None,
+                      what: str) -> bool:
+    """A kind's `safe_update`: `write(key)` that never raises (a failure is logged as an error updating the
+    status of `what`); `on_item` gets the start-up flush's outcome (written, unchanged or failed)."""
+    try:
+        wrote = write(key)
+    except Exception as e:
+        log.warning(f"error updating {what} status", resource=key, error=str(e))
+        _report(on_item, FLUSH_FAILED)
+        return False
+    _report(on_item, FLUSH_WRITTEN if wrote else FLUSH_UNCHANGED)
+    return True
+
+
 class StatusClient(Protocol):
     """The slice of KubeClient the status writer needs."""
 

@@ -28,7 +28,7 @@ from ingressctl.controller.endpoints import BackendError, cluster_ip_endpoint, r
 from ingressctl.controller.handlers import _safe, resource_version, tombstone_key, unwrap
 from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
 from ingressctl.controller.model import Resource
-from ingressctl.controller.status import FLUSH_FAILED, FLUSH_UNCHANGED, FLUSH_WRITTEN, Address
+from ingressctl.controller.status import Address, safe_status_write
 from ingressctl.controller.task import Task
 from ingressctl.controller.vs_model import (
     VirtualServerConfiguration,
@@ -198,16 +198,7 @@ class VirtualServerStatusWriter:
         return self._write(key)
 
     def safe_update(self, key: str, on_item: Callable[[str], None] | None = None) -> bool:
-        try:
-            wrote = self._write(key)
-        except Exception as e:
-            log.warning("error updating virtualserver status", virtualserver=key, error=str(e))
-            if on_item is not None:
-                on_item(FLUSH_FAILED)
-            return False
-        if on_item is not None:
-            on_item(FLUSH_WRITTEN if wrote else FLUSH_UNCHANGED)
-        return True
+        return safe_status_write(self._write, key, on_item, "VirtualServer")
 
     def _desired(self, key: str) -> dict[str, Any] | None:
         with self._lock:

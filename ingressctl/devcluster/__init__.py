@@ -2,15 +2,17 @@
 
 It serves discovery, CRUD, the status subresource, merge/strategic-merge/JSON patches, paginated lists with
 selectors and watches (bookmarks, timeouts, 410 after a bounded history) for the kinds in `resources.py` and
-for the kinds of the `apiextensions.k8s.io/v1` CustomResourceDefinitions created in it (`crd.py`: discovery
-at once, structural schemas enforced, pruning, defaults, printer columns), with fault injection and request
-statistics for tests. It is a product feature for demos, development and
-benchmarks, not a test double: it behaves like a real API server wherever a controller could tell the
-difference.
+`builtin.py`, and for the kinds of the `apiextensions.k8s.io/v1` CustomResourceDefinitions created in it
+(`crd.py`: discovery at once, structural schemas enforced, pruning, defaults, printer columns), with
+ServiceAccount tokens (TokenRequest), server-side apply (`apply.py`) and, on request, RBAC authorization
+(`rbac.py`), with fault injection and request statistics for tests. It is a product feature for demos,
+development and benchmarks, not a test double: it behaves like a real API server wherever a controller could
+tell the difference.
 
 Command line (prints "<url> kubeconfig=<path>" once serving; SIGINT/SIGTERM stop it with exit status 0):
 
-    python -m ingressctl.devcluster --port 0 --kubeconfig-out .run/kubeconfig --manifests examples/ [--tls]
+    python -m ingressctl.devcluster --port 0 --kubeconfig-out .run/kubeconfig --manifests examples/ [--tls] \
+        [--authorization-mode RBAC]
 
 Python:
 
@@ -22,24 +24,31 @@ Python:
         dc.faults.drop_watches(); dc.faults.compact()
         dc.stats.count("watch", "ingresses"); dc.stats.max_in_flight("list", "ingresses"); dc.stats.calls()
 
+    with DevCluster(authorization_mode="RBAC") as dc:    # the kubeconfig carries the admin token
+        token = dc.create_token("ns", "sa")              # or POST .../serviceaccounts/sa/token
+        dc.write_kubeconfig(path, token=token)           # requests as system:serviceaccount:ns:sa
+        dc.access_log.allowed("system:serviceaccount:ns:sa"); dc.access_log.denied(...)
+
 Built-in kinds are validated where the controller's users could tell (`validation.py`: Ingress, Secret);
 `load` skips validation, like a restore of the API server's storage.
 
 Validating admission webhooks are called as kube-apiserver calls them (`admission.py`).
 
-Known differences from a real API server: no authorization (TLS mode checks one bearer token), no
-mutating admission webhooks, no CEL rules (`x-kubernetes-validations`) or conversion webhooks for CRDs, most
-built-in kinds unvalidated and, having no schemas for them, `fieldValidation=Strict` applied to custom
-resources only, no server-side apply (415), OpenAPI documents for custom resources only (`openapi.py`; for
-built-in kinds kubectl then validates nothing client-side and computes strategic merge patches from its
-compiled-in types), protobuf accepted only for the bodies kubectl's create generators send, and bookmarks
-every `bookmark_interval` seconds (default 2) rather than every minute.
+Known differences from a real API server: authentication by bearer token only (the admin token, ServiceAccount
+tokens), RBAC without ClusterRole aggregation and without escalation checks on RBAC writes, no mutating
+admission webhooks, no CEL rules (`x-kubernetes-validations`) or conversion webhooks for CRDs, most built-in
+kinds unvalidated and, having no schemas for them, `fieldValidation=Strict` applied to custom resources only,
+server-side apply whose field ownership ignores non-apply writes, OpenAPI documents for custom resources only
+(`openapi.py`; for built-in kinds kubectl then validates nothing client-side and computes strategic merge
+patches from its compiled-in types), protobuf accepted only for the bodies kubectl's create generators send,
+and bookmarks every `bookmark_interval` seconds (default 2) rather than every minute.
 """
 
+from ingressctl.devcluster.auth import Access, AccessLog
+from ingressctl.devcluster.builtin import DEFAULT_KINDS
 from ingressctl.devcluster.cluster import INITIAL_NAMESPACES, DevCluster
 from ingressctl.devcluster.faults import Call, FaultInjector, RequestStats
-from ingressctl.devcluster.resources import DEFAULT_KINDS, Column, ResourceKind
+from ingressctl.devcluster.resources import Column, ResourceKind
 
-__all__ = ["DEFAULT_KINDS", "INITIAL_NAMESPACES", "Call", "Column", "DevCluster", "FaultInjector",
-           "RequestStats",
-           "ResourceKind"]
+__all__ = ["DEFAULT_KINDS", "INITIAL_NAMESPACES", "Access", "AccessLog", "Call", "Column", "DevCluster",
+           "FaultInjector", "RequestStats", "ResourceKind"]

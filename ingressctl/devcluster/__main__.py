@@ -71,6 +71,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="watch events kept; older resourceVersions get 410 Expired")
     p.add_argument("--bookmark-interval", type=_seconds, default=2.0, metavar="SECONDS",
                    help="seconds between watch bookmarks (default 2)")
+    p.add_argument("--authorization-mode", default="AlwaysAllow", choices=("AlwaysAllow", "RBAC"),
+                   help="RBAC: authorize every identity but the kubeconfig's admin token against the stored "
+                        "Roles and bindings; implies --tls (default AlwaysAllow)")
     p.add_argument("--webhook-service", action="append", default=[], type=_webhook_service,
                    metavar="NAMESPACE/NAME[:PORT]=HOST:PORT",
                    help="route an admission webhook's clientConfig.service to HOST:PORT (repeatable)")
@@ -88,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     cluster = DevCluster(host=args.host, port=args.port, tls=args.tls, latency_ms=args.latency_ms,
                          history=args.history, bookmark_interval=args.bookmark_interval,
+                         authorization_mode=args.authorization_mode,
                          webhook_services=dict(args.webhook_service))
     try:
         cluster.load(objects)

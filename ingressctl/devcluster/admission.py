@@ -74,6 +74,7 @@ class AdmissionAttributes:
     obj: dict[str, Any] | None  # with apiVersion and kind
     old: dict[str, Any] | None
     dry_run: bool
+    user: dict[str, Any] | None = None   # the requester's userInfo; None: the cluster's admin
 
 
 def label_selector(sel: Any) -> LabelSelector:
@@ -206,7 +207,7 @@ class WebhookAdmission:
         req: dict[str, Any] = {
             "uid": str(uuid.uuid4()), "kind": gvk, "resource": gvr,
             "requestKind": gvk, "requestResource": gvr,
-            "name": a.name, "operation": a.operation, "userInfo": USER_INFO, "object": a.obj,
+            "name": a.name, "operation": a.operation, "userInfo": a.user or USER_INFO, "object": a.obj,
             "oldObject": a.old, "dryRun": a.dry_run,
             "options": {"apiVersion": "meta.k8s.io/v1", "kind": _OPTIONS_KIND.get(a.operation, "")},
         }
@@ -271,11 +272,11 @@ class WebhookAdmission:
         if "v1" not in (hook.get("admissionReviewVersions") or []):
             raise WebhookCallError("admissionReviewVersions does not include v1")
         timeout = hook.get("timeoutSeconds") or DEFAULT_TIMEOUT_SECONDS
-        ctx = ssl.create_default_context()
         ca = (hook.get("clientConfig") or {}).get("caBundle")
         try:
-            if ca:
-                ctx = ssl.create_default_context(cadata=base64.b64decode(ca, validate=True).decode("ascii"))
+            # The caBundle, or the system's CAs when there is none (loaded only then: it reads many files).
+            ctx = (ssl.create_default_context(cadata=base64.b64decode(ca, validate=True).decode("ascii"))
+                   if ca else ssl.create_default_context())
             body = json.dumps(review).encode()
             sock = socket.create_connection((host, port), timeout=float(timeout))
             conn = http.client.HTTPConnection(host, port, timeout=float(timeout))

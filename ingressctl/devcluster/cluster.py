@@ -9,6 +9,10 @@ sent to the validating admission webhooks the cluster holds (`ingressctl.devclus
 drops every watch and connection and joins the serving thread. A later `start()` serves the same URL,
 certificate and token, with objects, resourceVersions and history intact (as when a real API server
 restarts). `faults` and `stats` may be used from any thread while the server runs.
+
+Started with `authorization_mode="RBAC"`, it serves HTTPS (Kubernetes clients send bearer tokens only over
+TLS) with an admin token in its kubeconfig, and authorizes every other identity, such as a ServiceAccount
+token from `create_token()`, against the stored RBAC objects; `access_log` records each decision per identity.
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ from typing import Any
 import yaml
 
 from ingressctl.devcluster.admission import WebhookAdmission
+from ingressctl.devcluster.auth import AccessControl, AccessLog
+from ingressctl.devcluster.builtin import DEFAULT_KINDS
 from ingressctl.devcluster.crd import CustomResourceDefinitions
 from ingressctl.devcluster.faults import FaultInjector, RequestStats
 from ingressctl.devcluster.manifests import read_manifests
-from ingressctl.devcluster.resources import DEFAULT_KINDS, Registry, ResourceKind
+from ingressctl.devcluster.resources import Registry, ResourceKind
 from ingressctl.devcluster.server import DevHTTPServer, ServerConfig
 from ingressctl.devcluster.store import Store, object_key
 from ingressctl.devcluster.tlsutil import ServingCertificate, generate
@@ -46,19 +52,21 @@ class DevCluster:
                  history: int = 10000, manifests: Sequence[str] = (), bookmark_interval: float = 2.0,
                  min_request_timeout: float = 1800.0, kinds: Sequence[ResourceKind] = DEFAULT_KINDS,
                  token: str | None = None, seed: int | None = None,
+                 authorization_mode: str = "AlwaysAllow",
                  webhook_services: Mapping[str, str] | None = None) -> None:
         """`webhook_services` routes the Services of webhooks' `clientConfig.service`
         (`namespace/name[:port]`) to `host:port` (see `ingressctl.devcluster.admission`)."""
         self.host = host
         self.port = port
-        self.tls = tls
+        self.tls = tls or authorization_mode == "RBAC"
         self.registry = Registry(kinds)
         self.store = Store(self.registry, history=history)
         CustomResourceDefinitions(self.store).install()
         self.faults = FaultInjector(self.store, seed=seed)
         self.stats = RequestStats()
         self.admission = WebhookAdmission(self.store, services=webhook_services)
-        self.token = (token or secrets.token_hex(24)) if tls else (token or "")
+        self.token = (token or secrets.token_hex(24)) if self.tls else (token or "")
+        self.access = AccessControl(self.store, admin_token=self.token, mode=authorization_mode)
         self.config = ServerConfig(bookmark_interval=bookmark_interval,
                                    min_request_timeout=min_request_timeout,
                                    token=self.token)
@@ -85,7 +93,10 @@ class DevCluster:
                 self.certificate = generate(self.host)
             ctx = self.certificate.ssl_context()
         server = DevHTTPServer((self.host, self.port), store=self.store, faults=self.faults, stats=self.stats,
-                               config=self.config, ssl_context=ctx)
+                               config=self.config, ssl_context=ctx, access=self.access,
+                               answer_handlers={
+                                   "serviceaccounts/token": self.access.token_request,
+                                   "selfsubjectaccessreviews": self.access.self_subject_access_review})
         server.admission = self.admission
         self._server = server
         port = server.server_address[1]
@@ -121,16 +132,26 @@ class DevCluster:
         return self._server is not None
 
     # ------------------------------------------------------------------------------------------- clients
-    def kubeconfig(self) -> dict[str, Any]:
-        """A kubeconfig (as a dict) for this cluster: CA data and bearer token when TLS is on."""
+    def create_token(self, namespace: str, service_account: str, *, expiration_seconds: int = 3600) -> str:
+        """A bearer token for a stored ServiceAccount, as TokenRequest issues it."""
+        return self.access.create_token(namespace, service_account, expiration_seconds=expiration_seconds)[0]
+
+    @property
+    def access_log(self) -> AccessLog:
+        """Every authorization decision about a non-admin identity's resource requests."""
+        return self.access.log
+
+    def kubeconfig(self, token: str | None = None) -> dict[str, Any]:
+        """A kubeconfig (as a dict) for this cluster: CA data when TLS is on, and the admin bearer token (when
+        the cluster has one) or `token` (e.g. a ServiceAccount's)."""
         if not self.url:
             raise RuntimeError("the devcluster is not started")
         cluster: dict[str, Any] = {"server": self.url}
         user: dict[str, Any] = {}
         if self.certificate is not None:
             cluster["certificate-authority-data"] = base64.b64encode(self.certificate.ca_pem).decode()
-        if self.token:
-            user["token"] = self.token
+        if token or self.token:
+            user["token"] = token or self.token
         return {
             "apiVersion": "v1", "kind": "Config", "preferences": {},
             "clusters": [{"name": "devcluster", "cluster": cluster}],
@@ -140,14 +161,14 @@ class DevCluster:
             "current-context": "devcluster",
         }
 
-    def write_kubeconfig(self, path: str) -> str:
-        """Write the kubeconfig (mode 0600) and return its path."""
+    def write_kubeconfig(self, path: str, token: str | None = None) -> str:
+        """Write the kubeconfig (mode 0600; with `token` instead of the admin token) and return its path."""
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
         tmp = f"{path}.tmp.{os.getpid()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            yaml.safe_dump(self.kubeconfig(), f, sort_keys=False)
+            yaml.safe_dump(self.kubeconfig(token), f, sort_keys=False)
         os.replace(tmp, path)
         return path
 

@@ -50,7 +50,7 @@ def _flatten(doc: Any, where: str) -> Iterator[dict[str, Any]]:
 
 
 def read_manifests(paths: Sequence[str]) -> list[dict[str, Any]]:
-    """All objects in the given files and directories, in load order."""
+    """All objects in the given files and directories, in load order: CustomResourceDefinitions first."""
     out: list[dict[str, Any]] = []
     for path in manifest_files(paths):
         try:
@@ -60,4 +60,7 @@ def read_manifests(paths: Sequence[str]) -> list[dict[str, Any]]:
             raise ManifestError(f"{path}: {e}") from None
         for i, doc in enumerate(docs):
             out.extend(_flatten(doc, f"{path} document {i + 1}"))
+    # CustomResourceDefinitions first (stable otherwise), so that the kinds they define are known whatever
+    # order the files were named in.
+    out.sort(key=lambda o: o.get("kind") != "CustomResourceDefinition")
     return out

@@ -1,6 +1,7 @@
 """Decoding of Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`) into JSON objects.
 
-kubectl's typed clients (`kubectl create namespace|configmap|secret|service|ingress`) send protobuf. This
+kubectl's typed clients (`kubectl create namespace|configmap|secret|service|ingress|token|serviceaccount|
+role|clusterrole|rolebinding|clusterrolebinding`, `kubectl auth can-i`) send protobuf. This
 module decodes the `k8s\\x00` envelope (runtime.Unknown) and the messages of those kinds from field tables
 written after k8s.io/api's generated.proto, and produces the JSON the same object would have (empty values
 dropped, as Go's `omitempty` does; bytes as base64; IntOrString and Time as in JSON). Responses are always
@@ -84,10 +85,47 @@ DELETE_OPTIONS: Table = {1: _f("gracePeriodSeconds", "int"),
                          2: _f("preconditions", {1: _f("uid", "string"), 2: _f("resourceVersion", "string")}),
                          3: _f("orphanDependents", "bool"), 4: _f("propagationPolicy", "string"),
                          5: _f("dryRun", "string", True)}
+TOKEN_REQUEST: Table = {
+    1: _f("metadata", OBJECT_META),
+    2: _f("spec", {1: _f("audiences", "string", True), 4: _f("expirationSeconds", "int"),
+                   3: _f("boundObjectRef", {1: _f("kind", "string"), 2: _f("apiVersion", "string"),
+                                            3: _f("name", "string"), 4: _f("uid", "string")})}),
+}
+OBJECT_REFERENCE: Table = {1: _f("kind", "string"), 2: _f("namespace", "string"), 3: _f("name", "string"),
+                           4: _f("uid", "string"), 5: _f("apiVersion", "string"),
+                           6: _f("resourceVersion", "string"), 7: _f("fieldPath", "string")}
+SERVICE_ACCOUNT: Table = {1: _f("metadata", OBJECT_META), 2: _f("secrets", OBJECT_REFERENCE, True),
+                          3: _f("imagePullSecrets", {1: _f("name", "string")}, True),
+                          4: _f("automountServiceAccountToken", "bool")}
+POLICY_RULE: Table = {1: _f("verbs", "string", True), 2: _f("apiGroups", "string", True),
+                      3: _f("resources", "string", True), 4: _f("resourceNames", "string", True),
+                      5: _f("nonResourceURLs", "string", True)}
+ROLE: Table = {1: _f("metadata", OBJECT_META), 2: _f("rules", POLICY_RULE, True)}
+ROLE_BINDING: Table = {
+    1: _f("metadata", OBJECT_META),
+    2: _f("subjects", {1: _f("kind", "string"), 2: _f("apiGroup", "string"), 3: _f("name", "string"),
+                       4: _f("namespace", "string")}, True),
+    3: _f("roleRef", {1: _f("apiGroup", "string"), 2: _f("kind", "string"), 3: _f("name", "string")}),
+}
+SELF_SUBJECT_ACCESS_REVIEW: Table = {
+    1: _f("metadata", OBJECT_META),
+    2: _f("spec", {
+        1: _f("resourceAttributes", {1: _f("namespace", "string"), 2: _f("verb", "string"),
+                                     3: _f("group", "string"), 4: _f("version", "string"),
+                                     5: _f("resource", "string"), 6: _f("subresource", "string"),
+                                     7: _f("name", "string")}),
+        2: _f("nonResourceAttributes", {1: _f("path", "string"), 2: _f("verb", "string")}),
+    }),
+}
 KINDS: dict[tuple[str, str], Table] = {
     ("v1", "DeleteOptions"): DELETE_OPTIONS, ("meta.k8s.io/v1", "DeleteOptions"): DELETE_OPTIONS,
     ("v1", "Namespace"): NAMESPACE, ("v1", "ConfigMap"): CONFIGMAP, ("v1", "Secret"): SECRET,
     ("v1", "Service"): SERVICE, ("networking.k8s.io/v1", "Ingress"): INGRESS,
+    ("authentication.k8s.io/v1", "TokenRequest"): TOKEN_REQUEST, ("v1", "ServiceAccount"): SERVICE_ACCOUNT,
+    ("rbac.authorization.k8s.io/v1", "Role"): ROLE, ("rbac.authorization.k8s.io/v1", "ClusterRole"): ROLE,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): ROLE_BINDING,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ROLE_BINDING,
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): SELF_SUBJECT_ACCESS_REVIEW,
 }
 
 

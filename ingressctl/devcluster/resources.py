@@ -38,6 +38,18 @@ class Column:
 
 
 @dataclass(frozen=True)
+class Subresource:
+    """A subresource other than `/status` (e.g. serviceaccounts/token): its own kind, group and verbs, served
+    by a handler the server is given for it."""
+
+    name: str
+    kind: str
+    group: str = ""
+    version: str = ""
+    verbs: tuple[str, ...] = ("create",)
+
+
+@dataclass(frozen=True)
 class ResourceKind:
     group: str
     version: str
@@ -70,6 +82,10 @@ class ResourceKind:
     storage: str = ""                      # the stored kind's "<group>/<plural>" when this is another version
     to_storage: Callable[[Obj], Obj] | None = None
     from_storage: Callable[[Obj], Obj] | None = None
+    subresources: tuple[Subresource, ...] = ()   # besides status
+
+    def subresource(self, name: str) -> Subresource | None:
+        return next((s for s in self.subresources if s.name == name), None)
 
     @property
     def api_version(self) -> str:
@@ -261,13 +277,18 @@ def _default_service(obj: Obj, old: Obj | None) -> None:
     obj.setdefault("status", {"loadBalancer": {}})
 
 
-def _default_pod(obj: Obj, old: Obj | None) -> None:
-    spec = obj["spec"] = _dict(obj.get("spec"))
+def default_pod_spec(spec: Obj) -> None:
+    """The PodSpec defaults a real API server fills in (for Pods and workloads' pod templates)."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("securityContext", {})
+
+
+def _default_pod(obj: Obj, old: Obj | None) -> None:
+    spec = obj["spec"] = _dict(obj.get("spec"))
+    default_pod_spec(spec)
     status = obj["status"] = _dict(obj.get("status"))
     status.setdefault("phase", "Pending")
 

@@ -10,6 +10,10 @@ Guarantees:
 - Watch streams are chunked, one JSON event per line; they end cleanly at `timeoutSeconds`, abruptly when
   faults drop them or the server stops, and with one ERROR event (HTTP 200) for a too-old resourceVersion.
 - Fault rules (latency, error rates) and statistics apply to resource requests, keyed by (verb, resource).
+- Every request is authenticated and every resource request authorized by the server's `AccessControl`
+  (auth.py) before it touches the store. Requests that are answered rather than stored (the
+  serviceaccounts/token subresource, SelfSubjectAccessReview creates) go to the handler registered for their
+  resource in `answer_handlers`.
 """
 
 from __future__ import annotations
@@ -29,11 +33,13 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ingressctl.devcluster import errors, openapi, printing, protobuf
+from ingressctl.devcluster import apply, errors, openapi, printing, protobuf
 from ingressctl.devcluster.admission import AdmissionAttributes, WebhookAdmission
+from ingressctl.devcluster.auth import ADMIN, AccessControl
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.faults import Call, FaultInjector, RequestStats
 from ingressctl.devcluster.protobuf import ProtobufError
+from ingressctl.devcluster.rbac import Attributes, UserInfo
 from ingressctl.devcluster.resources import Obj, Registry, ResourceKind
 from ingressctl.devcluster.selectors import SelectorError, parse_field_selector, parse_label_selector
 from ingressctl.devcluster.store import (
@@ -45,6 +51,7 @@ from ingressctl.devcluster.store import (
     Store,
     Stored,
     Watcher,
+    WriteResult,
     dumps,
     parse_resource_version,
 )
@@ -64,6 +71,7 @@ _PATCH_TYPES = {"application/merge-patch+json": "merge", "application/json-patch
                 "application/strategic-merge-patch+json": "strategic"}
 _PROTO_OPENAPI = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 _NON_RESOURCE_PUBLIC = ("/healthz", "/livez", "/readyz", "/version")
+AnswerHandler = Callable[[UserInfo, str, str, Any], Obj]
 
 
 @dataclass
@@ -145,8 +153,13 @@ class DevHTTPServer(ThreadingHTTPServer):
     request_queue_size = 512
 
     def __init__(self, address: tuple[str, int], *, store: Store, faults: FaultInjector, stats: RequestStats,
-                 config: ServerConfig, ssl_context: ssl.SSLContext | None = None) -> None:
+                 config: ServerConfig, ssl_context: ssl.SSLContext | None = None,
+                 access: AccessControl | None = None,
+                 answer_handlers: dict[str, AnswerHandler] | None = None) -> None:
         self.store = store
+        self.access = access or AccessControl(store, admin_token=config.token)
+        # "<plural>[/<subresource>]" -> handler(user, namespace, name, request body) -> the response object.
+        self.answer_handlers = dict(answer_handlers or {})
         self.registry: Registry = store.registry
         self.faults = faults
         self.stats = stats
@@ -308,6 +321,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self) -> None:
         self._body_read = False
+        self.user: UserInfo = ADMIN
         self._warnings: list[str] = []
         self._status = 0
         if _stdlog.isEnabledFor(logging.DEBUG):
@@ -328,6 +342,7 @@ class Handler(BaseHTTPRequestHandler):
             self._authenticate(path)
             req = self._route(path, query)
             if req is not None:
+                self._authorize(req)
                 self._serve_resource(req)
         except StatusError as e:
             self._discard_body()
@@ -351,11 +366,29 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _authenticate(self, path: str) -> None:
-        token = self.server.config.token
-        if not token or path in _NON_RESOURCE_PUBLIC:
+        if path in _NON_RESOURCE_PUBLIC:
             return
-        if self.headers.get("Authorization", "") != f"Bearer {token}":
-            raise errors.unauthorized()
+        self.user = self.server.access.authenticate(self.headers.get("Authorization", ""))
+        as_user = self.headers.get("Impersonate-User")
+        if as_user:
+            self.user = self.server.access.impersonate(self.user, as_user,
+                                                       self.headers.get_all("Impersonate-Group") or [])
+
+    def _authorize(self, req: ResourceRequest) -> None:
+        name = req.name
+        if not name and req.verb in ("list", "watch"):
+            # A list or watch of one object by field selector is authorized for that name, as the API
+            # server's request info does it.
+            for term in req.query.get("fieldSelector", "").split(","):
+                key, sep, value = term.partition("=")
+                if sep and key.strip() == "metadata.name" and not value.startswith("="):
+                    name = value.strip()
+        kind = req.kind
+        namespace = req.namespace
+        if kind.storage_id == "/namespaces" and name:
+            namespace = name   # a namespace is in itself, for RoleBindings (as the API server's request info)
+        self.server.access.authorize(self.user, Attributes(
+            req.verb, kind.group, kind.version, kind.plural, req.subresource, namespace, name))
 
     def _route(self, path: str, query: dict[str, str]) -> ResourceRequest | None:
         parts = [urllib.parse.unquote(p) for p in path.split("/") if p]
@@ -431,7 +464,8 @@ class Handler(BaseHTTPRequestHandler):
             raise errors.resource_not_found()
         if name and kind.namespaced and not namespace:
             raise errors.resource_not_found()
-        if subresource and not (subresource == "status" and kind.has_status):
+        extra = kind.subresource(subresource) if subresource else None
+        if subresource and not (subresource == "status" and kind.has_status) and extra is None:
             raise errors.resource_not_found()
         method = self.command
         watch = legacy_watch or _bool_param(query, "watch") is True
@@ -443,7 +477,7 @@ class Handler(BaseHTTPRequestHandler):
                 query["fieldSelector"] = ",".join(x for x in (query.get("fieldSelector", ""),
                                                               f"metadata.name={name}") if x)
         elif method == "POST":
-            if name:
+            if name and extra is None:
                 raise errors.method_not_allowed(method)
             verb = "create"
         elif method == "PUT":
@@ -456,7 +490,10 @@ class Handler(BaseHTTPRequestHandler):
             raise errors.method_not_allowed(method)
         if verb in ("update", "patch") and not name:
             raise errors.method_not_allowed(method)
-        if verb not in kind.verbs and not (subresource and verb in ("get", "update", "patch")):
+        if extra is not None:
+            if verb not in extra.verbs or not name:
+                raise errors.method_not_allowed(method)
+        elif verb not in kind.verbs and not (subresource and verb in ("get", "update", "patch")):
             raise errors.method_not_allowed(method)
         return ResourceRequest(kind, namespace, name, subresource, verb, query)
 
@@ -500,6 +537,12 @@ class Handler(BaseHTTPRequestHandler):
                 resources.append({"name": f"{k.plural}/status", "singularName": "",
                                   "namespaced": k.namespaced,
                                   "kind": k.kind, "verbs": ["get", "patch", "update"]})
+            for sub in k.subresources:
+                entry = {"name": f"{k.plural}/{sub.name}", "singularName": "", "namespaced": k.namespaced,
+                         "kind": sub.kind, "verbs": list(sub.verbs)}
+                if sub.group or sub.version:
+                    entry.update(group=sub.group, version=sub.version)
+                resources.append(entry)
         gv = f"{group}/{version}" if group else version
         return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
 
@@ -561,7 +604,13 @@ class Handler(BaseHTTPRequestHandler):
             fault = srv.faults.fault_for(req.verb, req.resource)
             if fault is not None:
                 raise errors.server_fault(fault.status, fault.retry_after)
-            getattr(self, "_verb_" + req.verb)(req, raw)
+            answer = srv.answer_handlers.get(req.resource) if req.verb == "create" else None
+            if answer is not None:
+                self._send_json(201, answer(self.user, req.namespace, req.name, self._json_body(raw)))
+            elif req.kind.subresource(req.subresource) is not None:
+                raise errors.resource_not_found()   # a subresource nothing answers here
+            else:
+                getattr(self, "_verb_" + req.verb)(req, raw)
         finally:
             end()
 
@@ -634,9 +683,11 @@ class Handler(BaseHTTPRequestHandler):
 
         obj, old_obj = full(new), full(old)
         meta = (obj or old_obj or {}).get("metadata") or {}
+        user = None if self.user is ADMIN else {"username": self.user.name, "uid": self.user.uid,
+                                                 "groups": list(self.user.groups)}
         self._warnings.extend(adm.admit(AdmissionAttributes(
             req.kind, req.subresource, operation, str(meta.get("namespace") or req.namespace),
-            str(meta.get("name") or req.name), obj, old_obj, dry_run)))
+            str(meta.get("name") or req.name), obj, old_obj, dry_run, user)))
 
     def _warning_headers(self, warnings: list[str]) -> dict[str, str] | None:
         """The admission webhooks' warnings, then the store's, as one Warning header."""
@@ -683,11 +734,10 @@ class Handler(BaseHTTPRequestHandler):
     def _verb_patch(self, req: ResourceRequest, raw: bytes) -> None:
         ctype = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
         patch_type = _PATCH_TYPES.get(ctype)
+        if ctype == apply.CONTENT_TYPE:
+            self._server_side_apply(req, raw)
+            return
         if patch_type is None:
-            if ctype == "application/apply-patch+yaml":
-                raise StatusError(415, "UnsupportedMediaType",
-                                  "server-side apply is not supported by devcluster; "
-                                  "use client-side apply (kubectl apply without --server-side)", {})
             raise errors.unsupported_media_type(ctype)
         if patch_type == "strategic" and not req.kind.strategic_merge:
             raise StatusError(415, "UnsupportedMediaType", "the body of the request was in an unknown "
@@ -712,6 +762,22 @@ class Handler(BaseHTTPRequestHandler):
                                          view=self._view(req.kind),
                                          field_validation=_field_validation(req.query))
         self._respond_object(200, req, result.stored, self._warning_headers(result.warnings))
+
+    def _server_side_apply(self, req: ResourceRequest, raw: bytes) -> None:
+        def run(dry_run: bool) -> tuple[WriteResult, bool]:
+            return apply.server_side_apply(
+                self.server.store, req.kind, req.namespace, req.name, raw,
+                manager=req.query.get("fieldManager", ""), force=_bool_param(req.query, "force") is True,
+                subresource=req.subresource, dry_run=dry_run, view=self._view(req.kind))
+
+        old = self._current(req)
+        adm = self._admission(req, "CREATE" if old is None else "UPDATE")
+        if adm is not None:   # admission webhooks see the applied result, as for any other write
+            preview, created = run(True)
+            self._admit(adm, req, "CREATE" if created else "UPDATE", preview.stored, old, self._dry_run(req))
+        result, created = run(self._dry_run(req))
+        self._respond_object(201 if created else 200, req, result.stored,
+                             self._warning_headers(result.warnings))
 
     def _delete_options(self, req: ResourceRequest, raw: bytes) -> dict[str, Any]:
         if not raw.strip():

@@ -941,7 +941,8 @@ class Store:
                 pending = []
                 kind = self.registry.by_gvk(str(raw.get("apiVersion", "")), str(raw.get("kind", "")))
             if kind is None:
-                raise ValueError(f"unknown kind {raw.get('apiVersion')}/{raw.get('kind')}")
+                raise ValueError(f"unknown kind {raw.get('apiVersion')}/{raw.get('kind')}"
+                                 " (load the CustomResourceDefinition that defines it, too)")
             pending.append((kind, self._check_body(kind, raw)))
             if len(pending) >= batch:
                 count += self._load_batch(pending)

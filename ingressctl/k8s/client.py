@@ -7,7 +7,8 @@ Guarantees:
   lists), never `kubernetes.client` models. Large bodies are decoded with the cyclic GC paused (see
   `pause_gc`): decoding thousands of objects otherwise triggers repeated collections that double its cost.
 - Every failure surfaces as `ApiError`: HTTP errors carry the server's Status (code, reason, message); network
-  failures carry status 0 and reason `ConnectionRefused`, `Timeout` or `ConnectionError`.
+  failures carry status 0 and reason `ConnectionRefused`, `Timeout` or `ConnectionError`. Every 403 is also
+  logged as the RBAC permission it lacks and counted in `permission_denials` (permissions.py).
 - 429 is retried after its Retry-After; transient 5xx (500, 502, 503, 504) are retried with jittered
   exponential backoff; both a bounded number of times. Watch requests retry only responses that carry
   Retry-After (as client-go does); everything else is left to the reflector.
@@ -49,6 +50,7 @@ import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from ingressctl.k8s.permissions import PermissionDenials
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.logging import get_logger
 
@@ -392,6 +394,7 @@ class KubeClient:
         self._sleep = sleep
         self._user_agent = user_agent
         self._auth_lock = threading.Lock()
+        self.permission_denials = PermissionDenials()   # every 403, as the RBAC permission it lacks
 
     # -- construction ---------------------------------------------------------------------------------------
 
@@ -644,6 +647,8 @@ class KubeClient:
             if resp.status < 300:
                 return resp
             err = self._error_from(resp, verb, path)
+            if err.status == 403:
+                self.permission_denials.record(verb, path, err.message)
             if attempt < self._max_retries and self._should_retry(err, is_watch):
                 delay = self._retry_delay(err, attempt)
                 log.info("retrying API request", verb=verb, path=path, status=err.status, reason=err.reason,

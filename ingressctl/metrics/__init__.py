@@ -9,6 +9,7 @@ runs the metrics server and, with latency metrics, the syslog listener:
 - `workqueue` (`WorkqueueMetricsProvider`): pass as the task queue's `metrics_provider`.
 - `processes` and `nginx`: NGINX worker counts and stub_status, read on each scrape.
 - `latency` and `syslog` (only with `enable_latency`): upstream latency from NGINX's access log.
+- `watch_api_permissions(counts)`: `api_permission_denied_total`, the API requests the cluster refused.
 
 Layering: this package reads `ingressctl.nginx` (stub_status, /proc) and implements
 `ingressctl.k8s.workqueue.MetricsProvider`; it never imports `ingressctl.controller`.
@@ -17,10 +18,12 @@ Layering: this package reads `ingressctl.nginx` (stub_status, /proc) and impleme
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry
 
+from ingressctl.k8s.permissions import Permission
+from ingressctl.metrics.api import ApiPermissionCollector
 from ingressctl.metrics.common import CONTROLLER_NAMESPACE, NGINX_NAMESPACE, new_registry
 from ingressctl.metrics.controller import ControllerMetricsCollector
 from ingressctl.metrics.exposition import CONTENT_TYPE, generate_text
@@ -46,6 +49,7 @@ __all__ = [
     "LATENCY_LOG_FORMAT",
     "NGINX_NAMESPACE",
     "SYSLOG_SOCKET_NAME",
+    "ApiPermissionCollector",
     "ControllerMetrics",
     "ControllerMetricsCollector",
     "LatencyMetricsCollector",
@@ -96,6 +100,10 @@ class ControllerMetrics:
             self.latency = LatencyMetricsCollector(self.registry, ingress_class)
             self.syslog = SyslogListener(syslog_socket_path(run_dir), self.latency.record_latency)
         self.server = MetricsServer(self.registry, host=host, port=port)
+
+    def watch_api_permissions(self, counts: Callable[[], Mapping[Permission, int]]) -> None:
+        """Export the refused API requests (a `KubeClient`'s `permission_denials.counts`)."""
+        self.registry.register(ApiPermissionCollector(self.ingress_class, counts))
 
     def start(self) -> None:
         """Start the syslog listener (if any), then the HTTP server."""

@@ -59,7 +59,3 @@ class ControllerMetricsCollector:
                 raise ValueError(f"{kind} resource count for {t!r} must be a non-negative int, got {n!r}")
         for t in types:
             gauge.labels(self.ingress_class, t).set(counts.get(t, 0))
-
-    def set_ingress_resources(self, counts: Mapping[str, int]) -> None:
-        """`set_resources` for Ingresses."""
-        self.set_resources(INGRESS_KIND, counts)

@@ -9,26 +9,13 @@ only with `error-log-level: debug` in the ConfigMap, as in NIC.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 
-from ingressctl.nginx.manager import _SEARCH_DIRS
+from ingressctl.nginx.manager import find_binary
 
 
 class DebugBinaryError(Exception):
     """No NGINX with debug logging was found; the message says what to install or pass."""
-
-
-def _find(name: str) -> str | None:
-    if os.sep in name:
-        return name if os.access(name, os.X_OK) else None
-    found = shutil.which(name)
-    if found is None:
-        for d in _SEARCH_DIRS:
-            candidate = os.path.join(d, name)
-            if os.access(candidate, os.X_OK):
-                return candidate
-    return found
 
 
 def built_with_debug(binary: str) -> bool:
@@ -42,11 +29,11 @@ def built_with_debug(binary: str) -> bool:
 
 def debug_binary(binary: str) -> str:
     """The executable to run for `--nginx-debug` given `--nginx-binary`; raises DebugBinaryError."""
-    found = _find(binary)
+    found = find_binary(binary)
     if found is None:
         raise DebugBinaryError(f"--nginx-debug: the NGINX executable {binary!r} (--nginx-binary) was not "
                                "found")
-    debug = _find(os.path.join(os.path.dirname(found), os.path.basename(found) + "-debug"))
+    debug = find_binary(os.path.join(os.path.dirname(found), os.path.basename(found) + "-debug"))
     if debug is not None:
         return debug
     if built_with_debug(found):

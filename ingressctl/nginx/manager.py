@@ -69,6 +69,9 @@ log = get_logger(__name__)
 
 MAIN_CONFIG_FILE = "nginx.conf"
 CONF_D_DIR = "conf.d"
+# Stream (layer 4) configs: names qualified as "stream-conf.d/<name>" live here, included inside stream {}.
+STREAM_CONF_D_DIR = "stream-conf.d"
+CONFIG_DIRS = (CONF_D_DIR, STREAM_CONF_D_DIR)
 SECRETS_DIR = "secrets"
 SECRETS_DIR_MODE = 0o711  # workers may open a known file name; nobody may list the dir
 CONFIG_VERSION_FILE = "config-version.conf"
@@ -87,6 +90,7 @@ TEMP_PATH_DIRECTIVES = {
 # The include lines the main config needs inside http {}, relative to conf_dir.
 CONFIG_VERSION_INCLUDE = CONFIG_VERSION_FILE
 CONF_D_INCLUDE = f"{CONF_D_DIR}/*.conf"
+STREAM_CONF_D_INCLUDE = f"{STREAM_CONF_D_DIR}/*.conf"
 
 _MAX_UNIX_SOCKET_PATH = 107  # sun_path is 108 bytes including the terminating NUL
 _UNSAFE_PATH_CHARS = re.compile(r"[\s;{}\"'$#\\]")
@@ -101,6 +105,17 @@ _OLD_WORKER_POLL = 0.005
 _POLL_REQUEST_TIMEOUT_CAP = 2.0
 _OUTPUT_TAIL = 400
 _SEARCH_DIRS = ("/usr/sbin", "/usr/local/sbin", "/usr/local/nginx/sbin")
+
+
+def find_binary(name: str) -> str | None:
+    """The executable `name` names: a path as given, else found on PATH or in the usual sbin directories."""
+    found = shutil.which(name)
+    if found is None and os.sep not in name:
+        for d in _SEARCH_DIRS:
+            candidate = os.path.join(d, name)
+            if os.access(candidate, os.X_OK):
+                return candidate
+    return found
 
 
 def config_version_include_path() -> str:
@@ -273,6 +288,18 @@ def _check_name(kind: str, name: str) -> None:
                          "contain no '/' or NUL, and not start with '.'")
 
 
+def _split_config_name(name: str) -> tuple[str, str]:
+    """A config name -> (its directory, its base name): "x" is conf.d/x, "stream-conf.d/x" is in the stream
+    directory; any other qualification is refused."""
+    directory, sep, base = name.partition("/")
+    if not sep:
+        directory, base = CONF_D_DIR, name
+    elif directory != STREAM_CONF_D_DIR:
+        raise ValueError(f"invalid config name {name!r}: only {STREAM_CONF_D_DIR}/ may qualify a name")
+    _check_name("config", base)
+    return directory, base
+
+
 def _check_path(kind: str, path: str) -> str:
     path = os.path.abspath(path)
     if _UNSAFE_PATH_CHARS.search(path):
@@ -337,7 +364,12 @@ class Manager:
     def __init__(self, binary: str = "nginx", conf_dir: str = "/etc/nginx", run_dir: str = "/var/lib/nginx",
                  reload_timeout_ms: int = 60000, *,
                  on_reload: Callable[[bool, int, bool], None] | None = None,
-                 proc_root: str = "/proc", wait_for_old_workers: bool = True) -> None:
+                 proc_root: str = "/proc", wait_for_old_workers: bool = True,
+                 connectable_sockets: bool = False) -> None:
+        """`connectable_sockets`: NGINX runs with umask 011, so that the unix sockets its master binds can be
+        connected to by workers of another user (TLS passthrough hands connections over such sockets); the
+        files NGINX creates keep the modes it asks for."""
+        self._umask = 0o011 if connectable_sockets else -1
         if reload_timeout_ms <= 0:
             raise ValueError(f"reload timeout must be positive, got {reload_timeout_ms} ms")
         self.binary = binary
@@ -371,8 +403,10 @@ class Manager:
         self._output = _Output()
         self._session: requests.Session | None = None
         self._resolved_binary: str | None = None
+        self._build_text: str | None = None
 
         os.makedirs(self.paths.conf_d, exist_ok=True)
+        os.makedirs(os.path.join(self.conf_dir, STREAM_CONF_D_DIR), exist_ok=True)
         if not os.path.isdir(self.run_dir):
             # Workers (possibly `nobody`) use the temp paths under it: traversable by everyone.
             os.makedirs(self.run_dir, mode=0o755, exist_ok=True)
@@ -389,8 +423,9 @@ class Manager:
         return self.paths.main_config
 
     def config_path(self, name: str) -> str:
-        _check_name("config", name)
-        return os.path.join(self.paths.conf_d, name + ".conf")
+        """conf.d/<name>.conf, or stream-conf.d/<base>.conf for a name "stream-conf.d/<base>"."""
+        directory, base = _split_config_name(name)
+        return os.path.join(self.conf_dir, directory, base + ".conf")
 
     def secret_path(self, name: str) -> str:
         """`secrets/<name>` (NIC's GetFilenameForSecret)."""
@@ -415,21 +450,29 @@ class Manager:
         return None if data is None else data.decode(errors="replace")
 
     def list_configs(self) -> list[str]:
-        """Names of the conf.d/*.conf files on disk, sorted (to prune stale ones at start-up)."""
-        try:
-            entries = os.listdir(self.paths.conf_d)
-        except FileNotFoundError:
-            return []
-        return sorted(e[:-5] for e in entries if e.endswith(".conf") and not e.startswith("."))
+        """Names of the conf.d/*.conf files on disk, then the stream-conf.d ones (qualified), each sorted (to
+        prune stale ones at start-up)."""
+        out: list[str] = []
+        for directory in CONFIG_DIRS:
+            try:
+                entries = os.listdir(os.path.join(self.conf_dir, directory))
+            except FileNotFoundError:
+                continue
+            prefix = "" if directory == CONF_D_DIR else directory + "/"
+            out.extend(sorted(prefix + e[:-5] for e in entries
+                              if e.endswith(".conf") and not e.startswith(".")))
+        return out
 
     def configs_named_in(self, output: str) -> list[str]:
         """Names of the conf.d files NGINX's output points at (e.g. `[emerg] ... in <conf_d>/<name>.conf:3`),
         in order of first mention: a shortcut to the offender before bisecting with `test_configs`."""
         names: list[str] = []
-        prefix = re.escape(self.paths.conf_d + os.sep)
-        for m in re.finditer(prefix + r"([^/\s:\"']+)\.conf\b", output):
-            if m.group(1) not in names:
-                names.append(m.group(1))
+        dirs = "|".join(re.escape(d) for d in CONFIG_DIRS)
+        prefix = re.escape(self.conf_dir + os.sep)
+        for m in re.finditer(prefix + "(" + dirs + r")/([^/\s:\"']+)\.conf\b", output):
+            name = m.group(2) if m.group(1) == CONF_D_DIR else f"{m.group(1)}/{m.group(2)}"
+            if name not in names:
+                names.append(name)
         return names
 
     def create_secret(self, name: str, content: bytes | str, mode: int = 0o600) -> str:
@@ -503,13 +546,7 @@ class Manager:
 
     def _binary(self) -> str:
         if self._resolved_binary is None:
-            found = shutil.which(self.binary)
-            if found is None and os.sep not in self.binary:
-                for d in _SEARCH_DIRS:
-                    candidate = os.path.join(d, self.binary)
-                    if os.access(candidate, os.X_OK):
-                        found = candidate
-                        break
+            found = find_binary(self.binary)
             if found is None:
                 raise FileNotFoundError(f"nginx binary {self.binary!r} not found (on PATH or in "
                                         f"{', '.join(_SEARCH_DIRS)})")
@@ -520,21 +557,25 @@ class Manager:
         return [self._binary(), *args, "-e", "stderr", "-c", conf or self.paths.main_config,
                 "-p", self.run_dir + os.sep]
 
+    def _build_info(self) -> str:
+        """`nginx -V`'s output (version and configure arguments), read once: the binary does not change."""
+        if self._build_text is None:
+            res = subprocess.run([self._binary(), "-V"], capture_output=True, stdin=subprocess.DEVNULL,
+                                 timeout=self.reload_timeout_ms / 1000, check=False)
+            self._build_text = (res.stderr + res.stdout).decode(errors="replace")
+        return self._build_text
+
     def version(self) -> str:
-        """NGINX's version, from `nginx -v` (e.g. "1.22.1")."""
-        res = subprocess.run([self._binary(), "-v"], capture_output=True, stdin=subprocess.DEVNULL,
-                             timeout=self.reload_timeout_ms / 1000, check=False)
-        text = (res.stderr + res.stdout).decode(errors="replace")
+        """NGINX's version, from `nginx -V` (e.g. "1.22.1")."""
+        text = self._build_info()
         m = re.search(r"nginx/(\S+)", text)
         if m is None:
-            raise RuntimeError(f"unexpected `nginx -v` output: {text.strip()!r}")
+            raise RuntimeError(f"unexpected `nginx -V` output: {text.strip()[:500]!r}")
         return m.group(1)
 
     def configure_arguments(self) -> list[str]:
         """The configure arguments of this NGINX, from `nginx -V` (e.g. `--with-http_stub_status_module`)."""
-        res = subprocess.run([self._binary(), "-V"], capture_output=True, stdin=subprocess.DEVNULL,
-                             timeout=self.reload_timeout_ms / 1000, check=False)
-        text = (res.stderr + res.stdout).decode(errors="replace")
+        text = self._build_info()
         line = next((ln for ln in text.splitlines() if ln.startswith("configure arguments:")), "")
         return line.removeprefix("configure arguments:").split()
 
@@ -552,7 +593,7 @@ class Manager:
         """`nginx -t` on a staging copy: the current files, with conf.d/<name>.conf replaced by the given
         content (None leaves it out). Needs the main config's includes to be relative (see module doc)."""
         for name in overrides:
-            _check_name("config", name)
+            _split_config_name(name)
         main = self._read(self.paths.main_config) or b""
         if os.fsencode(self.paths.conf_d + os.sep) in main:
             raise ValueError("test_configs needs the main config to include conf.d by a relative path "
@@ -561,17 +602,22 @@ class Manager:
         try:
             with os.scandir(self.conf_dir) as it:
                 for entry in it:
-                    if entry.name in (CONF_D_DIR, SECRETS_DIR) or entry.name.startswith("."):
+                    if entry.name in (*CONFIG_DIRS, SECRETS_DIR) or entry.name.startswith("."):
                         continue
                     os.symlink(entry.path, os.path.join(staging, entry.name))
-            staged_conf_d = os.path.join(staging, CONF_D_DIR)
-            os.mkdir(staged_conf_d)
+            for directory in CONFIG_DIRS:
+                os.mkdir(os.path.join(staging, directory))
+
+            def staged(name: str) -> str:
+                directory, base = _split_config_name(name)
+                return os.path.join(staging, directory, base + ".conf")
+
             for name in self.list_configs():
                 if name not in overrides:
-                    os.symlink(self.config_path(name), os.path.join(staged_conf_d, name + ".conf"))
+                    os.symlink(self.config_path(name), staged(name))
             for name, content in overrides.items():
                 if content is not None:
-                    with open(os.path.join(staged_conf_d, name + ".conf"), "w") as f:
+                    with open(staged(name), "w") as f:
                         f.write(content)
             return self.test_config(os.path.join(staging, MAIN_CONFIG_FILE))
         finally:
@@ -627,7 +673,8 @@ class Manager:
         started = time.monotonic()
         try:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+                                    stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+                                    umask=self._umask)
         except OSError as e:
             raise NginxStartError(f"could not run {cmd[0]}: {e}") from e
         inst = _Instance(proc=proc, output_start=output_start)

@@ -1,15 +1,12 @@
-"""Chart test fixtures: the Go renderer, built once per session (see chartlib.py)."""
+"""Chart test fixtures: `helm` runs a test once with Helm 3 and once with Helm 4 (see chartlib.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.chart.chartlib import Renderer, build_renderer
+from tests.chart.chartlib import HELM_VERSIONS, Helm
 
 
-@pytest.fixture(scope="session")
-def renderer(tmp_path_factory: pytest.TempPathFactory) -> Renderer:
-    tmp = tmp_path_factory.mktemp("chart")
-    binary = tmp / "render"
-    build_renderer(binary)
-    return Renderer(binary, tmp)
+@pytest.fixture(scope="session", params=sorted(HELM_VERSIONS))
+def helm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Helm:
+    return Helm.installed(request.param, tmp_path_factory.mktemp(f"helm-{request.param}"))

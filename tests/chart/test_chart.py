@@ -1,5 +1,6 @@
-"""The Helm chart, rendered by a real Go template engine (tests/chart/render) with default values and with
-each documented option; the rendered arguments are parsed by the controller's own command line."""
+"""The Helm chart, linted and rendered by upstream Helm 3 and Helm 4 (`helm lint`, `helm template`) with
+default values and with each documented option; the rendered arguments are parsed by the controller's own
+command line."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from tests.chart.chartlib import (
     NAMESPACE,
     RELEASE,
     ROOT,
-    Renderer,
+    Helm,
     container,
     find,
     flags,
@@ -149,18 +150,41 @@ def test_schema_rejects_bad_values(override: dict[str, Any], where: str) -> None
 
 
 @pytest.mark.parametrize(("override", "where"), BAD_VALUES, ids=[w for _, w in BAD_VALUES])
-def test_renderer_rejects_bad_values_like_helm(renderer: Renderer, override: dict[str, Any],
-                                               where: str) -> None:
-    err = renderer.error(override)
+def test_helm_rejects_bad_values(helm: Helm, override: dict[str, Any], where: str) -> None:
+    err = helm.error(override)
     assert "values don't meet the specifications of the schema" in err
-    assert where in err, err
+    assert helm.schema_path(where) in err, err
+
+
+# --------------------------------------------------------------------------------------------- lint
+
+
+def test_lint(helm: Helm) -> None:
+    out = helm.run("lint", str(CHART), "--strict", check=True)
+    assert "1 chart(s) linted, 0 chart(s) failed" in out.stdout
+    monitor = {"prometheus": {"service": {"create": True}, "serviceMonitor": {"create": True}}}
+    values = helm.values_files({"controller": {"kind": "DaemonSet", "hostPort": {"enable": True}}}, monitor,
+                               {"controller": {"podDisruptionBudget": {"enabled": True}}})
+    helm.run("lint", str(CHART), "--strict", *values, check=True)
+    bad = helm.run("lint", str(CHART), *helm.values_files({"controller": {"kind": "StatefulSet"}}))
+    assert bad.returncode != 0
+    assert "values don't meet the specifications of the schema" in bad.stdout + bad.stderr
+
+
+def test_several_values_files_merge_left_to_right(helm: Helm) -> None:
+    docs = helm.render({"controller": {"replicaCount": 2, "logLevel": "debug"}},
+                       {"controller": {"replicaCount": 3}},
+                       {"controller": {"config": {"entries": {"worker-processes": "2"}}}})
+    assert find(docs, "Deployment")["spec"]["replicas"] == 3
+    assert settings_of(docs).log.level == "debug"
+    assert find(docs, "ConfigMap")["data"] == {"worker-processes": "2"}
 
 
 # --------------------------------------------------------------------------------------------- defaults
 
 
-def test_default_objects(renderer: Renderer) -> None:
-    docs = renderer.render()
+def test_default_objects(helm: Helm) -> None:
+    docs = helm.render()
     assert sorted(names(docs)) == sorted(DEFAULT_OBJECTS)
     # Helm's install order: ServiceAccount and ConfigMap before RBAC, Service before the workload.
     order = kinds(docs)
@@ -177,8 +201,8 @@ def test_default_objects(renderer: Renderer) -> None:
         assert len(md["name"]) <= 63
 
 
-def test_default_pod(renderer: Renderer) -> None:
-    docs = renderer.render()
+def test_default_pod(helm: Helm) -> None:
+    docs = helm.render()
     dep = find(docs, "Deployment")
     pod = dep["spec"]["template"]
     assert dep["spec"]["replicas"] == 1
@@ -203,8 +227,8 @@ def test_default_pod(renderer: Renderer) -> None:
                                               "prometheus.io/scheme": "http"}
 
 
-def test_default_args_are_what_the_objects_need(renderer: Renderer) -> None:
-    docs = renderer.render()
+def test_default_args_are_what_the_objects_need(helm: Helm) -> None:
+    docs = helm.render()
     c = container(docs)
     s = settings_of(docs)
     cm = find(docs, "ConfigMap")["metadata"]
@@ -224,17 +248,17 @@ def test_default_args_are_what_the_objects_need(renderer: Renderer) -> None:
     assert (s.log.format, s.log.level) == ("text", "info")
 
 
-def test_every_rendered_flag_is_a_controller_flag(renderer: Renderer) -> None:
+def test_every_rendered_flag_is_a_controller_flag(helm: Helm) -> None:
     known = {o for a in build_parser()._actions for o in a.option_strings}
     full = {"controller": {"defaultTLS": {"secret": "a/b"}, "wildcardTLS": {"secret": "a/c"},
                            "watchNamespace": "a"}}
-    assert set(flags(container(renderer.render(full))["args"])) <= known
+    assert set(flags(container(helm.render(full))["args"])) <= known
     with pytest.raises(SystemExit):  # and the check would catch one that is not
         parse_args(["--no-such-flag=1"], environ=ENV)
 
 
-def test_service_defaults(renderer: Renderer) -> None:
-    svc = find(renderer.render(), "Service")
+def test_service_defaults(helm: Helm) -> None:
+    svc = find(helm.render(), "Service")
     assert svc["spec"]["type"] == "LoadBalancer"
     assert svc["spec"]["externalTrafficPolicy"] == "Local"
     assert [(p["name"], p["port"], p["targetPort"]) for p in svc["spec"]["ports"]] == [
@@ -245,16 +269,16 @@ GC = "globalconfigurations"
 CUSTOM_RESOURCES = ("virtualservers", "virtualserverroutes", "transportservers", "policies", GC)
 
 
-def test_custom_resource_rbac_follows_enable_custom_resources(renderer: Renderer) -> None:
+def test_custom_resource_rbac_follows_enable_custom_resources(helm: Helm) -> None:
     def groups(values: dict[str, Any] | None) -> set[str]:
-        rules = find(renderer.render(values), "ClusterRole")["rules"]
+        rules = find(helm.render(values), "ClusterRole")["rules"]
         return {g for rule in rules for g in rule["apiGroups"]}
     assert "k8s.nginx.org" in groups(None)
     assert "k8s.nginx.org" not in groups({"controller": {"enableCustomResources": False}})
 
 
-def test_rbac_defaults(renderer: Renderer) -> None:
-    docs = renderer.render()
+def test_rbac_defaults(helm: Helm) -> None:
+    docs = helm.render()
     rules = {(g, r): sorted(rule["verbs"]) for rule in find(docs, "ClusterRole")["rules"]
              for g in rule["apiGroups"] for r in rule["resources"]}
     read = ["get", "list", "watch"]
@@ -280,19 +304,12 @@ def test_rbac_defaults(renderer: Renderer) -> None:
                                                     "name": role["metadata"]["name"]}
 
 
-def test_notes(renderer: Renderer) -> None:
-    notes = renderer.notes()
-    assert "kubectl --namespace ingressctl get service ingressctl-controller" in notes
-    assert "ingressClassName: nginx" in notes
-    assert "CrashLoopBackOff" in renderer.notes({"controller": {"ingressClass": {"create": False}}})
-
-
 # --------------------------------------------------------------------------------------------- options
 
 
 @pytest.mark.parametrize("kind", ["DaemonSet", "daemonset"])
-def test_daemonset(renderer: Renderer, kind: str) -> None:
-    docs = renderer.render({"controller": {"kind": kind, "hostPort": {"enable": True}}})
+def test_daemonset(helm: Helm, kind: str) -> None:
+    docs = helm.render({"controller": {"kind": kind, "hostPort": {"enable": True}}})
     assert "Deployment" not in kinds(docs)
     ds = find(docs, "DaemonSet")
     assert "replicas" not in ds["spec"]
@@ -304,17 +321,17 @@ def test_daemonset(renderer: Renderer, kind: str) -> None:
     settings_of(docs, "DaemonSet")
 
 
-def test_replicas(renderer: Renderer) -> None:
-    assert find(renderer.render({"controller": {"replicaCount": 3}}), "Deployment")["spec"]["replicas"] == 3
+def test_replicas(helm: Helm) -> None:
+    assert find(helm.render({"controller": {"replicaCount": 3}}), "Deployment")["spec"]["replicas"] == 3
 
 
 @pytest.mark.parametrize("stype", ["LoadBalancer", "NodePort", "ClusterIP"])
-def test_service_types(renderer: Renderer, stype: str) -> None:
+def test_service_types(helm: Helm, stype: str) -> None:
     values = {"controller": {"service": {
         "type": stype, "externalTrafficPolicy": "Cluster", "annotations": {"example.com/lb": "internal"},
         "loadBalancerIP": "192.0.2.10", "loadBalancerSourceRanges": ["10.0.0.0/8"],
         "httpPort": {"port": 8080, "nodePort": 30080}, "httpsPort": {"nodePort": 30443}}}}
-    docs = renderer.render(values)
+    docs = helm.render(values)
     svc = find(docs, "Service")
     spec = svc["spec"]
     assert spec["type"] == stype
@@ -334,19 +351,19 @@ def test_service_types(renderer: Renderer, stype: str) -> None:
         assert "loadBalancerIP" not in spec and "loadBalancerSourceRanges" not in spec
 
 
-def test_only_https(renderer: Renderer) -> None:
-    svc = find(renderer.render({"controller": {"service": {"httpPort": {"enable": False}}}}), "Service")
+def test_only_https(helm: Helm) -> None:
+    svc = find(helm.render({"controller": {"service": {"httpPort": {"enable": False}}}}), "Service")
     assert [p["name"] for p in svc["spec"]["ports"]] == ["https"]
-    err = renderer.error({"controller": {"service": {"httpPort": {"enable": False},
+    err = helm.error({"controller": {"service": {"httpPort": {"enable": False},
                                                      "httpsPort": {"enable": False}}}})
     assert "both controller.service.httpPort.enable and controller.service.httpsPort.enable are false" in err
 
 
-def test_no_service(renderer: Renderer) -> None:
-    docs = renderer.render({"controller": {"service": {"create": False}}})
+def test_no_service(helm: Helm) -> None:
+    docs = helm.render({"controller": {"service": {"create": False}}})
     assert "Service" not in kinds(docs)
     assert settings_of(docs).controller.external_service is None
-    docs = renderer.render({"controller": {"service": {"create": False},
+    docs = helm.render({"controller": {"service": {"create": False},
                                            "reportIngressStatus": {"externalService": "edge"}}})
     assert settings_of(docs).controller.external_service == "edge"
 
@@ -357,18 +374,18 @@ def test_no_service(renderer: Renderer) -> None:
     ({"enabled": True, "maxUnavailable": 0}, {"maxUnavailable": 0}),
     ({"enabled": True, "maxUnavailable": 1}, {"maxUnavailable": 1}),
 ])
-def test_pod_disruption_budget(renderer: Renderer, pdb: dict[str, Any], expected: dict[str, Any]) -> None:
-    docs = renderer.render({"controller": {"podDisruptionBudget": pdb}})
+def test_pod_disruption_budget(helm: Helm, pdb: dict[str, Any], expected: dict[str, Any]) -> None:
+    docs = helm.render({"controller": {"podDisruptionBudget": pdb}})
     spec = find(docs, "PodDisruptionBudget")["spec"]
     assert find(docs, "PodDisruptionBudget")["apiVersion"] == "policy/v1"
     assert {k: v for k, v in spec.items() if k != "selector"} == expected
     pod_labels = find(docs, "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert spec["selector"]["matchLabels"].items() <= pod_labels.items()
-    assert "PodDisruptionBudget" not in kinds(renderer.render())
+    assert "PodDisruptionBudget" not in kinds(helm.render())
 
 
-def test_service_monitor(renderer: Renderer) -> None:
-    docs = renderer.render({"prometheus": {"service": {"create": True}, "serviceMonitor": {
+def test_service_monitor(helm: Helm) -> None:
+    docs = helm.render({"prometheus": {"service": {"create": True}, "serviceMonitor": {
         "create": True, "labels": {"release": "kube-prometheus"}, "endpoint": {"interval": "15s"}}}})
     sm = find(docs, "ServiceMonitor")
     metrics = find(docs, "Service", "ingressctl-prometheus")
@@ -386,16 +403,16 @@ def test_service_monitor(renderer: Renderer) -> None:
     assert "prometheus" in {p["name"] for p in container(docs)["ports"]}
 
 
-def test_service_monitor_needs_the_metrics_service(renderer: Renderer) -> None:
-    err = renderer.error({"prometheus": {"serviceMonitor": {"create": True}}})
+def test_service_monitor_needs_the_metrics_service(helm: Helm) -> None:
+    err = helm.error({"prometheus": {"serviceMonitor": {"create": True}}})
     assert "execution error at (ingressctl/templates/controller-prometheus-service.yaml" in err
     assert "needs prometheus.service.create: true" in err
-    err = renderer.error({"prometheus": {"create": False, "service": {"create": True}}})
+    err = helm.error({"prometheus": {"create": False, "service": {"create": True}}})
     assert "need prometheus.create: true" in err
 
 
-def test_prometheus_off(renderer: Renderer) -> None:
-    docs = renderer.render({"prometheus": {"create": False}})
+def test_prometheus_off(helm: Helm) -> None:
+    docs = helm.render({"prometheus": {"create": False}})
     c = container(docs)
     assert "prometheus" not in {p["name"] for p in c["ports"]}
     assert "annotations" not in find(docs, "Deployment")["spec"]["template"]["metadata"]
@@ -404,10 +421,10 @@ def test_prometheus_off(renderer: Renderer) -> None:
     assert "--prometheus-metrics-listen-port" not in flags(c["args"])
 
 
-def test_config_entries(renderer: Renderer) -> None:
+def test_config_entries(helm: Helm) -> None:
     entries = {"proxy-connect-timeout": "30s", "worker-processes": 4, "ssl-redirect": False,
                "server-names-hash-max-size": 1024}
-    docs = renderer.render({"controller": {"config": {"name": "nginx-config", "entries": entries,
+    docs = helm.render({"controller": {"config": {"name": "nginx-config", "entries": entries,
                                                       "annotations": {"owner": "team-a"}}}})
     cm = find(docs, "ConfigMap")
     assert cm["metadata"]["name"] == "nginx-config"
@@ -416,53 +433,53 @@ def test_config_entries(renderer: Renderer) -> None:
     assert cm["data"] == {"proxy-connect-timeout": "30s", "worker-processes": "4", "ssl-redirect": "false",
                           "server-names-hash-max-size": "1024"}
     assert settings_of(docs).controller.nginx_configmaps == f"{NAMESPACE}/nginx-config"
-    assert find(renderer.render(), "ConfigMap")["data"] == {}
+    assert find(helm.render(), "ConfigMap")["data"] == {}
 
 
-def test_default_and_wildcard_tls(renderer: Renderer) -> None:
-    docs = renderer.render({"controller": {"defaultTLS": {"secret": "ingressctl/default-cert"},
+def test_default_and_wildcard_tls(helm: Helm) -> None:
+    docs = helm.render({"controller": {"defaultTLS": {"secret": "ingressctl/default-cert"},
                                            "wildcardTLS": {"secret": "shared/wildcard"}}})
     s = settings_of(docs)
     assert s.controller.default_server_tls_secret == "ingressctl/default-cert"
     assert s.controller.wildcard_tls_secret == "shared/wildcard"
-    default = flags(container(renderer.render())["args"])
+    default = flags(container(helm.render())["args"])
     assert "--default-server-tls-secret" not in default and "--wildcard-tls-secret" not in default
 
 
-def test_watch_namespace(renderer: Renderer) -> None:
-    docs = renderer.render({"controller": {"watchNamespace": "shop,reports"}})
+def test_watch_namespace(helm: Helm) -> None:
+    docs = helm.render({"controller": {"watchNamespace": "shop,reports"}})
     assert settings_of(docs).kube.watch_namespaces == ("shop", "reports")
 
 
-def test_leader_election_off(renderer: Renderer) -> None:
-    docs = renderer.render({"controller": {"reportIngressStatus": {"enableLeaderElection": False}}})
+def test_leader_election_off(helm: Helm) -> None:
+    docs = helm.render({"controller": {"reportIngressStatus": {"enableLeaderElection": False}}})
     s = settings_of(docs)
     assert s.leader_election.enabled is False
     assert "--leader-election-lock-name" not in flags(container(docs)["args"])
     assert all(r["resources"] != ["leases"] for r in find(docs, "Role")["rules"])
 
 
-def test_lock_name(renderer: Renderer) -> None:
-    docs = renderer.render({"controller": {"reportIngressStatus": {"leaderElectionLockName": "edge-lock"}}})
+def test_lock_name(helm: Helm) -> None:
+    docs = helm.render({"controller": {"reportIngressStatus": {"leaderElectionLockName": "edge-lock"}}})
     assert settings_of(docs).leader_election.lock_name == "edge-lock"
     assert ["edge-lock"] in [r.get("resourceNames") for r in find(docs, "Role")["rules"]]
 
 
-def test_status_reporting_off(renderer: Renderer) -> None:
-    docs = renderer.render({"controller": {"reportIngressStatus": {"enable": False}}})
+def test_status_reporting_off(helm: Helm) -> None:
+    docs = helm.render({"controller": {"reportIngressStatus": {"enable": False}}})
     s = settings_of(docs)
     assert s.controller.report_ingress_status is False
     assert s.controller.external_service is None
 
 
-def test_rbac_off(renderer: Renderer) -> None:
-    docs = renderer.render({"rbac": {"create": False}})
+def test_rbac_off(helm: Helm) -> None:
+    docs = helm.render({"rbac": {"create": False}})
     assert not {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} & set(kinds(docs))
     assert "ServiceAccount" in kinds(docs)
 
 
-def test_service_account_name(renderer: Renderer) -> None:
-    docs = renderer.render({"serviceAccount": {"name": "edge-controller", "annotations": {"a": "b"},
+def test_service_account_name(helm: Helm) -> None:
+    docs = helm.render({"serviceAccount": {"name": "edge-controller", "annotations": {"a": "b"},
                                                "imagePullSecrets": ["registry"]}})
     sa = find(docs, "ServiceAccount")
     assert sa["metadata"]["name"] == "edge-controller"
@@ -476,39 +493,39 @@ def test_service_account_name(renderer: Renderer) -> None:
 
 @pytest.mark.parametrize(("sa", "expected"), [({"create": False}, "default"),
                                               ({"create": False, "name": "existing"}, "existing")])
-def test_existing_service_account(renderer: Renderer, sa: dict[str, Any], expected: str) -> None:
-    docs = renderer.render({"serviceAccount": sa})
+def test_existing_service_account(helm: Helm, sa: dict[str, Any], expected: str) -> None:
+    docs = helm.render({"serviceAccount": sa})
     assert "ServiceAccount" not in kinds(docs)
     assert find(docs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == expected
     assert find(docs, "RoleBinding")["subjects"][0]["name"] == expected
 
 
-def test_ingress_class_options(renderer: Renderer) -> None:
-    docs = renderer.render({"controller": {"ingressClass": {"name": "edge", "setAsDefaultIngress": True}}})
+def test_ingress_class_options(helm: Helm) -> None:
+    docs = helm.render({"controller": {"ingressClass": {"name": "edge", "setAsDefaultIngress": True}}})
     ic = find(docs, "IngressClass")
     assert ic["metadata"]["name"] == "edge"
     assert ic["metadata"]["annotations"] == {"ingressclass.kubernetes.io/is-default-class": "true"}
     assert settings_of(docs).controller.ingress_class == "edge"
-    assert "annotations" not in find(renderer.render(), "IngressClass")["metadata"]
-    assert "IngressClass" not in kinds(renderer.render({"controller": {"ingressClass": {"create": False}}}))
+    assert "annotations" not in find(helm.render(), "IngressClass")["metadata"]
+    assert "IngressClass" not in kinds(helm.render({"controller": {"ingressClass": {"create": False}}}))
 
 
-def test_probes_and_ready_status(renderer: Renderer) -> None:
-    docs = renderer.render({"controller": {"readyStatus": {"port": 9081, "initialDelaySeconds": 5}}})
+def test_probes_and_ready_status(helm: Helm) -> None:
+    docs = helm.render({"controller": {"readyStatus": {"port": 9081, "initialDelaySeconds": 5}}})
     c = container(docs)
     assert port_named(c, "readiness-port") == 9081 == settings_of(docs).serving.ready_status_port
     assert c["readinessProbe"]["initialDelaySeconds"] == 5
-    docs = renderer.render({"controller": {"readyStatus": {"enable": False}}})
+    docs = helm.render({"controller": {"readyStatus": {"enable": False}}})
     c = container(docs)
     assert "readinessProbe" not in c and "livenessProbe" not in c
     assert "readiness-port" not in {p["name"] for p in c["ports"]}
     assert settings_of(docs).serving.ready_status is False
-    c = container(renderer.render({"controller": {"livenessProbe": {"enable": False}}}))
+    c = container(helm.render({"controller": {"livenessProbe": {"enable": False}}}))
     assert "livenessProbe" not in c and "readinessProbe" in c
 
 
-def test_nginx_options(renderer: Renderer) -> None:
-    docs = renderer.render({"controller": {
+def test_nginx_options(helm: Helm) -> None:
+    docs = helm.render({"controller": {
         "enableSnippets": True, "healthStatus": True, "healthStatusURI": "/healthy",
         "nginxReloadTimeout": 1000000, "nginxStatus": {"port": 8090}, "logFormat": "json",
         "logLevel": "debug", "enableLatencyMetrics": True}})
@@ -519,14 +536,14 @@ def test_nginx_options(renderer: Renderer) -> None:
     assert (s.nginx.status, s.nginx.status_port) == (True, 8090)
     assert (s.log.format, s.log.level) == ("json", "debug")
     assert s.serving.enable_latency_metrics is True
-    s = settings_of(renderer.render({"controller": {"nginxStatus": {"enable": False}}}))
+    s = settings_of(helm.render({"controller": {"nginxStatus": {"enable": False}}}))
     assert s.nginx.status is False
 
 
-def test_unprivileged_listeners_and_security_context(renderer: Renderer) -> None:
+def test_unprivileged_listeners_and_security_context(helm: Helm) -> None:
     strict = {"runAsUser": 101, "runAsNonRoot": True, "allowPrivilegeEscalation": False,
               "capabilities": {"drop": ["ALL"]}}
-    docs = renderer.render({"controller": {"defaultHTTPListenerPort": 8080, "defaultHTTPSListenerPort": 8443,
+    docs = helm.render({"controller": {"defaultHTTPListenerPort": 8080, "defaultHTTPSListenerPort": 8443,
                                            "nginxStatus": {"port": 8088}, "securityContext": strict}})
     c = container(docs)
     s = settings_of(docs)
@@ -537,23 +554,23 @@ def test_unprivileged_listeners_and_security_context(renderer: Renderer) -> None
     assert [(p["port"], p["targetPort"]) for p in svc["spec"]["ports"]] == [(80, "http"), (443, "https")]
 
 
-def test_port_collisions_fail(renderer: Renderer) -> None:
-    err = renderer.error({"controller": {"readyStatus": {"port": 9113}}})
+def test_port_collisions_fail(helm: Helm) -> None:
+    err = helm.error({"controller": {"readyStatus": {"port": 9113}}})
     assert "the controller's ports must differ" in err
-    err = renderer.error({"controller": {"defaultHTTPListenerPort": 8080}})  # the NGINX status port
+    err = helm.error({"controller": {"defaultHTTPListenerPort": 8080}})  # the NGINX status port
     assert "the controller's ports must differ" in err
 
 
-def test_image(renderer: Renderer) -> None:
+def test_image(helm: Helm) -> None:
     digest = "sha256:" + "a" * 64
-    c = container(renderer.render({"controller": {"image": {"repository": "registry.example/ingressctl",
+    c = container(helm.render({"controller": {"image": {"repository": "registry.example/ingressctl",
                                                             "tag": "1.2.3", "pullPolicy": "Always"}}}))
     assert (c["image"], c["imagePullPolicy"]) == ("registry.example/ingressctl:1.2.3", "Always")
-    c = container(renderer.render({"controller": {"image": {"tag": "1.2.3", "digest": digest}}}))
+    c = container(helm.render({"controller": {"image": {"tag": "1.2.3", "digest": digest}}}))
     assert c["image"] == f"ingressctl@{digest}"
 
 
-def test_pod_placement_and_resources(renderer: Renderer) -> None:
+def test_pod_placement_and_resources(helm: Helm) -> None:
     values = {"controller": {
         "nodeSelector": {"kubernetes.io/os": "linux"},
         "tolerations": [{"key": "edge", "operator": "Exists", "effect": "NoSchedule"}],
@@ -565,7 +582,7 @@ def test_pod_placement_and_resources(renderer: Renderer) -> None:
         "pod": {"annotations": {"a": "b"}, "extraLabels": {"team": "edge"}},
         "terminationGracePeriodSeconds": 60,
     }}
-    docs = renderer.render(values)
+    docs = helm.render(values)
     pod = find(docs, "Deployment")["spec"]["template"]
     c = container(docs)
     spec = pod["spec"]
@@ -585,11 +602,11 @@ def test_pod_placement_and_resources(renderer: Renderer) -> None:
     ("ingressctl", {}, "ingressctl"),
     ("edge", {}, "edge-ingressctl"),
     ("edge", {"nameOverride": "ic"}, "edge-ic"),
-    ("x" * 70, {}, "x" * 63),
+    ("x" * 53, {}, ("x" * 53 + "-ingressctl")[:63]),   # Helm's longest release name
     ("edge", {"fullnameOverride": "y" * 80}, "y" * 63),
 ])
-def test_names(renderer: Renderer, name: str, values: dict[str, Any], prefix: str) -> None:
-    docs = renderer.render(values, name=name)
+def test_names(helm: Helm, name: str, values: dict[str, Any], prefix: str) -> None:
+    docs = helm.render(values, name=name)
     for kind, obj_name in names(docs):
         assert len(obj_name) <= 63, (kind, obj_name)
         if kind != "IngressClass":
@@ -599,9 +616,9 @@ def test_names(renderer: Renderer, name: str, values: dict[str, Any], prefix: st
     assert s.controller.external_service == find(docs, "Service")["metadata"]["name"]
 
 
-def test_null_removes_a_default(renderer: Renderer) -> None:
-    """Helm's coalescing, in the renderer: null in a values file removes the chart's default."""
-    c = container(renderer.render({"controller": {"resources": None}}))
+def test_null_removes_a_default(helm: Helm) -> None:
+    """Helm's coalescing: null in a values file removes the chart's default."""
+    c = container(helm.render({"controller": {"resources": None}}))
     assert "resources" not in c
 
 

@@ -16,7 +16,7 @@ import pytest
 from ingressctl.controller.configuration import Configuration
 from ingressctl.webhook_certgen import main as certgen
 from ingressctl.webhook_server import AdmissionWebhookServer
-from tests.chart.chartlib import NAMESPACE, RELEASE, Renderer, container, find, flags, kinds, names
+from tests.chart.chartlib import NAMESPACE, RELEASE, Helm, container, find, flags, kinds, names
 from tests.webhooks import Kubectl, ingress
 
 ON = {"controller": {"admissionWebhook": {"enable": True}}}
@@ -32,15 +32,15 @@ def _with(**webhook: Any) -> dict[str, Any]:
     return {"controller": {"admissionWebhook": {"enable": True, **webhook}}}
 
 
-def test_off_by_default(renderer: Renderer) -> None:
-    docs = renderer.render()
+def test_off_by_default(helm: Helm) -> None:
+    docs = helm.render()
     assert VWC not in kinds(docs) and "Job" not in kinds(docs)
     assert not any(a.startswith("--enable-admission-webhook") for a in container(docs)["args"])
     assert "volumes" not in find(docs, "Deployment")["spec"]["template"]["spec"]
 
 
-def test_enabled_renders_flags_port_volume_service_and_configuration(renderer: Renderer) -> None:
-    docs = renderer.render(ON)
+def test_enabled_renders_flags_port_volume_service_and_configuration(helm: Helm) -> None:
+    docs = helm.render(ON)
     c = container(docs)
     f = flags(c["args"])
     assert f["--enable-admission-webhook"] == "true" and f["--admission-webhook-port"] == "8443"
@@ -67,15 +67,15 @@ def test_enabled_renders_flags_port_volume_service_and_configuration(renderer: R
                               "scope": "Namespaced"}, VS_RULE]
 
 
-def test_custom_resources_disabled_sends_ingresses_only(renderer: Renderer) -> None:
-    docs = renderer.render({"controller": {"enableCustomResources": False,
+def test_custom_resources_disabled_sends_ingresses_only(helm: Helm) -> None:
+    docs = helm.render({"controller": {"enableCustomResources": False,
                                            "admissionWebhook": {"enable": True}}})
     (hook,) = find(docs, VWC, NAME)["webhooks"]
     assert [r["resources"] for r in hook["rules"]] == [["ingresses"]]
 
 
-def test_failure_policy_timeout_and_selectors_are_values(renderer: Renderer) -> None:
-    docs = renderer.render(_with(failurePolicy="Fail", timeoutSeconds=3,
+def test_failure_policy_timeout_and_selectors_are_values(helm: Helm) -> None:
+    docs = helm.render(_with(failurePolicy="Fail", timeoutSeconds=3,
                                  namespaceSelector={"matchLabels": {"ingress": "on"}},
                                  objectSelector={"matchExpressions": [{"key": "skip",
                                                                        "operator": "DoesNotExist"}]}))
@@ -83,13 +83,13 @@ def test_failure_policy_timeout_and_selectors_are_values(renderer: Renderer) -> 
     assert hook["failurePolicy"] == "Fail" and hook["timeoutSeconds"] == 3
     assert hook["namespaceSelector"] == {"matchLabels": {"ingress": "on"}}
     assert hook["objectSelector"]["matchExpressions"][0]["key"] == "skip"
-    assert "failurePolicy" in renderer.error(_with(failurePolicy="Sometimes"))
-    assert "timeoutSeconds" in renderer.error(_with(timeoutSeconds=31))
-    assert "port" in renderer.error(_with(port=8081))
+    assert "failurePolicy" in helm.error(_with(failurePolicy="Sometimes"))
+    assert "timeoutSeconds" in helm.error(_with(timeoutSeconds=31))
+    assert "port" in helm.error(_with(port=8081))
 
 
-def test_certgen_jobs_and_their_narrow_rbac(renderer: Renderer) -> None:
-    docs = renderer.render(ON)
+def test_certgen_jobs_and_their_narrow_rbac(helm: Helm) -> None:
+    docs = helm.render(ON)
     job = f"{NAME}-certgen"
     create, patch = find(docs, "Job", f"{job}-create"), find(docs, "Job", f"{job}-patch")
     assert create["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
@@ -116,13 +116,13 @@ def test_certgen_jobs_and_their_narrow_rbac(renderer: Renderer) -> None:
         hooks = find(docs, kind, job)["metadata"]["annotations"]["helm.sh/hook"]
         assert hooks == "pre-install,pre-upgrade,post-install,post-upgrade"
     assert "Certificate" not in kinds(docs)
-    custom = renderer.render(_with(certgen={"image": "registry.example/certgen:1"}))
+    custom = helm.render(_with(certgen={"image": "registry.example/certgen:1"}))
     assert find(custom, "Job", f"{job}-create")["spec"]["template"]["spec"]["containers"][0]["image"] == \
         "registry.example/certgen:1"
 
 
-def test_cert_manager_instead_of_jobs(renderer: Renderer) -> None:
-    docs = renderer.render(_with(certManager={"enable": True}))
+def test_cert_manager_instead_of_jobs(helm: Helm) -> None:
+    docs = helm.render(_with(certManager={"enable": True}))
     assert "Job" not in kinds(docs)
     assert find(docs, VWC, NAME)["metadata"]["annotations"] == {
         "cert-manager.io/inject-ca-from": f"{NAMESPACE}/{NAME}"}
@@ -135,14 +135,14 @@ def test_cert_manager_instead_of_jobs(renderer: Renderer) -> None:
 
 
 def test_rendered_webhook_with_certgen_refuses_a_bad_ingress(
-        renderer: Renderer, tmp_path_factory: pytest.TempPathFactory) -> None:
+        helm: Helm, tmp_path_factory: pytest.TempPathFactory) -> None:
     """The chart's Service and ValidatingWebhookConfiguration in a devcluster, the certificate made and the
     caBundle set by the certgen command (as the hook Jobs run it), the controller's webhook serving the
     Secret's certificate: kubectl apply of a bad Ingress is refused with the reason, a good one passes."""
     from ingressctl.devcluster import DevCluster
 
     tmp = str(tmp_path_factory.mktemp("chart-webhook"))
-    docs = renderer.render(_with(failurePolicy="Fail"))
+    docs = helm.render(_with(failurePolicy="Fail"))
     with DevCluster() as cluster:
         kubeconfig = cluster.write_kubeconfig(os.path.join(tmp, "kubeconfig"))
         cluster.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}

@@ -29,6 +29,8 @@ def test_demo_check_passes() -> None:
     assert "demo check passed" in p.stdout
     for path in ("/reports-runner", "/reports-cron", "/reports-admin"):
         assert re.search(rf"PASS  curl -H 'Host: reports.example.com' http://127.0.0.1:\d+{path} ", p.stdout)
+    assert re.search(r"PASS  curl http://127.0.0.1:\d+/  -> 200 'tcp-echo GET tcp.example/' \(TCP through "
+                     r"TransportServer demo/tcp-echo\)", p.stdout)
     assert "FAIL" not in p.stdout
 
 

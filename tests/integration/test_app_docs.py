@@ -172,6 +172,7 @@ def test_every_metric_is_documented() -> None:
         m = ControllerMetrics("nginx", run_dir=run_dir, port=0, enable_latency=True, stub_status_fetch=fetch,
                               master_pid=lambda: None)
         RateLimitingQueue[str](name="taskQueue", metrics_provider=m.workqueue)   # its series now exist
+        m.watch_api_permissions(dict)     # as App wires it to its client's permission denials
         for family in m.registry.collect():
             samples = {re.sub(r"_(bucket|count|sum|created)$", "", s.name) for s in family.samples
                        if not s.name.endswith("_created")}

@@ -93,7 +93,7 @@ def test_master_with_three_minions_in_two_namespaces(env: Env, backends: dict[st
                         "nginx.org/server-tokens; ignored"]
     assert env.configurator.reload_if_needed().reloaded
     assert env.manager.list_configs() == ["default-shop"]
-    assert env.configurator.get_ingress_counts() == {"regular": 0, "master": 1, "minion": 3}
+    assert env.configurator.resource_counts()["ingress"] == {"regular": 0, "master": 1, "minion": 3}
 
     # Each path to its own backend, with the minion's own rewrite.
     assert env.request(HOST, "/cart/items").body == "tea /basket/items\n"
@@ -133,4 +133,4 @@ def test_master_with_three_minions_in_two_namespaces(env: Env, backends: dict[st
     env.configurator.delete_ingress("default/shop")
     assert env.configurator.reload_if_needed().reloaded
     assert env.manager.list_configs() == [] and env.request(HOST, "/menu").status == 404
-    assert env.configurator.get_ingress_counts() == {"regular": 0, "master": 0, "minion": 0}
+    assert env.configurator.resource_counts()["ingress"] == {"regular": 0, "master": 0, "minion": 0}

@@ -248,7 +248,7 @@ def test_a_second_kind_with_the_same_name_as_an_ingress_is_kept_apart(
     wait_until(lambda: f"{NS}/cafe" in STATUS.updated, "the stub's status written by its own writer")
     lb = lambda: (env.get("ingresses", "cafe").get("status") or {}).get("loadBalancer")  # noqa: E731
     wait_until(lambda: lb() == {"ingress": [{"ip": "1.2.3.4"}]}, "the Ingress's status")
-    assert lbc.configurator.get_ingress_counts() == {"regular": 1, "master": 0, "minion": 0}
+    assert lbc.configurator.resource_counts()["ingress"] == {"regular": 1, "master": 0, "minion": 0}
     assert lbc.configurator.resource_counts()[VS] == {"total": 1}
 
     # NGINX refuses the stub's new config: only the stub is rejected; both keep serving.

@@ -25,6 +25,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
+CRDS = ROOT / "charts" / "ingressctl" / "crds"   # examples/ holds a VirtualServer
 KUBECTL = shutil.which("kubectl") or "kubectl"
 
 
@@ -72,7 +73,7 @@ def servers() -> Iterator[list[Server]]:
 
 def test_cli_serves_manifests_to_kubectl_and_exits_0_on_sigterm(tmp_path: Path,
                                                                 servers: list[Server]) -> None:
-    server = start(tmp_path, "--manifests", str(EXAMPLES))
+    server = start(tmp_path, "--manifests", str(EXAMPLES), str(CRDS))
     servers.append(server)
     assert server.url.startswith("http://127.0.0.1:")
     kubeconfig = yaml.safe_load(server.kubeconfig.read_text())
@@ -119,7 +120,7 @@ def test_cli_rejects_bad_manifests(tmp_path: Path) -> None:
 
 
 def test_cli_tls_requires_the_token(tmp_path: Path, servers: list[Server]) -> None:
-    server = start(tmp_path, "--tls", "--manifests", str(EXAMPLES))
+    server = start(tmp_path, "--tls", "--manifests", str(EXAMPLES), str(CRDS))
     servers.append(server)
     assert server.url.startswith("https://127.0.0.1:")
     kc: dict[str, Any] = yaml.safe_load(server.kubeconfig.read_text())

@@ -350,3 +350,49 @@ def test_custom_resource_kinds_are_sent_too(cluster: DevCluster, hook: Recording
     good = kubectl.apply(vs)
     assert good.returncode == 0, good.stderr
     assert [o["metadata"]["name"] for o in cluster.objects("virtualservers", "demo")] == ["cafe"]
+
+
+def test_server_side_apply_is_admitted_like_any_write(cluster: DevCluster, hook: RecordingWebhook,
+                                                      cert: WebhookCert) -> None:
+    """Helm 4 and `kubectl apply --server-side` write by apply patches: the webhook sees their result."""
+    cluster.load([vwc("v", cert.ca_bundle, failure_policy="Fail")])
+    path = ING.format(ns="demo") + "/web?fieldManager=helm"
+    applied = ingress("web", "a.example.com")
+    code, _, _ = call(cluster, "PATCH", path, applied, "application/apply-patch+yaml")
+    assert code == 201
+    req = hook.requests()[-1]
+    assert req["operation"] == "CREATE" and req["object"]["spec"]["rules"][0]["host"] == "a.example.com"
+    code, _, _ = call(cluster, "PATCH", path, ingress("web", "b.example.com"), "application/apply-patch+yaml")
+    assert code == 200
+    req = hook.requests()[-1]
+    assert req["operation"] == "UPDATE" and req["object"]["spec"]["rules"][0]["host"] == "b.example.com"
+    assert req["oldObject"]["spec"]["rules"][0]["host"] == "a.example.com"
+    hook.answer = lambda r: {"uid": r["uid"], "allowed": False,
+                             "status": {"code": 403, "reason": "Forbidden", "message": "not this host"}}
+    code, status, _ = call(cluster, "PATCH", path, ingress("web", "c.example.com"),
+                           "application/apply-patch+yaml")
+    assert code == 403 and "not this host" in status["message"]
+    stored = cluster.objects("ingresses", "demo")[0]
+    assert stored["spec"]["rules"][0]["host"] == "b.example.com"
+
+
+def test_the_requesters_identity_is_sent(cluster: DevCluster, hook: RecordingWebhook,
+                                         cert: WebhookCert) -> None:
+    import http.client
+
+    cluster.load([vwc("v", cert.ca_bundle), {"apiVersion": "v1", "kind": "ServiceAccount",
+                                             "metadata": {"name": "bot", "namespace": "demo"}}])
+    token = cluster.create_token("demo", "bot")
+    url = urllib.parse.urlsplit(cluster.url)
+    conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=30)
+    try:
+        conn.request("POST", ING.format(ns="demo"), json.dumps(ingress("web", "a.example.com")).encode(),
+                     {"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+        assert conn.getresponse().status == 201
+    finally:
+        conn.close()
+    info = hook.requests()[-1]["userInfo"]
+    assert info["username"] == "system:serviceaccount:demo:bot"
+    assert "system:serviceaccounts:demo" in info["groups"] and info["uid"]
+    assert create(cluster, ingress("admin", "b.example.com"))[0] == 201      # no token: the admin
+    assert hook.requests()[-1]["userInfo"]["groups"][0] == "system:masters"

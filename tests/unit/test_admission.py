@@ -86,6 +86,22 @@ def test_a_host_owned_by_an_older_ingress_is_a_warning() -> None:
     assert "warnings" not in _answer(_ing("high", "a.example.com", created=OLD, uid="z"), tie)
 
 
+def test_the_catch_all_is_warned_by_the_configurations_own_claims_and_rule() -> None:
+    def catch_all(name: str, uid: str) -> dict[str, Any]:
+        obj = _ing(name, "unused", created=OLD, uid=uid)
+        obj["spec"] = {"ingressClassName": "nginx",
+                       "defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}
+        return obj
+
+    config = _config(catch_all("b-default", "m"))
+    taken = ["the catch-all (an Ingress without rules, with a defaultBackend) is taken by another resource "
+             "(Ingress demo/b-default)"]
+    assert _answer(catch_all("c-default", "a"), config)["warnings"] == taken
+    # The catch-all goes to the smaller name on a tie, whatever the UIDs (not the greater UID as for hosts).
+    assert _answer(catch_all("c-default", "z"), config)["warnings"] == taken
+    assert "warnings" not in _answer(catch_all("a-default", "a"), config)
+
+
 def test_a_minion_without_a_master_is_a_warning() -> None:
     master = _ing("master", "m.example.com", created=OLD,
                   annotations={"nginx.org/mergeable-ingress-type": "master"})

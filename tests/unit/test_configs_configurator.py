@@ -184,7 +184,7 @@ def test_delete() -> None:
     c.delete_ingress("default/a")
     c.delete_ingress("default/never-seen")
     assert c.reload_if_needed().reloaded and set(m.loaded) == {"default-b"}
-    assert c.get_ingress_counts() == {"regular": 1, "master": 0, "minion": 0}
+    assert c.resource_counts()["ingress"] == {"regular": 1, "master": 0, "minion": 0}
 
 
 def test_nginx_not_running_keeps_changes_pending() -> None:

@@ -217,7 +217,7 @@ def test_configurator_one_file_per_master_counts_and_delete() -> None:
     assert c.add_or_update_mergeable_ingress(shop(3)) == []
     assert sorted(m.files) == ["default-plain", "default-shop"]
     assert "team-a-m2-shop.example.com-svc2-80" in m.files["default-shop"]
-    assert c.get_ingress_counts() == {"regular": 1, "master": 1, "minion": 3}
+    assert c.resource_counts()["ingress"] == {"regular": 1, "master": 1, "minion": 3}
     assert c.reload_if_needed().reloaded
     # Identical endpoints: no write, no reload; a change: one reload.
     writes = m.writes
@@ -230,11 +230,11 @@ def test_configurator_one_file_per_master_counts_and_delete() -> None:
     as_regular.ingress["metadata"]["annotations"] = {}
     as_regular.ingress["spec"]["rules"][0]["http"] = {"paths": [path("/", "web")]}
     c.add_or_update_ingress(as_regular)
-    assert c.get_ingress_counts() == {"regular": 2, "master": 0, "minion": 0}
+    assert c.resource_counts()["ingress"] == {"regular": 2, "master": 0, "minion": 0}
     c.add_or_update_mergeable_ingress(shop(1))
-    assert c.get_ingress_counts() == {"regular": 1, "master": 1, "minion": 1}
+    assert c.resource_counts()["ingress"] == {"regular": 1, "master": 1, "minion": 1}
     c.delete_ingress("default/shop")
-    assert c.get_ingress_counts() == {"regular": 1, "master": 0, "minion": 0}
+    assert c.resource_counts()["ingress"] == {"regular": 1, "master": 0, "minion": 0}
     assert sorted(m.files) == ["default-plain"] and c.reload_if_needed().reloaded
 
 

@@ -55,6 +55,27 @@ class StreamRenderer:
         return {"total": len(list(resources))}
 
 
+def test_resource_counts_follow_adds_updates_deletes_and_a_late_renderer() -> None:
+    c, _ = configurator()
+    c.add_or_update_ingress(ex("cafe"))
+    c.add_or_update(tkey("default/early"), "x")     # held before its kind has a renderer: not counted yet
+    assert c.resource_counts() == {"ingress": {"regular": 1, "master": 0, "minion": 0}}
+    c.register_renderer(StreamRenderer())           # counts what is already held
+    assert c.resource_counts()["transportserver"] == {"total": 1}
+    c.add_or_update(tkey("default/a"), "x")
+    c.add_or_update(tkey("default/a"), "y")         # an update is not a second resource
+    c.add_or_update_ingress(ex("tea"))
+    c.delete(ikey("default/cafe"))
+    c.delete(ikey("default/gone"))                  # never held: nothing changes
+    assert c.resource_counts() == {"ingress": {"regular": 1, "master": 0, "minion": 0},
+                                   "transportserver": {"total": 2}}
+    c.delete(tkey("default/a"))
+    c.delete(tkey("default/early"))
+    c.delete(ikey("default/tea"))
+    assert c.resource_counts() == {"ingress": {"regular": 0, "master": 0, "minion": 0},
+                                   "transportserver": {"total": 0}}
+
+
 def obj(name: str, ts: int, *, hosts: tuple[str, ...] = (), listeners: tuple[str, ...] = (),
         ns: str = "default") -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}",

@@ -11,6 +11,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.parser import text_string_to_metric_families
 
+from ingressctl.configs.ingress_ex import INGRESS_KIND
 from ingressctl.metrics import ControllerMetrics, generate_text, new_registry
 from ingressctl.metrics.controller import ControllerMetricsCollector
 from ingressctl.metrics.exposition import format_metrics, go_float
@@ -118,16 +119,16 @@ def test_ingress_resources_pre_set_and_updated() -> None:
     metric = "nginx_ingress_controller_ingress_resources_total"
     s = scrape(reg)
     assert {value(s, metric, type=t, **{"class": "nginx"}) for t in TYPES} == {0}
-    cc.set_ingress_resources({"regular": 7, "master": 2, "minion": 5})
+    cc.set_resources(INGRESS_KIND, {"regular": 7, "master": 2, "minion": 5})
     s = scrape(reg)
     assert [value(s, metric, type=t, **{"class": "nginx"}) for t in TYPES] == [7, 2, 5]
-    cc.set_ingress_resources({"regular": 1})  # missing types are 0
+    cc.set_resources(INGRESS_KIND, {"regular": 1})  # missing types are 0
     s = scrape(reg)
     assert [value(s, metric, type=t, **{"class": "nginx"}) for t in TYPES] == [1, 0, 0]
     with pytest.raises(ValueError, match="unknown ingress resource types"):
-        cc.set_ingress_resources({"regular": 3, "virtualserver": 1})
+        cc.set_resources(INGRESS_KIND, {"regular": 3, "virtualserver": 1})
     with pytest.raises(ValueError, match="non-negative int"):
-        cc.set_ingress_resources({"regular": -1})
+        cc.set_resources(INGRESS_KIND, {"regular": -1})
     assert value(scrape(reg), metric, type="regular", **{"class": "nginx"}) == 1  # bad input changed nothing
 
 
