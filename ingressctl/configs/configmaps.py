@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ingressctl.configs import directive_values, parsing
-from ingressctl.configs.config import MainConfig
+from ingressctl.configs.config import MainConfig, ProxyDefaults
 from ingressctl.configs.directive_values import AddHeader, StickyCookie
 from ingressctl.settings import Settings
 
@@ -153,6 +153,8 @@ class StaticConfigParams:
     stream: bool = False  # render a stream {} block (TransportServers are served)
     stream_module_path: str = ""  # the dynamic stream module to load_module ("" when built in)
     tls_passthrough: bool = False  # HTTPS servers terminate TLS on passthrough_socket() behind the SNI split
+    # Load TLS certificates at handshakes instead of at reloads (configs.host_certificates); "" = off.
+    host_certificates_dir: str = ""
 
     def passthrough_socket(self) -> str:
         """Where HTTPS servers terminate TLS when TLS passthrough owns the HTTPS port."""
@@ -294,6 +296,13 @@ def parse_config_map(data: Mapping[str, str] | None) -> tuple[ConfigParams, list
     return dataclasses.replace(ConfigParams(), **values), errors
 
 
+def proxy_defaults(config: ConfigParams) -> ProxyDefaults:
+    """The proxy settings an Ingress location without annotations has, declared once in nginx.conf."""
+    return ProxyDefaults(connect_timeout=config.proxy_connect_timeout, read_timeout=config.proxy_read_timeout,
+                         send_timeout=config.proxy_send_timeout, buffering=config.proxy_buffering,
+                         keepalive=config.keepalive > 0)
+
+
 def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
                          dhparam_path: str = "", upstream_zone_size: str = "1m") -> MainConfig:
     """The main template's model (NIC's `GenerateNginxMainConfig`). `dhparam_path`: where the Configurator
@@ -325,6 +334,8 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         default_http_listener_port=static.http_port,
         default_https_listener_port=static.https_port,
         default_server_tls_path=static.default_server_tls_path,
+        host_certificates_dir=static.host_certificates_dir,
+        proxy_defaults=proxy_defaults(config),
         default_server_return=config.default_server_return,
         default_server_access_log_off=(static.default_server_access_log_off
                                        if config.default_server_access_log_off is None

@@ -21,6 +21,10 @@ Guarantees:
   bytes change).
 - Mergeable Ingresses: a master and its minions are one resource, keyed and named by the master; minions have
   no file. `resource_counts()` counts them (for Ingresses: regular ones, masters and their minions).
+- Load shape: the built-in nginx.conf declares the ConfigMap's proxy settings once (`proxy_defaults`) and
+  Ingress locations equal to them inherit them; with a custom main template every location repeats them.
+  With `certificates_per_handshake` the hosts' certificates are kept in `HostCertificates` (copies that
+  follow every render, Secret write and deletion) and loaded by NGINX at handshakes, not at reloads.
 - Not thread-safe: one sync thread owns the Configurator, as it owns NGINX.
 """
 
@@ -31,8 +35,14 @@ import os
 from collections.abc import Mapping, Sequence
 
 from ingressctl.configs.config import shared_zone_size
-from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
+from ingressctl.configs.configmaps import (
+    ConfigParams,
+    StaticConfigParams,
+    generate_main_config,
+    proxy_defaults,
+)
 from ingressctl.configs.files import REASON_ENDPOINTS, REASON_OTHER, ConfigFiles, ReloadOutcome
+from ingressctl.configs.host_certificates import HostCertificates, worker_uid
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, MergeableIngresses
 from ingressctl.configs.renderers import ChildCounter, IngressRenderer, RenderContext, Renderer
 from ingressctl.configs.templates import TemplateError, TemplateExecutor, TemplateRenderError
@@ -45,6 +55,7 @@ log = get_logger(__name__)
 __all__ = ["REASON_ENDPOINTS", "REASON_OTHER", "Configurator", "ReloadOutcome"]
 
 DHPARAM_FILE = "dhparam.pem"
+HOST_CERTIFICATES_DIR = "hosts"  # under the secrets dir: the links of certificates loaded at handshakes
 
 
 class Configurator:
@@ -53,11 +64,24 @@ class Configurator:
     def __init__(self, manager: Manager, static: StaticConfigParams, config: ConfigParams,
                  templates: TemplateExecutor, *, is_wildcard_enabled: bool = False,
                  prune_stale_configs: bool = True,
-                 special_secrets: Mapping[str, bytes] | None = None) -> None:
+                 special_secrets: Mapping[str, bytes] | None = None,
+                 certificates_per_handshake: bool = False) -> None:
         """`special_secrets`: secrets/<name> files written before nginx.conf (the default server's and the
-        wildcard TLS Secrets' PEM files, which `static` names)."""
+        wildcard TLS Secrets' PEM files, which `static` names). `certificates_per_handshake`: Ingress TLS
+        servers share the default server's SSL context, which loads their certificates at handshakes
+        (secrets/hosts/<host>, copies the workers can read, see `HostCertificates`)."""
         static = dataclasses.replace(static, conf_dir=manager.conf_dir, run_dir=manager.run_dir,
                                      secrets_dir=manager.secrets_dir)
+        self._host_certificates: HostCertificates | None = None
+        if certificates_per_handshake:
+            directory = os.path.join(manager.secrets_dir, HOST_CERTIFICATES_DIR)
+            try:
+                uid = worker_uid(static.worker_user, directory)
+            except ValueError as e:
+                log.warning("TLS certificates are loaded at reloads, not at handshakes", reason=str(e))
+            else:
+                self._host_certificates = HostCertificates(directory, uid)
+                static = dataclasses.replace(static, host_certificates_dir=directory)
         if is_wildcard_enabled and not static.wildcard_tls_path:
             wildcard = os.path.join(manager.secrets_dir, "wildcard")
             static = dataclasses.replace(static, wildcard_tls_path=wildcard)
@@ -81,6 +105,8 @@ class Configurator:
             self.files.prune_stale()
         for name, content in (special_secrets or {}).items():
             self.files.create_secret(name, content, 0o600)
+        if self._host_certificates is not None:
+            self._host_certificates.set_default(static.default_server_tls_path)
         for warning in self._update_templates(config):
             log.warning("template override ignored", error=warning)
         self.files.init_main(self._render_main())
@@ -177,7 +203,8 @@ class Configurator:
             return []
         self._set_catch_all(key, renderer.catch_all(resource))
         ctx = RenderContext(self._static, self._config, self._templates, self._replicas,
-                            self._catch_all_upstream())
+                            self._catch_all_upstream(),
+                            proxy_defaults(self._config) if self._templates.is_main_builtin else None)
         try:
             rendered = renderer.render(resource, ctx)
         except (ValueError, TemplateRenderError) as e:
@@ -190,6 +217,8 @@ class Configurator:
             return []
         if rendered.child_warnings:
             self._child_warnings[key] = rendered.child_warnings
+        if self._host_certificates is not None:
+            self._host_certificates.set(key, rendered.certificates)
         self.files.write(key, self.files.file_name(key, renderer.file_name(key)), rendered.text)
         self._reserve_zone(key, rendered.zone_bytes)
         return rendered.warnings
@@ -198,6 +227,8 @@ class Configurator:
         """Forget a resource and remove its file."""
         self._hold(key, None)
         self._child_warnings.pop(key, None)
+        if self._host_certificates is not None:
+            self._host_certificates.remove(key)
         self._set_catch_all(key, "")
         if self.files.remove(key) is not None:
             self._reserve_zone(key, 0)
@@ -345,8 +376,12 @@ class Configurator:
         self.files.write_static(name, text)
 
     def create_secret(self, name: str, content: bytes, mode: int = 0o600) -> str:
-        """Write secrets/<name> (the LocalSecretStore's files); returns the path."""
-        return self.files.create_secret(name, content, mode)
+        """Write secrets/<name> (the LocalSecretStore's files); returns the path. The copies of it that
+        handshakes read follow."""
+        path = self.files.create_secret(name, content, mode)
+        if self._host_certificates is not None:
+            self._host_certificates.refresh(path)
+        return path
 
     def delete_secret(self, name: str) -> None:
         self.files.delete_secret(name)
@@ -354,7 +389,10 @@ class Configurator:
     def update_special_secret(self, name: str, content: bytes) -> bool:
         """Rewrite a special TLS Secret's file (`default`, `wildcard`) if it changed and request a reload;
         True if it changed. OSError when the write fails."""
-        return self.files.update_secret_file(name, content)
+        changed = self.files.update_secret_file(name, content)
+        if changed and self._host_certificates is not None:
+            self._host_certificates.refresh(self._manager.secret_path(name))
+        return changed
 
     def request_reload(self) -> None:
         """A file NGINX reads at reload changed: the next `reload_if_needed` reloads."""

@@ -25,7 +25,11 @@ Guarantees:
   `$ingressctl_catch_all`; without it those get 404 and the default server's answer.
 - A wildcard host matches exactly one label (`if ($host !~ ...)` in its server).
 - TLS: a host listed in `spec.tls` gets its Secret's PEM, or `ssl_reject_handshake on` with a warning when the
-  Secret is missing, invalid or of the wrong type (HTTP keeps working, without the SSL redirect).
+  Secret is missing, invalid or of the wrong type (HTTP keeps working, without the SSL redirect). With
+  `static.host_certificates_dir` a server on the default TLS port without SSL settings of its own names no
+  certificate (`certificate_per_handshake`): the default server's context loads the same PEM at handshakes.
+- Proxy settings: with `proxy_defaults` (what nginx.conf declares at the http level), a location whose
+  settings equal them, in a server without snippets, inherits them instead of repeating them.
 - Basic auth (`nginx.org/basic-auth-secret`): the htpasswd file of the Secret. A missing, invalid or
   wrong-type Secret gives a warning and still configures the Secret's file path (NIC), so NGINX refuses
   requests (403 when the file is absent) rather than serving them unauthenticated.
@@ -63,6 +67,7 @@ from ingressctl.configs.config import (
     LimitReq,
     LimitReqZone,
     Location,
+    ProxyDefaults,
     ProxySetHeader,
     Server,
     Upstream,
@@ -469,6 +474,7 @@ class _Parts:
     default_service: str
     spec: dict[str, Any] = field(default_factory=dict)
     to_catch_all: bool = False  # a catch-all exists: unmatched paths and hosts go to it
+    proxy_defaults: ProxyDefaults | None = None  # nginx.conf's: locations equal to them inherit them
 
 
 def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, annotations: dict[str, str],
@@ -569,9 +575,18 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         raise AnnotationError([f"annotation nginx.org/listen-ports: port(s) {shared} are also TLS ports of "
                                f"host {host} (nginx.org/listen-ports-ssl)"])
     grpc_only = bool(locations) and all(loc.grpc for loc in locations)
+    if parts.proxy_defaults is not None and not p.server_snippets:
+        locations = [dataclasses.replace(loc, inherits_proxy_defaults=True)
+                     if _inherits(loc, parts.proxy_defaults) else loc for loc in locations]
+    # The default server's SSL context serves this host's certificate when nothing else sets the server's
+    # context apart: its own ciphers, or TLS ports the default server does not listen on.
+    per_handshake = bool(static.host_certificates_dir) and own_certificate and not catch_all and bool(pem) \
+        and not p.server_ssl_ciphers and not p.server_ssl_prefer_server_ciphers \
+        and (static.tls_passthrough or tuple(ssl_ports) == (static.https_port,))
     return Server(
         name=host, locations=tuple(locations), ports=ports, ssl_ports=ssl_ports,
         ssl=ssl, ssl_certificate=pem, ssl_certificate_key=pem, ssl_reject_handshake=reject,
+        certificate_per_handshake=per_handshake,
         ssl_redirect=own_certificate and p.ssl_redirect,
         redirect_to_https=p.redirect_to_https,
         http2=p.http2, server_tokens=p.server_tokens, disable_ipv6=static.disable_ipv6,
@@ -590,6 +605,17 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         else "", to_catch_all=to_catch_all,
         passthrough_socket=static.passthrough_socket() if ssl else "",
     )
+
+
+def _inherits(loc: Location, defaults: ProxyDefaults) -> bool:
+    """True if the location's proxy settings are exactly nginx.conf's defaults (so it may leave them out).
+    Snippets may set proxy headers themselves, which would hide the inherited ones: never with snippets."""
+    return (not loc.grpc and not loc.websocket and not loc.redirect_to_https and not loc.snippets
+            and not loc.proxy_set_headers and loc.keepalive == defaults.keepalive
+            and loc.proxy_buffering == defaults.buffering
+            and loc.proxy_connect_timeout == defaults.connect_timeout
+            and loc.proxy_read_timeout == defaults.read_timeout
+            and loc.proxy_send_timeout == defaults.send_timeout)
 
 
 CATCH_ALL_NAMED_LOCATION = "@ingressctl_catch_all"
@@ -623,17 +649,20 @@ def catch_all_upstream(ing_ex: IngressEx) -> str:
 
 
 def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_params: ConfigParams, *,
-                          replicas: int = 1,
-                          to_catch_all: bool = False) -> tuple[IngressNginxConfig, list[str]]:
+                          replicas: int = 1, to_catch_all: bool = False,
+                          proxy_defaults: ProxyDefaults | None = None,
+                          ) -> tuple[IngressNginxConfig, list[str]]:
     """The template model for one regular Ingress, and warnings for what was left out or degraded.
 
     Raises AnnotationError for invalid annotation values and ValueError for an invalid namespace/name.
     `replicas`: the number of controller replicas, for `nginx.org/limit-req-scale`. `to_catch_all`: a
-    catch-all exists (its upstream named in nginx.conf); unmatched paths and wildcard hosts go there."""
+    catch-all exists (its upstream named in nginx.conf); unmatched paths and wildcard hosts go there.
+    `proxy_defaults`: the proxy settings nginx.conf declares (None: it may not, they are all repeated)."""
     annotations = _annotations(ing_ex.ingress)
     warnings: list[str] = []
     parts = _build(ing_ex, static, config_params, annotations, warnings, replicas=replicas)
     parts.to_catch_all = to_catch_all
+    parts.proxy_defaults = proxy_defaults
     b = parts.builder
     tls_hosts = _tls_hosts(_dict(ing_ex.ingress.get("spec")))
     servers = [_server(parts, sp.host, [loc for loc, _ in sp.locations.values()], tls_hosts)
@@ -662,7 +691,8 @@ class MergeableResult:
 
 def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: StaticConfigParams,
                                         config_params: ConfigParams, *, replicas: int = 1,
-                                        to_catch_all: bool = False) -> MergeableResult:
+                                        to_catch_all: bool = False,
+                                        proxy_defaults: ProxyDefaults | None = None) -> MergeableResult:
     """The template model for a master and its minions (NIC's generateNginxCfgForMergeableIngresses).
 
     Raises AnnotationError for invalid annotation values of the master; a minion with invalid values is left
@@ -711,7 +741,8 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
                                                       keepalive=master_keepalive)
             if used and mparts.builder.limit_req is not None:  # the zone of the minion's served locations
                 zones.update(mparts.builder.limit_req_zones)
-        master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all)
+        master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all,
+                              proxy_defaults=proxy_defaults)
         servers.append(_server(master_parts, host, [loc for loc, _ in locations.values()],
                                _tls_hosts(spec)))
     cfg = IngressNginxConfig(
