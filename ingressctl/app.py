@@ -205,11 +205,11 @@ class App:
             self.configurator = Configurator(
                 self.manager, static, params, templates, is_wildcard_enabled=bool(wildcard_pem),
                 special_secrets=special,
-                certificates_per_handshake=s.controller.load_certificates_per_handshake)
+                certificates_per_handshake=self._certificates_per_handshake(static.nginx_version))
         else:
-            self.configurator = _observed_configurator(self.manager, static, params, templates,
-                                                       bool(wildcard_pem), self.latency_labels.deleted,
-                                                       special, s.controller.load_certificates_per_handshake)
+            self.configurator = _observed_configurator(
+                self.manager, static, params, templates, bool(wildcard_pem), self.latency_labels.deleted,
+                special, self._certificates_per_handshake(static.nginx_version))
             self._write_latency_config()
         try:
             self.manager.start(on_exit=self._on_nginx_exit)
@@ -489,6 +489,15 @@ class App:
             log.warning("this NGINX has no stub_status module: the stub_status metrics and --nginx-status "
                         "are unavailable", binary=self.settings.nginx.binary)
         return found
+
+    def _certificates_per_handshake(self, nginx_version: tuple[int, ...]) -> bool:
+        """--load-certificates-per-handshake, by default on when NGINX caches what it loads at handshakes."""
+        from ingressctl.configs.directive_values import CERTIFICATE_CACHE_MIN_NGINX
+
+        chosen = self.settings.controller.load_certificates_per_handshake
+        if chosen is None:
+            return nginx_version >= CERTIFICATE_CACHE_MIN_NGINX
+        return chosen
 
     def _nginx_version(self) -> tuple[int, ...]:
         """The running NGINX's version, which decides the directives newer than 1.22 (e.g. `sticky cookie`);

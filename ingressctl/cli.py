@@ -191,10 +191,13 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(k, "--enable-directive-autoadjust", False,
           "raise proxy-buffers, proxy-busy-buffers-size and proxy-max-temp-file-size (ConfigMap or "
           "annotations) just enough that NGINX accepts them, with a warning, instead of leaving them out")
-    _flag(k, "--load-certificates-per-handshake", True,
-          "Ingress TLS servers share the default server's SSL context, which reads each host's certificate "
-          "at a full TLS handshake instead of at every reload (reloads skip ~1 ms per certificate; each full "
-          "handshake reads one PEM file); off: every TLS server loads its certificate at reloads")
+    k.add_argument("--load-certificates-per-handshake", nargs="?", const=True, default=None, type=_bool,
+                   metavar="BOOL",
+                   help="Ingress TLS servers share the default server's SSL context, which loads each host's "
+                        "certificate at TLS handshakes instead of at every reload (a reload saves ~1 ms per "
+                        "certificate). Default: on when NGINX caches such certificates (1.27.4+, "
+                        "ssl_certificate_cache); older NGINX would parse them at every full handshake, "
+                        "about doubling its cost")
     _flag(k, "--allow-empty-ingress-host", False,
           "allow one rule per Ingress without a host: it serves the hosts no other server names, as the "
           "class-wide catch-all (an Ingress without rules, with a defaultBackend) does, and competes with it "

@@ -193,7 +193,7 @@ class Server:
     ssl_certificate_key: str = ""
     ssl_reject_handshake: bool = False
     # No SSL context of its own: the default server's loads this host's certificate (ssl_certificate) at each
-    # handshake from `<host certificates dir>/<host>` (see configs.host_certificates).
+    # handshake (see configs.certificate_map).
     certificate_per_handshake: bool = False
     ssl_redirect: bool = False  # `if ($scheme = http)` -> 301 to https://$host:<first ssl port>
     redirect_to_https: bool = False  # X-Forwarded-Proto http -> 301
@@ -279,9 +279,12 @@ class MainConfig:
     default_http_listener_port: int = 80
     default_https_listener_port: int = 443
     default_server_tls_path: str = ""  # "" -> ssl_reject_handshake on
-    # Non-empty: the default server's SSL context loads the certificate of the server a handshake selects from
-    # `<dir>/$server_name` at each handshake (servers with `certificate_per_handshake` have no context).
-    host_certificates_dir: str = ""
+    # The default server's SSL context loads the certificate of the server a handshake selects (`$ingressctl_
+    # certificate`, see configs.certificate_map); servers with `certificate_per_handshake` have no context.
+    certificates_per_handshake: bool = False
+    # `ssl_certificate_cache max=<n>` for them (NGINX 1.27.4+): a handshake parses a certificate only when it
+    # is not cached; 0 = no cache directive.
+    certificate_cache_size: int = 0
     proxy_defaults: ProxyDefaults | None = None  # declared at the http level when set
     default_server_return: str = "404"
     default_server_access_log_off: bool = False

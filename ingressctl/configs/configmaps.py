@@ -22,7 +22,7 @@ from typing import Any
 
 from ingressctl.configs import directive_values, parsing
 from ingressctl.configs.config import MainConfig, ProxyDefaults
-from ingressctl.configs.directive_values import AddHeader, StickyCookie
+from ingressctl.configs.directive_values import CERTIFICATE_CACHE_MIN_NGINX, AddHeader, StickyCookie
 from ingressctl.settings import Settings
 
 
@@ -153,8 +153,8 @@ class StaticConfigParams:
     stream: bool = False  # render a stream {} block (TransportServers are served)
     stream_module_path: str = ""  # the dynamic stream module to load_module ("" when built in)
     tls_passthrough: bool = False  # HTTPS servers terminate TLS on passthrough_socket() behind the SNI split
-    # Load TLS certificates at handshakes instead of at reloads (configs.host_certificates); "" = off.
-    host_certificates_dir: str = ""
+    # Load TLS certificates at handshakes instead of at reloads (configs.certificate_map).
+    certificates_per_handshake: bool = False
 
     def passthrough_socket(self) -> str:
         """Where HTTPS servers terminate TLS when TLS passthrough owns the HTTPS port."""
@@ -296,6 +296,10 @@ def parse_config_map(data: Mapping[str, str] | None) -> tuple[ConfigParams, list
     return dataclasses.replace(ConfigParams(), **values), errors
 
 
+CERTIFICATE_CACHE_SIZE = 10000
+"""Entries of `ssl_certificate_cache` (per worker; entries unused for `inactive` go first)."""
+
+
 def proxy_defaults(config: ConfigParams) -> ProxyDefaults:
     """The proxy settings an Ingress location without annotations has, declared once in nginx.conf."""
     return ProxyDefaults(connect_timeout=config.proxy_connect_timeout, read_timeout=config.proxy_read_timeout,
@@ -334,7 +338,9 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         default_http_listener_port=static.http_port,
         default_https_listener_port=static.https_port,
         default_server_tls_path=static.default_server_tls_path,
-        host_certificates_dir=static.host_certificates_dir,
+        certificates_per_handshake=static.certificates_per_handshake,
+        certificate_cache_size=(CERTIFICATE_CACHE_SIZE if static.certificates_per_handshake
+                                and static.nginx_version >= CERTIFICATE_CACHE_MIN_NGINX else 0),
         proxy_defaults=proxy_defaults(config),
         default_server_return=config.default_server_return,
         default_server_access_log_off=(static.default_server_access_log_off

@@ -23,8 +23,10 @@ Guarantees:
   no file. `resource_counts()` counts them (for Ingresses: regular ones, masters and their minions).
 - Load shape: the built-in nginx.conf declares the ConfigMap's proxy settings once (`proxy_defaults`) and
   Ingress locations equal to them inherit them; with a custom main template every location repeats them.
-  With `certificates_per_handshake` the hosts' certificates are kept in `HostCertificates` (copies that
-  follow every render, Secret write and deletion) and loaded by NGINX at handshakes, not at reloads.
+  With `certificates_per_handshake` the certificates of the Ingress TLS servers are loaded by NGINX at
+  handshakes, not at reloads: their server names map to their PEM files in conf.d/ingressctl-certificates
+  .conf (a `CertificateMap`, written before the reload that needs it), and the 0600 secret files belong to
+  NGINX's worker user when the controller runs as root.
 - Not thread-safe: one sync thread owns the Configurator, as it owns NGINX.
 """
 
@@ -34,6 +36,7 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 
+from ingressctl.configs.certificate_map import CertificateMap, worker_uid
 from ingressctl.configs.config import shared_zone_size
 from ingressctl.configs.configmaps import (
     ConfigParams,
@@ -42,7 +45,6 @@ from ingressctl.configs.configmaps import (
     proxy_defaults,
 )
 from ingressctl.configs.files import REASON_ENDPOINTS, REASON_OTHER, ConfigFiles, ReloadOutcome
-from ingressctl.configs.host_certificates import HostCertificates, worker_uid
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, MergeableIngresses
 from ingressctl.configs.renderers import ChildCounter, IngressRenderer, RenderContext, Renderer
 from ingressctl.configs.templates import TemplateError, TemplateExecutor, TemplateRenderError
@@ -55,7 +57,7 @@ log = get_logger(__name__)
 __all__ = ["REASON_ENDPOINTS", "REASON_OTHER", "Configurator", "ReloadOutcome"]
 
 DHPARAM_FILE = "dhparam.pem"
-HOST_CERTIFICATES_DIR = "hosts"  # under the secrets dir: the links of certificates loaded at handshakes
+CERTIFICATE_MAP_FILE = "ingressctl-certificates"  # conf.d/<this>.conf: the CertificateMap
 
 
 class Configurator:
@@ -69,19 +71,19 @@ class Configurator:
         """`special_secrets`: secrets/<name> files written before nginx.conf (the default server's and the
         wildcard TLS Secrets' PEM files, which `static` names). `certificates_per_handshake`: Ingress TLS
         servers share the default server's SSL context, which loads their certificates at handshakes
-        (secrets/hosts/<host>, copies the workers can read, see `HostCertificates`)."""
+        (through a `CertificateMap`; NGINX's workers must be able to reach the secrets dir)."""
         static = dataclasses.replace(static, conf_dir=manager.conf_dir, run_dir=manager.run_dir,
                                      secrets_dir=manager.secrets_dir)
-        self._host_certificates: HostCertificates | None = None
+        self._certificates: CertificateMap | None = None
+        self.files = ConfigFiles(manager)
         if certificates_per_handshake:
-            directory = os.path.join(manager.secrets_dir, HOST_CERTIFICATES_DIR)
             try:
-                uid = worker_uid(static.worker_user, directory)
+                self.files.secret_owner = worker_uid(static.worker_user, manager.secrets_dir)
             except ValueError as e:
                 log.warning("TLS certificates are loaded at reloads, not at handshakes", reason=str(e))
             else:
-                self._host_certificates = HostCertificates(directory, uid)
-                static = dataclasses.replace(static, host_certificates_dir=directory)
+                self._certificates = CertificateMap(static.default_server_tls_path)
+                static = dataclasses.replace(static, certificates_per_handshake=True)
         if is_wildcard_enabled and not static.wildcard_tls_path:
             wildcard = os.path.join(manager.secrets_dir, "wildcard")
             static = dataclasses.replace(static, wildcard_tls_path=wildcard)
@@ -89,7 +91,6 @@ class Configurator:
         self._static = static
         self._config = config
         self._templates = templates
-        self.files = ConfigFiles(manager)
         self._renderers: dict[str, Renderer] = {}
         self._resources: dict[ResourceKey, object] = {}  # key -> the latest resource given
         self._counts: dict[str, dict[str, int]] = {}  # kind -> its renderer's counts of _resources, in step
@@ -105,8 +106,7 @@ class Configurator:
             self.files.prune_stale()
         for name, content in (special_secrets or {}).items():
             self.files.create_secret(name, content, 0o600)
-        if self._host_certificates is not None:
-            self._host_certificates.set_default(static.default_server_tls_path)
+        self._write_certificate_map()
         for warning in self._update_templates(config):
             log.warning("template override ignored", error=warning)
         self.files.init_main(self._render_main())
@@ -217,8 +217,8 @@ class Configurator:
             return []
         if rendered.child_warnings:
             self._child_warnings[key] = rendered.child_warnings
-        if self._host_certificates is not None:
-            self._host_certificates.set(key, rendered.certificates)
+        if self._certificates is not None:
+            self._certificates.set(key, rendered.certificates)
         self.files.write(key, self.files.file_name(key, renderer.file_name(key)), rendered.text)
         self._reserve_zone(key, rendered.zone_bytes)
         return rendered.warnings
@@ -227,8 +227,8 @@ class Configurator:
         """Forget a resource and remove its file."""
         self._hold(key, None)
         self._child_warnings.pop(key, None)
-        if self._host_certificates is not None:
-            self._host_certificates.remove(key)
+        if self._certificates is not None:
+            self._certificates.remove(key)
         self._set_catch_all(key, "")
         if self.files.remove(key) is not None:
             self._reserve_zone(key, 0)
@@ -376,12 +376,8 @@ class Configurator:
         self.files.write_static(name, text)
 
     def create_secret(self, name: str, content: bytes, mode: int = 0o600) -> str:
-        """Write secrets/<name> (the LocalSecretStore's files); returns the path. The copies of it that
-        handshakes read follow."""
-        path = self.files.create_secret(name, content, mode)
-        if self._host_certificates is not None:
-            self._host_certificates.refresh(path)
-        return path
+        """Write secrets/<name> (the LocalSecretStore's files); returns the path."""
+        return self.files.create_secret(name, content, mode)
 
     def delete_secret(self, name: str) -> None:
         self.files.delete_secret(name)
@@ -389,10 +385,7 @@ class Configurator:
     def update_special_secret(self, name: str, content: bytes) -> bool:
         """Rewrite a special TLS Secret's file (`default`, `wildcard`) if it changed and request a reload;
         True if it changed. OSError when the write fails."""
-        changed = self.files.update_secret_file(name, content)
-        if changed and self._host_certificates is not None:
-            self._host_certificates.refresh(self._manager.secret_path(name))
-        return changed
+        return self.files.update_secret_file(name, content)
 
     def request_reload(self) -> None:
         """A file NGINX reads at reload changed: the next `reload_if_needed` reloads."""
@@ -400,4 +393,13 @@ class Configurator:
 
     def reload_if_needed(self, reason: str = REASON_OTHER) -> ReloadOutcome:
         """Reload NGINX once if anything changed since the last good reload (see `ConfigFiles`)."""
+        if self._certificates is not None and self._certificates.changed:
+            self._write_certificate_map()
+            self.files.request_reload()
         return self.files.reload_if_needed(reason)
+
+    def _write_certificate_map(self) -> None:
+        """conf.d's map of the certificates loaded at handshakes (rendered once per reload, not per
+        change)."""
+        if self._certificates is not None:
+            self.files.write_static(CERTIFICATE_MAP_FILE, self._certificates.text())

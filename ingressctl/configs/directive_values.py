@@ -189,6 +189,9 @@ def parse_proxy_redirect(from_value: str | None, to_value: str | None) -> tuple[
 STICKY_COOKIE_MIN_NGINX = (1, 29, 6)
 """The first open-source NGINX with `sticky cookie`."""
 
+CERTIFICATE_CACHE_MIN_NGINX = (1, 27, 4)
+"""The first NGINX with `ssl_certificate_cache` (certificates and keys loaded through variables, cached)."""
+
 
 def parse_nginx_version(text: str) -> tuple[int, ...]:
     """`1.22.1` -> (1, 22, 1); () for anything else."""

@@ -26,8 +26,9 @@ Guarantees:
 - A wildcard host matches exactly one label (`if ($host !~ ...)` in its server).
 - TLS: a host listed in `spec.tls` gets its Secret's PEM, or `ssl_reject_handshake on` with a warning when the
   Secret is missing, invalid or of the wrong type (HTTP keeps working, without the SSL redirect). With
-  `static.host_certificates_dir` a server on the default TLS port without SSL settings of its own names no
-  certificate (`certificate_per_handshake`): the default server's context loads the same PEM at handshakes.
+  `static.certificates_per_handshake` a server on the default TLS port without SSL settings of its own
+  names no certificate (`certificate_per_handshake`): the default server's context loads the same PEM at
+  handshakes.
 - Proxy settings: with `proxy_defaults` (what nginx.conf declares at the http level), a location whose
   settings equal them, in a server without snippets, inherits them instead of repeating them.
 - Basic auth (`nginx.org/basic-auth-secret`): the htpasswd file of the Secret. A missing, invalid or
@@ -580,7 +581,7 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
                      if _inherits(loc, parts.proxy_defaults) else loc for loc in locations]
     # The default server's SSL context serves this host's certificate when nothing else sets the server's
     # context apart: its own ciphers, or TLS ports the default server does not listen on.
-    per_handshake = bool(static.host_certificates_dir) and own_certificate and not catch_all and bool(pem) \
+    per_handshake = static.certificates_per_handshake and own_certificate and not catch_all and bool(pem) \
         and not p.server_ssl_ciphers and not p.server_ssl_prefer_server_ciphers \
         and (static.tls_passthrough or tuple(ssl_ports) == (static.https_port,))
     return Server(

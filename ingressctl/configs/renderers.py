@@ -53,7 +53,7 @@ class Rendered:
     warnings: list[str]
     zone_bytes: int = 0
     child_warnings: dict[str, list[str]] = field(default_factory=dict)
-    # host -> PEM path of the servers whose certificate is loaded at handshakes (configs.host_certificates)
+    # host -> PEM path of the servers whose certificate is loaded at handshakes (configs.certificate_map)
     certificates: dict[str, str] = field(default_factory=dict)
 
 

