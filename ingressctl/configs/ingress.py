@@ -245,6 +245,8 @@ class _Builder:
         self.limit_req = self._limit_req()
         self.proxy_set_headers = tuple(ProxySetHeader(n, v) for n, v in self.params.proxy_set_headers)
         self.minion_meta = IngressMeta(name=self.name, namespace=self.namespace) if minion_host else None
+        # nginx.conf's proxy settings: locations equal to them inherit them (not in a server with snippets)
+        self.proxy_defaults: ProxyDefaults | None = None
 
     def _check_buffers(self) -> bool:
         """True if NGINX accepts the buffer settings; -enable-directive-autoadjust adjusts them first."""
@@ -357,7 +359,7 @@ class _Builder:
         if rewrite and trailing_slash:
             rewrite = rewrite.rstrip("/") + "/"
         ok = self._buffers_ok
-        return Location(
+        fields: dict[str, Any] = dict(
             path=path, modifier=modifier, upstream=upstream, service_name=service,
             proxy_connect_timeout=p.proxy_connect_timeout, proxy_read_timeout=p.proxy_read_timeout,
             proxy_send_timeout=p.proxy_send_timeout, client_max_body_size=p.client_max_body_size,
@@ -379,6 +381,13 @@ class _Builder:
             add_headers=p.add_headers if minion else (),
             proxy_redirect=p.proxy_redirect if minion else ("", ""),
         )
+        d = self.proxy_defaults
+        inherits = d is not None and not p.server_snippets and _inherits_values(
+            grpc=fields["grpc"], websocket=fields["websocket"], redirect_to_https=p.redirect_to_https,
+            snippets=p.location_snippets, proxy_set_headers=self.proxy_set_headers,
+            keepalive=fields["keepalive"], buffering=p.proxy_buffering, connect=p.proxy_connect_timeout,
+            read=p.proxy_read_timeout, send=p.proxy_send_timeout, defaults=d)
+        return Location(**fields, inherits_proxy_defaults=inherits)
 
     def tls(self, host: str, tls_hosts: dict[str, str]) -> tuple[bool, str, bool]:
         """(ssl, pem path, reject handshake) for a host."""
@@ -475,17 +484,18 @@ class _Parts:
     default_service: str
     spec: dict[str, Any] = field(default_factory=dict)
     to_catch_all: bool = False  # a catch-all exists: unmatched paths and hosts go to it
-    proxy_defaults: ProxyDefaults | None = None  # nginx.conf's: locations equal to them inherit them
 
 
 def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, annotations: dict[str, str],
-           warnings: list[str], *, replicas: int, minion_host: str | None = None) -> _Parts:
+           warnings: list[str], *, replicas: int, minion_host: str | None = None,
+           proxy_defaults: ProxyDefaults | None = None) -> _Parts:
     """Parse the annotations (raising AnnotationError on invalid values) and build the locations."""
     anns, ann_warnings = parse_annotations(annotations, config, snippets_enabled=static.enable_snippets)
     warnings.extend(ann_warnings)
     if anns.errors:
         raise AnnotationError(anns.errors)
     b = _Builder(ing_ex, static, anns, warnings, replicas=replicas, minion_host=minion_host)
+    b.proxy_defaults = proxy_defaults
     if not _LABEL.fullmatch(b.namespace) or not _NAME.fullmatch(b.name):
         raise ValueError(f"invalid Ingress namespace/name {b.namespace!r}/{b.name!r}")
     spec = _dict(ing_ex.ingress.get("spec"))
@@ -576,9 +586,6 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         raise AnnotationError([f"annotation nginx.org/listen-ports: port(s) {shared} are also TLS ports of "
                                f"host {host} (nginx.org/listen-ports-ssl)"])
     grpc_only = bool(locations) and all(loc.grpc for loc in locations)
-    if parts.proxy_defaults is not None and not p.server_snippets:
-        locations = [dataclasses.replace(loc, inherits_proxy_defaults=True)
-                     if _inherits(loc, parts.proxy_defaults) else loc for loc in locations]
     # The default server's SSL context serves this host's certificate when nothing else sets the server's
     # context apart: its own ciphers, or TLS ports the default server does not listen on.
     per_handshake = static.certificates_per_handshake and own_certificate and not catch_all and bool(pem) \
@@ -608,15 +615,23 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     )
 
 
-def _inherits(loc: Location, defaults: ProxyDefaults) -> bool:
-    """True if the location's proxy settings are exactly nginx.conf's defaults (so it may leave them out).
+def _inherits_values(*, grpc: bool, websocket: bool, redirect_to_https: bool, snippets: tuple[str, ...],
+                     proxy_set_headers: tuple[ProxySetHeader, ...], keepalive: bool, buffering: bool,
+                     connect: str, read: str, send: str, defaults: ProxyDefaults) -> bool:
+    """True if a location's proxy settings are exactly nginx.conf's defaults (so it may leave them out).
     Snippets may set proxy headers themselves, which would hide the inherited ones: never with snippets."""
-    return (not loc.grpc and not loc.websocket and not loc.redirect_to_https and not loc.snippets
-            and not loc.proxy_set_headers and loc.keepalive == defaults.keepalive
-            and loc.proxy_buffering == defaults.buffering
-            and loc.proxy_connect_timeout == defaults.connect_timeout
-            and loc.proxy_read_timeout == defaults.read_timeout
-            and loc.proxy_send_timeout == defaults.send_timeout)
+    return (not grpc and not websocket and not redirect_to_https and not snippets and not proxy_set_headers
+            and keepalive == defaults.keepalive and buffering == defaults.buffering
+            and connect == defaults.connect_timeout and read == defaults.read_timeout
+            and send == defaults.send_timeout)
+
+
+def _inherits(loc: Location, defaults: ProxyDefaults | None, server_snippets: tuple[str, ...]) -> bool:
+    return defaults is not None and not server_snippets and _inherits_values(
+        grpc=loc.grpc, websocket=loc.websocket, redirect_to_https=loc.redirect_to_https,
+        snippets=loc.snippets, proxy_set_headers=loc.proxy_set_headers, keepalive=loc.keepalive,
+        buffering=loc.proxy_buffering, connect=loc.proxy_connect_timeout, read=loc.proxy_read_timeout,
+        send=loc.proxy_send_timeout, defaults=defaults)
 
 
 CATCH_ALL_NAMED_LOCATION = "@ingressctl_catch_all"
@@ -661,9 +676,9 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
     `proxy_defaults`: the proxy settings nginx.conf declares (None: it may not, they are all repeated)."""
     annotations = _annotations(ing_ex.ingress)
     warnings: list[str] = []
-    parts = _build(ing_ex, static, config_params, annotations, warnings, replicas=replicas)
+    parts = _build(ing_ex, static, config_params, annotations, warnings, replicas=replicas,
+                   proxy_defaults=proxy_defaults)
     parts.to_catch_all = to_catch_all
-    parts.proxy_defaults = proxy_defaults
     b = parts.builder
     tls_hosts = _tls_hosts(_dict(ing_ex.ingress.get("spec")))
     servers = [_server(parts, sp.host, [loc for loc, _ in sp.locations.values()], tls_hosts)
@@ -704,7 +719,8 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
     warnings: list[str] = []
     if removed:
         warnings.append(f"a master Ingress cannot have the annotation(s) {', '.join(removed)}; ignored")
-    parts = _build(master, static, config_params, m_annotations, warnings, replicas=replicas)
+    parts = _build(master, static, config_params, m_annotations, warnings, replicas=replicas,
+                   proxy_defaults=proxy_defaults)
     b = parts.builder
     spec = _dict(master.ingress.get("spec"))
     hosts = [sp.host for sp in parts.servers]
@@ -732,6 +748,9 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
                 for loc, is_exact in sp.locations.values():
                     # keepalive comes from the master only (one value per file in NIC).
                     loc = dataclasses.replace(loc, keepalive=master_keepalive > 0)
+                    inherits = _inherits(loc, proxy_defaults, b.params.server_snippets)
+                    if inherits != loc.inherits_proxy_defaults:
+                        loc = dataclasses.replace(loc, inherits_proxy_defaults=inherits)
                     if _put_location(locations, loc, is_exact):
                         used.add(loc.upstream)
                     else:
@@ -742,8 +761,7 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
                                                       keepalive=master_keepalive)
             if used and mparts.builder.limit_req is not None:  # the zone of the minion's served locations
                 zones.update(mparts.builder.limit_req_zones)
-        master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all,
-                              proxy_defaults=proxy_defaults)
+        master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all)
         servers.append(_server(master_parts, host, [loc for loc, _ in locations.values()],
                                _tls_hosts(spec)))
     cfg = IngressNginxConfig(

