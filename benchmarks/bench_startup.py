@@ -41,10 +41,10 @@ from common import (
     ClusterProcess,
     ControllerProcess,
     config_map,
-    have_matplotlib,
     machine,
     mb,
     nginx_t_seconds,
+    plot_against_n,
     print_table,
     write_json,
 )
@@ -270,16 +270,8 @@ def goals(results: list[dict[str, Any]], args: argparse.Namespace) -> list[list[
 
 
 def plot(results: list[dict[str, Any]], path: str) -> str | None:
-    if not have_matplotlib():
-        print("matplotlib is not installed: no plot (pip install matplotlib, or the project's bench extra)")
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
     series: dict[str, list[tuple[int, float]]] = {}
+    top = max((x["latency_ms"] for x in results), default=0.0)
     for r in results:
         if "error" in r or r["shape"] != "plain" or r["status_latency_ms"]:
             continue
@@ -289,24 +281,19 @@ def plot(results: list[dict[str, Any]], path: str) -> str | None:
         if r["mode"] == "5.5" and r.get("ready_without_reload_s"):
             series.setdefault(f"ingressctl without the NGINX reload, L={r['latency_ms']:g} ms", []).append(
                 (r["n"], r["ready_without_reload_s"]))
-    for name, pts in sorted(series.items()):
-        pts.sort()
-        style = "s--" if "legacy" in name else "x:" if "without" in name else "o-"
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=name)
+        if r["mode"] == "5.5" and r.get("nginx_t_s") and r["latency_ms"] == top:
+            series.setdefault("nginx -t of the same configuration", []).append((r["n"], r["nginx_t_s"]))
     for r in results:
         if r["shape"] == "mergeable" and "error" not in r:
-            ax.plot([r["n"]], [r["ready_s"]], "^", label=f"#9657 mergeable shape, L={r['latency_ms']:g} ms")
-    ax.axhline(10, color="grey", lw=0.8, ls=":")
-    ax.set_xlabel("Ingresses")
-    ax.set_ylabel("time to ready (s): process start -> /nginx-ready 200")
-    ax.set_yscale("log")
-    ax.set_title("Start-up time against cluster size")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+            series[f"#9657 mergeable shape, L={r['latency_ms']:g} ms"] = [(r["n"], r["ready_s"])]
+
+    def style(name: str) -> str:
+        return ("^" if "mergeable" in name else "s--" if "legacy" in name else "x:" if "without" in name
+                else "d-." if "nginx -t" in name else "o-")
+
+    return plot_against_n(path, "Start-up time against cluster size",
+                          "time to ready (s): process start -> /nginx-ready 200", series,
+                          goals={"goal at 10,000 (10 s)": 10.0}, log_y=True, style=style)
 
 
 def main(argv: list[str] | None = None) -> int:

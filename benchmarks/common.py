@@ -520,9 +520,10 @@ def have_matplotlib() -> bool:
 
 
 def plot_against_n(path: str, title: str, ylabel: str, series: dict[str, list[tuple[int, float]]], *,
-                   goals: dict[str, float] | None = None, log_y: bool = False) -> str | None:
-    """A PNG of each named series of (N, value) points against the number of Ingresses, with horizontal
-    goal lines; None (and a note) without matplotlib."""
+                   goals: dict[str, float] | None = None, log_y: bool = False,
+                   style: Callable[[str], str] | None = None) -> str | None:
+    """A PNG of each named series of (N, value) points against the number of Ingresses (`style(name)`: its
+    matplotlib format, default "o-"), with horizontal goal lines; None (and a note) without matplotlib."""
     if not have_matplotlib():
         print("matplotlib is not installed: no plot (pip install matplotlib, or the project's bench extra)")
         return None
@@ -534,7 +535,7 @@ def plot_against_n(path: str, title: str, ylabel: str, series: dict[str, list[tu
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, pts in sorted(series.items()):
         pts = sorted(pts)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=name)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], style(name) if style else "o-", label=name)
     for name, y in (goals or {}).items():
         ax.axhline(y, color="grey", lw=0.8, ls=":")
         ax.annotate(name, (0, y), xycoords=("axes fraction", "data"), fontsize=7, color="grey",
