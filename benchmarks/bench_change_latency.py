@@ -108,7 +108,7 @@ def measure(size: int, changes: int, args: argparse.Namespace, workdir: str) -> 
         if args.latency:
             cluster.set_latency(args.latency)
         c = ControllerProcess(cluster.kubeconfig, workdir=workdir,
-                              extra=[f"--nginx-binary={args.nginx_binary}"])
+                              extra=[f"--nginx-binary={args.nginx_binary}", *args.controller_args])
         c.start()
         ready = c.wait_ready(1800)
         wait_backend(c.http_port, "/", "v1", 60, settle=0.5)
@@ -177,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--settle", type=float, default=0.5,
                    help="a change counts as served once every request gets it for this long (s)")
     p.add_argument("--nginx-binary", default="nginx", help="the NGINX the controller runs (default nginx)")
+    p.add_argument("--controller-args", nargs="*", default=[], help="extra flags for the controller")
     args = p.parse_args(argv)
     sizes = sorted(args.sizes or ([50, 500] if args.quick else [100, 1000, 5000]))
     changes = args.changes or (6 if args.quick else 20)
