@@ -47,7 +47,10 @@ def worker_uid(worker_user: str, directory: str) -> int | None:
         raise ValueError(f"NGINX's worker user {name!r} does not exist") from None
     path = os.path.abspath(directory)
     while True:
-        st = os.stat(path)
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            raise ValueError(f"cannot check that NGINX's worker user {name!r} reaches {path}: {e}") from None
         bit = 0o100 if st.st_uid == user.pw_uid else 0o010 if st.st_gid == user.pw_gid else 0o001
         if not st.st_mode & bit:
             raise ValueError(f"NGINX's worker user {name!r} cannot traverse {path}")

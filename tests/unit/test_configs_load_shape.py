@@ -4,6 +4,7 @@ once in nginx.conf (locations that equal them inherit them)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -167,3 +168,31 @@ def test_minions_inherit_with_the_masters_keepalive() -> None:
     assert 'proxy_set_header Connection "";' in loc and "proxy_set_header Host $host;" in loc
     # ... and when the ConfigMap has the same keepalive, they inherit it.
     assert "proxy_set_header" not in minion_location(m, ConfigParams(keepalive=4))
+
+
+def test_the_configurator_renders_the_certificate_map_once_per_reload() -> None:
+    import shutil
+    import tempfile
+
+    from ingressctl.configs.configurator import CERTIFICATE_MAP_FILE, Configurator
+    from tests.unit.test_configs_configurator import FakeManager
+
+    m = FakeManager()
+    m.secrets_dir = tempfile.mkdtemp(prefix="cm-secrets-")  # NGINX's workers must reach it (under root)
+    os.chmod(m.secrets_dir, 0o711)
+    try:
+        c = Configurator(m, StaticConfigParams(), ConfigParams(), TEMPLATES,  # type: ignore[arg-type]
+                         certificates_per_handshake=True)
+        assert 'default "";' in m.files[CERTIFICATE_MAP_FILE] and "$ingressctl_certificate" in m.main
+        c.add_or_update_ingress(tls_ex())
+        assert "secure.example.com" not in m.files[CERTIFICATE_MAP_FILE]  # not before the reload
+        assert c.reload_if_needed().reloaded
+        assert f'"\\\\secure.example.com" "{PEM}";' in m.files[CERTIFICATE_MAP_FILE]
+        writes = m.writes
+        c.add_or_update_ingress(tls_ex())                                # nothing changed: nothing written
+        assert not c.reload_if_needed().reloaded and m.writes == writes
+        c.delete_ingress("default/reports")
+        assert c.reload_if_needed().reloaded
+        assert "secure.example.com" not in m.files[CERTIFICATE_MAP_FILE]
+    finally:
+        shutil.rmtree(m.secrets_dir, ignore_errors=True)
