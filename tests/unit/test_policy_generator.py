@@ -129,7 +129,8 @@ def test_api_key_map_entries_are_exact_case_sensitive_regexes() -> None:
 
 @pytest.mark.parametrize("kind", ["jwt", "oidc"])
 def test_plus_only_types_fail_closed(kind: str) -> None:
-    r = generate_policies([ref("p", **{kind: {"realm": "r"}})], ctx())
+    obj = {"metadata": {"name": "p", "namespace": "demo"}, "spec": {kind: {"realm": "r"}}}
+    r = generate_policies([ResolvedPolicy("demo/p", obj)], ctx())
     assert r.error.endswith("policy demo/p requires NGINX Plus") and r.warnings == [r.error]
 
 
