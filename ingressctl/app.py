@@ -315,10 +315,13 @@ class App:
                       "install the k8s.nginx.org CRDs (charts/ingressctl/crds) and the RBAC for them, "
                       "or pass --enable-custom-resources=false", error=str(e))
         else:
+            from ingressctl.app_policy import policy_kinds
+
+            store, policy = policy_kinds(self.client, namespace, enable_snippets=s.controller.enable_snippets)
             try:
                 template = s.nginx.virtualserver_template_path
-                kinds = [virtualserver_kind_factory(self.client, template_path=template),
-                         virtualserverroute_kind_factory(self.client)]
+                kinds = [virtualserver_kind_factory(self.client, template_path=template, policies=store),
+                         virtualserverroute_kind_factory(self.client), *policy]
             except TemplateError as e:
                 raise StartupError(f"invalid template: {e}") from e
         if not self._serve_transportservers:
