@@ -22,7 +22,7 @@ Guarantees:
 - Deletes are never lost: tombstones are handled, and a deleted EndpointSlice re-renders its Service.
 - Kinds outside the Configuration extend the dependency tracking: `secret_users` (resources that use a
   Secret through a Policy) are re-rendered with the Configuration's users of a changed Secret, and
-  `replica_users` when the controller replica count (ready endpoints of `--external-service`) changes.
+  `replicas.sources` when the controller replica count (ready endpoints of `--external-service`) changes.
 - `stats.phases` records the start-up phases and the "controller ready" log line carries them.
 """
 
@@ -36,13 +36,13 @@ from typing import Any, Protocol
 from ingressctl.configs.files import ReloadOutcome
 from ingressctl.configs.ingress_ex import SecretReference
 from ingressctl.controller.configuration import Configuration, ConfigurationProblem, ResourceChange
-from ingressctl.controller.endpoints import count_ready_endpoints
 from ingressctl.controller.handlers import is_supported_secret
 from ingressctl.controller.informers import InformerSet
 from ingressctl.controller.ingress_kind import IngressConfigurator, ingress_kind
 from ingressctl.controller.kinds import Applied, KindRegistry, ResourceKind
 from ingressctl.controller.model import Resource
 from ingressctl.controller.options import ControllerOptions, SyncStats
+from ingressctl.controller.replicas import ControllerReplicas, ingresses_with_scale
 from ingressctl.controller.reporter import (
     EVENT_NORMAL,
     EVENT_WARNING,
@@ -120,9 +120,11 @@ class LoadBalancerController:
         self.on_synced: Callable[[], None] | None = None
         # More users of a Secret than the Configuration knows (resources using it through a Policy).
         self.secret_users: list[Callable[[str, str], list[Resource]]] = []
-        # Resources whose configuration depends on the number of controller replicas (rate-limit scale).
-        self.replica_users: list[Callable[[], list[Resource]]] = []
-        self._replicas = 1
+        # `nginx.org/limit-req-scale` and rateLimit `scale` divide rates by the number of replicas: the ready
+        # endpoints of `--external-service` (NIC); without it, the controller counts itself only.
+        self.replicas = ControllerReplicas(configurator.set_controller_replicas)
+        self.replicas.sources.append(lambda: ingresses_with_scale(self.configuration.get_resources()))
+
         self._in_reload_retry = False
         self._busy = False              # the sync thread is between get() and the end of _after_task()
         self.queue: RateLimitingQueue[Task] = (
@@ -168,9 +170,7 @@ class LoadBalancerController:
             self._syncers[k.name] = k.sync or self._resource_syncer(k.name)
         # Until the first drain nothing reloads (NIC builds the Configurator with reloads disabled).
         self.configurator.disable_reloads()
-        # `nginx.org/limit-req-scale` and rateLimit `scale` divide rates by the number of replicas: the ready
-        # endpoints of `--external-service` (NIC); without it, the controller counts itself only.
-        self.configurator.set_controller_replicas(1)
+
 
     # ------------------------------------------------------------------------------------------ caches
 
@@ -388,21 +388,12 @@ class LoadBalancerController:
         self.reporter.report_errors(applied)
 
     def _update_controller_replicas(self, service_key: str) -> None:
-        """NIC's updateNumberOfIngressControllerReplicas: the ready endpoints of the controller's own
-        Service (`--external-service`) are its replicas; on a change, the resources that scale by it are
-        rendered again."""
+        """The ready endpoints of the controller's own Service are its replicas (`replicas.py`)."""
         ns, name = split_key(service_key)
-        replicas = max(1, count_ready_endpoints(self.endpoint_slices(ns, name)))
-        if replicas == self._replicas:
-            return
-        log.info("controller replicas changed", replicas=replicas, previous=self._replicas)
-        self._replicas = replicas
-        self.configurator.set_controller_replicas(replicas)
-        if not self._rendering():
-            return
-        found = {r.key_with_kind: r for users in self.replica_users for r in users()}
-        if found:
-            self._apply_with_events([found[k] for k in sorted(found)], "replicas")
+        if self.replicas.update(self.endpoint_slices(ns, name)) and self._rendering():
+            resources = self.replicas.users()
+            if resources:
+                self._apply_with_events(resources, "replicas")
 
     def sync_service(self, key: str) -> None:
         ns, name = split_key(key)

@@ -250,7 +250,7 @@ def policy_kind_factory(client: StatusClient, store: PolicyStore) -> Callable[[A
         ingress_class = lbc.options.ingress_class
         store.bind(lbc, ingress_class)
         lbc.secret_users.append(store.resources_for_secret)
-        lbc.replica_users.append(store.resources_for_replicas)
+        lbc.replicas.sources.append(store.resources_for_replicas)
 
         def handler(enqueue: Enqueue) -> EventHandler:
             return PolicyHandler(enqueue, ingress_class)
