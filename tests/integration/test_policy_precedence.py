@@ -5,20 +5,19 @@ on one subroute fails only that subroute."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
 
+from tests.helpers import http_get
 from tests.integration.harness import NS, Controller, Env
 from tests.integration.policy_helpers import (
     apikey_secret,
     apply_policy,
     basic,
     htpasswd_secret,
-    install_policy_crds,
     policy,
-    request,
+    policy_env,
 )
 from tests.integration.vs_helpers import (
     apply_vs,
@@ -40,15 +39,12 @@ def _refs(*names: str) -> list[dict[str, Any]]:
 
 def _codes(c: Controller, path: str, headers: dict[str, str] | None = None) -> tuple[int, int]:
     """The answers to clients 127.0.0.1 and 127.0.0.2."""
-    return (request(c.http_port, HOST, path, source="127.0.0.1", headers=headers).status,
-            request(c.http_port, HOST, path, source="127.0.0.2", headers=headers).status)
+    return (http_get(c.http_port, HOST, path, source="127.0.0.1", headers=headers).status,
+            http_get(c.http_port, HOST, path, source="127.0.0.2", headers=headers).status)
 
 
 def _env(env: Env) -> None:
-    os.chmod(env.tmp, 0o711)     # NGINX workers read the htpasswd file
-    install_policy_crds(env)
-    env.service("web")
-    env.endpoints("web", [env.backend("web")])
+    policy_env(env)
     apply_policy(env, policy("only-one", accessControl={"allow": ["127.0.0.1"]}))
     apply_policy(env, policy("only-two", accessControl={"allow": ["127.0.0.2"]}))
     apply_policy(env, policy("not-one", accessControl={"deny": ["127.0.0.1"]}))
