@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import http_get
+from tests.helpers import http_get, wait_until
 from tests.integration.harness import NS, Controller, Env
 from tests.integration.policy_helpers import (
     apikey_secret,
@@ -24,6 +24,7 @@ from tests.integration.vs_helpers import (
     apply_vsr,
     virtual_server,
     virtual_server_route,
+    vsr_status,
     wait_vs_state,
 )
 
@@ -75,8 +76,14 @@ def test_spec_route_and_subroute_precedence(env: Env) -> None:
     assert _codes(c, "/juice/orange") == (200, 403)    # a subroute's own policies only
     assert _codes(c, "/juice/apple") == (403, 200)     # none: the delegating route's
     assert _codes(c, "/juice/lemon") == (500, 500)     # a missing policy: that subroute only
-    st = wait_vs_state(env, "cafe", "Warning", "AddedOrUpdatedWithWarning")
-    assert f"Policy {NS}/gone is missing or invalid" in st["message"]
+    # The warning belongs to the VirtualServerRoute holding the reference (NIC); the VirtualServer is Valid.
+    wait_until(lambda: vsr_status(env, "juice", NS).get("state") == "Warning", "the VSR's Warning status")
+    st = vsr_status(env, "juice", NS)
+    assert (st["reason"], st["message"]) == (
+        "AddedOrUpdatedWithWarning",
+        f"Configuration for {NS}/juice was added or updated with warning(s): Policy {NS}/gone is missing or "
+        "invalid")
+    wait_vs_state(env, "cafe", "Valid", "AddedOrUpdated")
     # The spec policy missing: the whole server answers 500.
     apply_vs(env, virtual_server("cafe", HOST, upstreams=WEB, policies=_refs("not-one", "nowhere"), routes=[
         {"path": "/tea", "action": {"pass": "web"}, "policies": _refs("only-one")}]))
