@@ -237,7 +237,7 @@ def generate_policies(refs: Sequence[ResolvedPolicy], ctx: PolicyContext) -> Pol
                 out.warnings.append(err)
                 errors.append(err)
                 continue
-            meta = ref.policy.get("metadata") or {} if ref.policy is not None else {}
+            meta = (ref.policy or {}).get("metadata") or {}
             pctx = dataclasses.replace(ctx, policy_namespace=str(meta.get("namespace") or ""),
                                        policy_name=str(meta.get("name") or ""), secrets=ref.secrets,
                                        index=i, siblings=siblings)
