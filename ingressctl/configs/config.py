@@ -158,6 +158,7 @@ class Location:
     rewrite_target: str = ""
     add_headers: tuple[AddHeader, ...] = ()  # a minion's nginx.org/add-header
     proxy_redirect: tuple[str, str] = ("", "")  # a minion's (from, to); ("default", "") is emitted here
+    add_header_inherit: str = ""  # a minion's nginx.org/add-header-inherit (NGINX 1.29.3+)
     exact_regex: bool = False  # a regex location of an Exact path: listed before the other regex locations
     # Proxies to the class-wide catch-all (`$ingressctl_catch_all`, the upstream nginx.conf names) instead of
     # `upstream`: the `/` of a server without one while a catch-all exists.
@@ -196,6 +197,7 @@ class Server:
     http_redirect_code: int = 301
     add_headers: tuple[AddHeader, ...] = ()
     app_root: str = ""  # `/` redirects (302) here
+    add_header_inherit: str = ""  # nginx.org/add-header-inherit (NGINX 1.29.3+)
     proxy_redirect: tuple[str, str] = ("", "")  # (from, to); "default" emits nothing at server level
     ssl_ciphers: str = ""
     ssl_prefer_server_ciphers: bool = False
@@ -224,6 +226,18 @@ class IngressNginxConfig:
     ingress: IngressMeta
     keepalive: str = ""  # "" when 0 (NIC keeps it as a string)
     limit_req_zones: tuple[LimitReqZone, ...] = ()
+
+
+@dataclass(frozen=True)
+class OtelConfig:
+    """`load_module` of NGINX's otel module, `otel_exporter {}`, `otel_service_name`, `otel_trace on`."""
+
+    module_path: str  # "" when built in
+    endpoint: str
+    header_name: str = ""
+    header_value: str = ""
+    service_name: str = ""
+    trace: bool = False
 
 
 @dataclass(frozen=True)
@@ -273,6 +287,8 @@ class MainConfig:
     ssl_ciphers: str = ""
     ssl_prefer_server_ciphers: bool = False
     add_headers: tuple[AddHeader, ...] = ()  # ConfigMap add-header (http level)
+    add_header_inherit: str = ""  # ConfigMap add-header-inherit (only when this NGINX has the directive)
+    otel: OtelConfig | None = None  # ConfigMap otel-* (only when this NGINX has the otel module)
     client_body_buffer_size: str = ""
     ssl_dhparam: str = ""  # path of the DH parameters file
     upstream_zone: str = UPSTREAM_ZONE

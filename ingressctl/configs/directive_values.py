@@ -70,6 +70,17 @@ def parse_add_headers(value: str) -> tuple[AddHeader, ...]:
     return tuple(result.values())
 
 
+ADD_HEADER_INHERIT_VALUES = ("on", "off", "merge")
+
+
+def parse_add_header_inherit(value: str) -> str:
+    """`on`, `off` or `merge` (any case), as NIC's ParseAddHeaderInherit; returned in lower case."""
+    v = value.strip().lower()
+    if v not in ADD_HEADER_INHERIT_VALUES:
+        raise ValueError("must be one of: " + ", ".join(ADD_HEADER_INHERIT_VALUES))
+    return v
+
+
 def parse_http_redirect_code(value: str) -> int:
     """301, 302, 307 or 308."""
     text = value.strip()
@@ -186,16 +197,6 @@ def parse_proxy_redirect(from_value: str | None, to_value: str | None) -> tuple[
     return src, dst
 
 
-STICKY_COOKIE_MIN_NGINX = (1, 29, 6)
-"""The first open-source NGINX with `sticky cookie`."""
-
-
-def parse_nginx_version(text: str) -> tuple[int, ...]:
-    """`1.22.1` -> (1, 22, 1); () for anything else."""
-    m = re.fullmatch(r"(\d{1,4})\.(\d{1,4})\.(\d{1,4})", text.strip())
-    return tuple(int(g) for g in m.groups()) if m else ()
-
-
 @dataclass(frozen=True)
 class StickyCookie:
     """One service's `sticky cookie <name> [params]` (rendered only by an NGINX that has it)."""
@@ -203,6 +204,15 @@ class StickyCookie:
     service: str
     name: str
     params: tuple[str, ...] = ()
+
+
+def is_cookie_name(name: str) -> bool:
+    return bool(_COOKIE_NAME.fullmatch(name)) and not name.startswith(("expires=", "path=", "domain="))
+
+
+def is_sticky_param(param: str) -> bool:
+    """One `sticky cookie` parameter: expires=, domain=, httponly, secure, path=, samesite=."""
+    return bool(_STICKY_PARAM.fullmatch(param))
 
 
 def parse_sticky_cookie_services(value: str) -> tuple[StickyCookie, ...]:
@@ -218,10 +228,10 @@ def parse_sticky_cookie_services(value: str) -> tuple[StickyCookie, ...]:
             raise ValueError(f"{item!r} is not a valid sticky cookie format, e.g. "
                              "'serviceName=tea-svc srv_id expires=1h path=/tea'")
         service, cookie, rest = m.group(1), m.group(3), m.group(4).split()
-        if not _COOKIE_NAME.fullmatch(cookie) or cookie.startswith(("expires=", "path=", "domain=")):
+        if not is_cookie_name(cookie):
             raise ValueError(f"invalid cookie name {cookie!r}")
         for p in rest:
-            if not _STICKY_PARAM.fullmatch(p):
+            if not is_sticky_param(p):
                 raise ValueError(f"invalid sticky cookie parameter {p!r}")
         if service in result:
             raise ValueError(f"duplicate service {service!r}")

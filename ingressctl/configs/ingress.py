@@ -46,6 +46,7 @@ from typing import Any
 
 from ingressctl.configs import parsing
 from ingressctl.configs.annotations import (
+    ADD_HEADER_INHERIT,
     STICKY_COOKIE_SERVICES,
     IngressAnnotations,
     master_annotations,
@@ -69,7 +70,7 @@ from ingressctl.configs.config import (
     UpstreamServer,
 )
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.directive_values import STICKY_COOKIE_MIN_NGINX, StickyCookie
+from ingressctl.configs.directive_values import StickyCookie
 from ingressctl.configs.ingress_ex import (
     CATCH_ALL_HOST,
     IngressEx,
@@ -235,6 +236,7 @@ class _Builder:
             self.grpc_services = frozenset()
         self._buffers_ok = self._check_buffers()
         self.sticky = self._sticky_cookies()
+        self.add_header_inherit = self._add_header_inherit()
         self.basic_auth = self._basic_auth()
         self.limit_req = self._limit_req()
         self.proxy_set_headers = tuple(ProxySetHeader(n, v) for n, v in self.params.proxy_set_headers)
@@ -272,15 +274,23 @@ class _Builder:
         cookies = self.params.sticky_cookies
         if not cookies:
             return {}
-        version = self.static.nginx_version
-        if version and version >= STICKY_COOKIE_MIN_NGINX:
+        warning = self.static.capabilities.not_applied(f"annotation {STICKY_COOKIE_SERVICES}",
+                                                       "sticky_cookie")
+        if not warning:
             return {c.service: c for c in cookies}
-        need = ".".join(map(str, STICKY_COOKIE_MIN_NGINX))
-        running = ".".join(map(str, version)) if version else "of an unknown version"
-        self.warnings.append(f"annotation {STICKY_COOKIE_SERVICES} is accepted but not applied: the "
-                             f"open-source `sticky cookie` directive needs NGINX {need} or newer, and this "
-                             f"NGINX is {running}; the sticky directive is left out")
+        self.warnings.append(warning)
         return {}
+
+    def _add_header_inherit(self) -> str:
+        """nginx.org/add-header-inherit, when this NGINX has `add_header_inherit`; otherwise "" and a warning
+        naming the version it needs."""
+        value = self.params.add_header_inherit
+        warning = value and self.static.capabilities.not_applied(f"annotation {ADD_HEADER_INHERIT}",
+                                                                 "add_header_inherit")
+        if warning:
+            self.warnings.append(warning)
+            return ""
+        return value
 
     def _basic_auth(self) -> BasicAuth | None:
         secret = self.params.basic_auth_secret
@@ -372,6 +382,7 @@ class _Builder:
             rewrite_pattern=self._rewrite_pattern(ingress_path or path), rewrite_target=p.rewrite_target,
             add_headers=p.add_headers if minion else (),
             proxy_redirect=p.proxy_redirect if minion else ("", ""),
+            add_header_inherit=self.add_header_inherit if minion else "",
         )
 
     def tls(self, host: str, tls_hosts: dict[str, str]) -> tuple[bool, str, bool]:
@@ -582,6 +593,7 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         basic_auth=b.basic_auth, real_ip_header=p.real_ip_header, set_real_ip_from=p.set_real_ip_from,
         real_ip_recursive=p.real_ip_recursive, grpc_only=grpc_only and ssl,
         http_redirect_code=p.http_redirect_code, add_headers=p.add_headers, app_root=p.app_root,
+        add_header_inherit=b.add_header_inherit,
         proxy_redirect=p.proxy_redirect if p.proxy_redirect[0] != "default" else ("", ""),
         ssl_ciphers=p.server_ssl_ciphers if ssl else "",
         ssl_prefer_server_ciphers=p.server_ssl_prefer_server_ciphers and ssl,

@@ -15,6 +15,7 @@ from ingressctl.cli import build_parser, parse_args
 from ingressctl.configs import parsing
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, parse_config_map
 from ingressctl.logging import configure_logging
+from ingressctl.nginx.capabilities import Capabilities
 from ingressctl.nic_flags import UNSUPPORTED_FLAGS
 from ingressctl.settings import LogSettings
 from tests.unit.test_configs_annotations import STATIC, cafe, render
@@ -105,7 +106,8 @@ def test_main_config_without_the_stub_status_module() -> None:
     from ingressctl.configs.configmaps import generate_main_config
     from ingressctl.configs.templates import TemplateExecutor
 
-    without = StaticConfigParams(**{**STATIC.__dict__, "stub_status_module": False, "nginx_status": True})
+    without = StaticConfigParams(**{**STATIC.__dict__, "nginx_status": True,
+                                         "capabilities": Capabilities(modules=frozenset())})
     text = TemplateExecutor().execute_main_template(generate_main_config(without, ConfigParams()))
     assert "stub_status" not in text and "nginx-status.sock" not in text
     text = TemplateExecutor().execute_main_template(generate_main_config(STATIC, ConfigParams()))
