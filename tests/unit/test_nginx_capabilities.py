@@ -140,3 +140,35 @@ def test_newer_directives_warn_once_per_field() -> None:
     newer = NewerDirectives(Capabilities(version=(1, 29, 6)), warnings)
     assert newer.add_header_inherit("x", {"add-header-inherit": "Merge"}) == "merge"
     assert newer.sticky("upstream tea", up) is not None and len(warnings) == 2
+
+
+def test_ingress_add_header_inherit_server_and_minion_location() -> None:
+    from ingressctl.configs.ingress import generate_nginx_config_for_mergeable
+    from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, backend_key
+    from tests.unit.test_configs_annotations import HOST, STATIC, TEMPLATES, cafe, render
+    from tests.unit.test_configs_ingress import block, ingress, path, rule
+
+    newer = dataclasses.replace(STATIC, capabilities=Capabilities(version=(1, 29, 3)))
+    anns = {"nginx.org/add-header-inherit": "Merge"}
+    text, warnings = render(cafe(anns), static=newer)
+    assert warnings == [] and "    add_header_inherit merge;\n" in text
+    old = dataclasses.replace(STATIC, capabilities=Capabilities((1, 22, 1)))
+    text, warnings = render(cafe(anns), static=old)
+    assert "add_header_inherit" not in text
+    assert warnings == ["annotation nginx.org/add-header-inherit is accepted but not applied: the "
+                        "open-source `add_header_inherit` directive needs NGINX 1.29.3 or newer, and this "
+                        "NGINX is 1.22.1; the add_header_inherit directive is left out"]
+    # A minion's goes into its own locations; the master's into the server.
+    master = ingress("shop", annotations={"nginx.org/mergeable-ingress-type": "master",
+                                          "nginx.org/add-header-inherit": "off"}, rules=[{"host": HOST}])
+    minion = ingress("tea", annotations={"nginx.org/mergeable-ingress-type": "minion",
+                                         "nginx.org/add-header-inherit": "on"},
+                     rules=[rule(HOST, path("/tea", "tea"))])
+    result = generate_nginx_config_for_mergeable(MergeableIngresses(
+        IngressEx(master, {HOST: True}, {}),
+        [IngressEx(minion, {HOST: True}, {backend_key("tea", 80): ["10.0.0.1:80"]},
+                   valid_minion_paths={"/tea": True})]), newer, ConfigParams())
+    text = TEMPLATES.execute_ingress_template(result.config)
+    assert "        add_header_inherit on;\n" in block(text, "location /tea/")
+    assert "        add_header_inherit on;\n" in block(text, "location = /tea")
+    assert "    add_header_inherit off;\n" in text and text.count("add_header_inherit") == 3
