@@ -91,6 +91,7 @@ ANNOTATIONS: tuple[Annotation, ...] = (
     Annotation(_org("http-redirect-code"), "http_redirect_code", directive_values.parse_http_redirect_code),
     Annotation(_org("add-header"), "add_headers", directive_values.parse_add_headers),
     Annotation(ADD_HEADER_INHERIT, "add_header_inherit", directive_values.parse_add_header_inherit),
+    Annotation(_org("custom-http-errors"), "custom_http_errors", directive_values.parse_custom_http_errors),
     Annotation(_org("app-root"), "app_root", directive_values.parse_app_root),
     Annotation(_org("client-body-buffer-size"), "client_body_buffer_size", parsing.parse_size),
     Annotation(_org("proxy-busy-buffers-size"), "proxy_busy_buffers_size", parsing.parse_size),

@@ -159,6 +159,8 @@ class Location:
     add_headers: tuple[AddHeader, ...] = ()  # a minion's nginx.org/add-header
     proxy_redirect: tuple[str, str] = ("", "")  # a minion's (from, to); ("default", "") is emitted here
     add_header_inherit: str = ""  # a minion's nginx.org/add-header-inherit (NGINX 1.29.3+)
+    custom_http_errors: tuple[int, ...] = ()  # a minion's nginx.org/custom-http-errors
+    skip_custom_http_errors: bool = False  # the default backend's own `/`: never intercepted
     exact_regex: bool = False  # a regex location of an Exact path: listed before the other regex locations
     # Proxies to the class-wide catch-all (`$ingressctl_catch_all`, the upstream nginx.conf names) instead of
     # `upstream`: the `/` of a server without one while a catch-all exists.
@@ -199,6 +201,8 @@ class Server:
     add_headers: tuple[AddHeader, ...] = ()
     app_root: str = ""  # `/` redirects (302) here
     add_header_inherit: str = ""  # nginx.org/add-header-inherit (NGINX 1.29.3+)
+    custom_http_errors: tuple[int, ...] = ()  # nginx.org/custom-http-errors (standalone or master)
+    custom_error_backend: str = ""  # the upstream of `location @custom_default_backend` ("" = none)
     proxy_redirect: tuple[str, str] = ("", "")  # (from, to); "default" emits nothing at server level
     ssl_ciphers: str = ""
     ssl_prefer_server_ciphers: bool = False

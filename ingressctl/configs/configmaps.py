@@ -120,6 +120,7 @@ class ConfigParams:
     http_add_headers: tuple[AddHeader, ...] = ()  # ConfigMap add-header: http level
     http_add_header_inherit: str = ""  # ConfigMap add-header-inherit: http level (NGINX 1.29.3+)
     add_header_inherit: str = ""  # annotation only: server (a minion's: its locations)
+    custom_http_errors: tuple[int, ...] = ()  # annotation only: intercepted codes -> spec.defaultBackend
     # OpenTelemetry (NGINX's otel module): rendered only with an endpoint and a NGINX that has the module
     otel_exporter_endpoint: str = ""
     otel_exporter_header_name: str = ""

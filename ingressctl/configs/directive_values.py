@@ -70,6 +70,38 @@ def parse_add_headers(value: str) -> tuple[AddHeader, ...]:
     return tuple(result.values())
 
 
+CUSTOM_HTTP_ERRORS_MAX = 300
+
+
+def parse_custom_http_errors(value: str) -> tuple[int, ...]:
+    """`nginx.org/custom-http-errors`: comma-separated codes (300-599, not 499, which `error_page` refuses)
+    and `4xx`/`5xx` (every code of the class but 499); sorted, without duplicates."""
+    if not value.strip():
+        raise ValueError("must not be empty")
+    codes: set[int] = set()
+    for raw in value.split(","):
+        token = raw.strip().lower()
+        if not token:
+            continue
+        if token in ("4xx", "5xx"):
+            first = int(token[0]) * 100
+            codes.update(c for c in range(first, first + 100) if c != 499)
+            continue
+        if not token.isascii() or not token.isdigit():
+            raise ValueError(f"invalid status code {raw.strip()!r}: must be an integer, '4xx' or '5xx'")
+        code = int(token)
+        if not 300 <= code <= 599:
+            raise ValueError(f"invalid status code {code}: must be in the range 300-599")
+        if code == 499:
+            raise ValueError("invalid status code 499: NGINX refuses it in error_page")
+        codes.add(code)
+    if not codes:
+        raise ValueError("no status codes")
+    if len(codes) > CUSTOM_HTTP_ERRORS_MAX:
+        raise ValueError(f"too many status codes ({len(codes)}), at most {CUSTOM_HTTP_ERRORS_MAX}")
+    return tuple(sorted(codes))
+
+
 ADD_HEADER_INHERIT_VALUES = ("on", "off", "merge")
 
 

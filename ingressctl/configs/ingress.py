@@ -383,6 +383,7 @@ class _Builder:
             add_headers=p.add_headers if minion else (),
             proxy_redirect=p.proxy_redirect if minion else ("", ""),
             add_header_inherit=self.add_header_inherit if minion else "",
+            custom_http_errors=p.custom_http_errors if minion and service not in self.grpc_services else (),
         )
 
     def tls(self, host: str, tls_hosts: dict[str, str]) -> tuple[bool, str, bool]:
@@ -480,6 +481,7 @@ class _Parts:
     default_service: str
     spec: dict[str, Any] = field(default_factory=dict)
     to_catch_all: bool = False  # a catch-all exists: unmatched paths and hosts go to it
+    error_backend: str = ""  # a master's spec.defaultBackend upstream (nginx.org/custom-http-errors)
 
 
 def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, annotations: dict[str, str],
@@ -560,9 +562,17 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     p = b.params
     static = b.static
     locations = _exact_first(locations)
+    codes = p.custom_http_errors
     if (PREFIX, "/") not in {(loc.modifier, loc.path) for loc in locations} and parts.default_upstream:
-        locations = [*locations, b.location(PREFIX, "/", parts.default_upstream, parts.default_service,
-                                            trailing_slash=False)]
+        locations = [*locations, dataclasses.replace(
+            b.location(PREFIX, "/", parts.default_upstream, parts.default_service, trailing_slash=False),
+            skip_custom_http_errors=bool(codes))]
+    error_backend = parts.error_backend or parts.default_upstream
+    if codes and not error_backend:
+        b.warnings.append("annotation nginx.org/custom-http-errors is set but spec.defaultBackend is not; it "
+                          "has no effect without a default backend to send the intercepted responses to")
+    if not (codes or any(loc.custom_http_errors for loc in locations)):
+        error_backend = ""
     catch_all = host == CATCH_ALL_HOST
     to_catch_all = parts.to_catch_all and not catch_all
     if to_catch_all:
@@ -594,7 +604,7 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         basic_auth=b.basic_auth, real_ip_header=p.real_ip_header, set_real_ip_from=p.set_real_ip_from,
         real_ip_recursive=p.real_ip_recursive, grpc_only=grpc_only and ssl,
         http_redirect_code=p.http_redirect_code, add_headers=p.add_headers, app_root=p.app_root,
-        add_header_inherit=b.add_header_inherit,
+        add_header_inherit=b.add_header_inherit, custom_http_errors=codes, custom_error_backend=error_backend,
         proxy_redirect=p.proxy_redirect if p.proxy_redirect[0] != "default" else ("", ""),
         ssl_ciphers=p.server_ssl_ciphers if ssl else "",
         ssl_prefer_server_ciphers=p.server_ssl_prefer_server_ciphers and ssl,
@@ -709,6 +719,9 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
             except ValueError as e:  # AnnotationError included
                 mw.append(f"the minion is not applied: {e}")
                 continue
+            if mparts.builder.params.custom_http_errors and not parts.default_upstream:
+                mw.append("annotation nginx.org/custom-http-errors is set on a minion but the master has no "
+                          "spec.defaultBackend; it has no effect")
             used: set[str] = set()
             for sp in mparts.servers:
                 for loc, is_exact in sp.locations.values():
@@ -724,7 +737,8 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
                                                       keepalive=master_keepalive)
             if used and mparts.builder.limit_req is not None:  # the zone of the minion's served locations
                 zones.update(mparts.builder.limit_req_zones)
-        master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all)
+        master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all,
+                              error_backend=parts.default_upstream)
         servers.append(_server(master_parts, host, [loc for loc, _ in locations.values()],
                                _tls_hosts(spec)))
     cfg = IngressNginxConfig(

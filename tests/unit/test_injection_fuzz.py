@@ -95,7 +95,7 @@ VALID: dict[str, list[str]] = {
     "nginx.org/rewrite-target": ["/beverages", "/v2/$1"], "nginx.org/ssl-ciphers": ["HIGH:!aNULL"],
     "nginx.org/ssl-prefer-server-ciphers": ["true"],
     "nginx.org/sticky-cookie-services": ["serviceName=svc-a srv_id expires=1h path=/a httponly"],
-    "nginx.org/add-header-inherit": ["merge", "Off"],
+    "nginx.org/add-header-inherit": ["merge", "Off"], "nginx.org/custom-http-errors": ["404, 5xx", "502"],
     # ConfigMap keys
     "proxy-read-timeout": ["5s"], "client-max-body-size": ["3m"], "proxy-buffers": ["4 16k"],
     "proxy-hide-headers": ["X-A"], "server-tokens": ["false"], "http2": ["true"], "hsts": ["true"],
@@ -165,6 +165,10 @@ CASES: st.SearchStrategy[Case] = st.one_of(
 
 # ------------------------------------------------------------------------------------------------- render
 
+CUSTOM_HTTP_ERRORS = "nginx.org/custom-http-errors"
+DEFAULT_BACKEND = {"service": {"name": "svc-b", "port": {"number": 80}}}
+
+
 def _ingress(name: str, namespace: str, host: str, paths: list[tuple[str, str, str]],
              annotations: dict[str, str], *, tls: bool = False) -> dict[str, Any]:
     rule: dict[str, Any] = {"host": host}
@@ -172,6 +176,8 @@ def _ingress(name: str, namespace: str, host: str, paths: list[tuple[str, str, s
         rule["http"] = {"paths": [{"path": p, "pathType": t, "backend": {"service": {"name": s, "port": {
             "number": 80}}}} for p, t, s in paths]}
     spec: dict[str, Any] = {"rules": [rule]}
+    if CUSTOM_HTTP_ERRORS in annotations:  # its intercepted responses go to the default backend
+        spec["defaultBackend"] = DEFAULT_BACKEND
     if tls:
         spec["tls"] = [{"hosts": [host], "secretName": "tls"}]
     return {"metadata": {"name": name, "namespace": namespace, "annotations": annotations, "uid": name,
@@ -249,6 +255,8 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
     if case.kind == "minion-annotation":
         master = _ingress("shop", "default", host, [], {"nginx.org/mergeable-ingress-type": "master"},
                           tls=True)
+        if CUSTOM_HTTP_ERRORS in minion_annotations:
+            master["spec"]["defaultBackend"] = DEFAULT_BACKEND
         minion_annotations["nginx.org/mergeable-ingress-type"] = "minion"
         minion = _ingress("cart", "team-a", host, paths, minion_annotations)
         for obj in (master, minion):
@@ -258,7 +266,7 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
         if minion_annotations["nginx.org/mergeable-ingress-type"] != "minion":
             return "not a minion"
         mergeable = MergeableIngresses(
-            IngressEx(master, {host: True}, {}, secret_refs=refs),
+            IngressEx(master, {host: True}, dict(ENDPOINTS), secret_refs=refs),
             [IngressEx(minion, {host: True}, dict(ENDPOINTS), secret_refs=refs,
                        valid_minion_paths={p: True for p, _, _ in paths})])
         try:
@@ -341,7 +349,7 @@ REPEATABLE = {"listen", "upstream", "location", "proxy_set_header", "grpc_set_he
               "types", "text/html", "text/plain", "application/json"}
 # Directives with one argument per item of a list value (log_format: one quoted argument per line, one CPU
 # mask per worker, one word per protocol).
-VARIADIC = {"log_format", "worker_cpu_affinity", "ssl_protocols", "proxy_next_upstream"}
+VARIADIC = {"log_format", "worker_cpu_affinity", "ssl_protocols", "proxy_next_upstream", "error_page"}
 # Directives every block of a context has exactly once.
 REQUIRED = {("server",): {"server_name", "server_tokens"}, ("http", "server"): {"listen"},
             ("upstream",): {"server"}}
@@ -433,8 +441,10 @@ def _reference_texts() -> tuple[list[str], list[str]]:
         for minion_anns in (everything, {"nginx.org/proxy-redirect-from": "off"}):
             minion = _ingress("cart", "team-a", HOST, PATHS,
                               {**minion_anns, "nginx.org/mergeable-ingress-type": "minion"})
+            if CUSTOM_HTTP_ERRORS in minion_anns:
+                master = {**master, "spec": {**master["spec"], "defaultBackend": DEFAULT_BACKEND}}
             result = generate_nginx_config_for_mergeable(MergeableIngresses(
-                IngressEx(master, {HOST: True}, {}, secret_refs=dict(REFS)),
+                IngressEx(master, {HOST: True}, dict(ENDPOINTS), secret_refs=dict(REFS)),
                 [IngressEx(minion, {HOST: True}, dict(ENDPOINTS), secret_refs=dict(REFS),
                            valid_minion_paths={p: True for p, _, _ in PATHS})]), static, cm)
             ingress_texts.append(TEMPLATES.execute_ingress_template(result.config))
