@@ -283,6 +283,12 @@ CONFIG_MAP_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "ingress-template": ("ingress_template", _text),
     **CAPABILITY_KEYS,
 }
+# NGINX Plus keys: on open-source NGINX NIC reports them as invalid values (an InvalidValue event).
+PLUS_ONLY_KEYS = frozenset({
+    "resolver-addresses", "resolver-ipv6", "resolver-valid", "resolver-timeout",
+    "zone-sync", "zone-sync-port",
+    "zone-sync-resolver-addresses", "zone-sync-resolver-ipv6", "zone-sync-resolver-valid",
+})
 # An error in any of these keeps the defaults of all of them (NIC).
 HSTS_KEYS = ("hsts", "hsts-max-age", "hsts-include-subdomains", "hsts-behind-proxy")
 
@@ -302,6 +308,8 @@ def parse_config_map(data: Mapping[str, str] | None, capabilities: Capabilities 
     errors: list[tuple[str, str]] = []
     for key, raw in sorted((data or {}).items()):
         spec = CONFIG_MAP_KEYS.get(key)
+        if key in PLUS_ONLY_KEYS:
+            errors.append((key, "requires NGINX Plus; ignored"))
         if spec is None:
             continue
         field_name, parse = spec

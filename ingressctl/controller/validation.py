@@ -604,6 +604,7 @@ ANNOTATION_VALIDATIONS: dict[str, tuple[AnnotationValidator, ...]] = {
     _org("grpc-services"): (_R, _service_list),
     _org("rewrites"): (_R, _rewrites),
     "nginx.com/sticky-cookie-services": (_P, _R),
+    "nginx.com/policies": (_P,),  # NIC 5.5: the Plus twin of nginx.org/policies (WAF Policies)
     _org("path-regex"): (_path_regex,),
     _org("use-cluster-ip"): (_bool,),
 }

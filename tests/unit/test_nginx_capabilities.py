@@ -172,3 +172,18 @@ def test_ingress_add_header_inherit_server_and_minion_location() -> None:
     assert "        add_header_inherit on;\n" in block(text, "location /tea/")
     assert "        add_header_inherit on;\n" in block(text, "location = /tea")
     assert "    add_header_inherit off;\n" in text and text.count("add_header_inherit") == 3
+
+
+def test_plus_only_config_map_keys_and_annotation() -> None:
+    from ingressctl.controller.validation import aggregate_message, validate_ingress
+    from tests.unit.test_configs_ingress import ingress
+
+    _, errors = parse_config_map({"zone-sync": "true", "resolver-addresses": "10.0.0.1",
+                                  "zone-sync-resolver-valid": "5s", "opentracing": "true"})
+    assert errors == [("resolver-addresses", "requires NGINX Plus; ignored"),
+                      ("zone-sync", "requires NGINX Plus; ignored"),
+                      ("zone-sync-resolver-valid", "requires NGINX Plus; ignored")]
+    # (opentracing was removed in NIC 5.0: ignored like any unknown key)
+    ing = ingress("cafe", annotations={"nginx.com/policies": "waf-policy"})
+    assert "annotations.nginx.com/policies: Forbidden: annotation requires NGINX Plus" in aggregate_message(
+        validate_ingress(ing))
