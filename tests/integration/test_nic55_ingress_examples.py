@@ -7,7 +7,6 @@ custom-http-errors (intercepted backend errors answered by spec.defaultBackend, 
 
 from __future__ import annotations
 
-import http.client
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
@@ -372,14 +371,7 @@ spec:
 
 
 def _get(c: Controller, path: str, cookie: str = "") -> Response:
-    conn = http.client.HTTPConnection("127.0.0.1", c.http_port, timeout=10)
-    try:
-        conn.request("GET", path, headers={"Host": BISTRO, "Connection": "close",
-                                           **({"Cookie": cookie} if cookie else {})})
-        r = conn.getresponse()
-        return Response(r.status, r.read().decode(), {k.lower(): v for k, v in r.getheaders()})
-    finally:
-        conn.close()
+    return http_get(c.http_port, BISTRO, path, cookie=cookie)
 
 
 def test_session_persistence_on_an_nginx_with_oss_sticky(env: Env) -> None:
