@@ -19,7 +19,7 @@ import os
 import re
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 _DEFAULT_MODULES_PATH = "/usr/lib/nginx/modules"
 
@@ -70,7 +70,7 @@ class Capabilities:
     version: tuple[int, ...] = ()
     modules: frozenset[str] = ASSUMED_MODULES
     # feature -> the `.so` to `load_module` (dynamic modules found in the modules directory)
-    load_modules: tuple[tuple[str, str], ...] = field(default=())
+    load_modules: tuple[tuple[str, str], ...] = ()
 
     def has(self, feature: str) -> bool:
         return not self.missing(feature)
