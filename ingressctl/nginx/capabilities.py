@@ -100,6 +100,11 @@ class Capabilities:
         directive = (MIN_VERSIONS[feature][1] if feature in MIN_VERSIONS else MODULES[feature][3]).split()[0]
         return f"{what} is accepted but not applied: {reason}; the {directive} directive is left out"
 
+    def features(self) -> frozenset[str]:
+        """Every feature name (of `MIN_VERSIONS` and `MODULES`) this NGINX has, e.g. for a renderer that
+        takes a plain set."""
+        return frozenset(f for f in (*MIN_VERSIONS, *MODULES) if self.has(f))
+
     def load_module(self, feature: str) -> str:
         """The `load_module` path of a dynamic module this NGINX has ("" when built in or absent)."""
         return dict(self.load_modules).get(feature, "")

@@ -53,6 +53,9 @@ def test_debian_and_wheel_builds() -> None:
         "spec.gunzip is accepted but not applied: it needs NGINX's ngx_http_gunzip_module, which this NGINX "
         "does not have; the gunzip directive is left out")
     assert not debian.has("njs") and not wheel.has("stub_status") and not wheel.has("otel")
+    assert wheel.features() == {"add_header_inherit", "sticky_cookie", "http2_directive",
+                                "stream_server_name", "auth_request", "http2", "realip", "njs"}
+    assert debian.features() == debian.modules
     with pytest.raises(KeyError):
         wheel.missing("no-such-feature")
 
