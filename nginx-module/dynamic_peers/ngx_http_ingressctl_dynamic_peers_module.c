@@ -1,0 +1,1067 @@
+/*
+ * ingressctl's dynamic peers: rewrite the servers of upstreams declared with
+ * `zone` without reloading NGINX.
+ *
+ *   upstream backend {
+ *       zone upstreams;
+ *       least_conn;                       # any built-in balancer, optional
+ *       server 10.0.0.1:80 max_fails=1 fail_timeout=10s;
+ *       server 10.0.0.1:80 max_fails=1 fail_timeout=10s down;   # spare slots
+ *       ingressctl_dynamic_peers;         # after the balancer, before keepalive
+ *       keepalive 32;
+ *   }
+ *
+ *   server {
+ *       listen unix:/run/ingressctl-api.sock;
+ *       location /dynamic-peers { ingressctl_dynamic_peers_api; }
+ *   }
+ *
+ * The API takes POST bodies of lines "<upstream> [<ip:port> ...]" and makes
+ * each named upstream serve exactly those addresses: the slots (the `server`
+ * lines of the configuration) keep their number, their weight and their
+ * max_fails / fail_timeout / max_conns; an address that is already served keeps
+ * its slot (and its balancer state); new addresses take slots that are not
+ * needed any more; the slots left over are marked down.  A body is checked
+ * completely before anything is applied: any error (an unknown or non-dynamic
+ * upstream, a bad address, more addresses than slots) answers 4xx and changes
+ * nothing.  GET answers one line per dynamic upstream with its served
+ * addresses.
+ *
+ * Guarantees:
+ * - Peers live in the upstream zone (shared by every worker); their addresses
+ *   and names are moved at start into a table in this module's own zone, one
+ *   fixed-size entry per slot, so a rewrite is done in place, under the peers'
+ *   write lock, and is seen by every worker at once.  Both zones are created
+ *   afresh by each reload (the upstream zone is `noreuse`), so a reload starts
+ *   again from the configuration.
+ * - A request copies its peer's address and name (under the peers' read lock)
+ *   as soon as the balancer picked it, so a rewrite never changes the address
+ *   of a connection in progress, and the keepalive cache (which wraps this
+ *   module) stores the address the connection was really made to.
+ * - The balancer state of a rewritten slot is reset (fails, weights, SSL
+ *   session); its connection count is kept, as connections made to the old
+ *   address are still counted down when they end.  `tries` follows the number
+ *   of live slots, so proxy_next_upstream retries as with a configuration that
+ *   listed them.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+
+#define NGX_HTTP_DYNAMIC_PEERS_ZONE  "ingressctl_dynamic_peers"
+
+
+typedef struct {
+    ngx_sockaddr_t                      sockaddr;
+    u_char                              name[NGX_SOCKADDR_STRLEN];
+} ngx_http_dynamic_peers_slot_t;
+
+
+typedef struct {
+    ngx_array_t                         upstreams;  /* srv_conf_t * */
+    ngx_uint_t                          slots;
+    ngx_shm_zone_t                     *shm_zone;
+} ngx_http_dynamic_peers_main_conf_t;
+
+
+typedef struct {
+    ngx_flag_t                          enabled;
+    ngx_http_upstream_init_pt           original_init_upstream;
+    ngx_http_upstream_init_peer_pt      original_init_peer;
+} ngx_http_dynamic_peers_srv_conf_t;
+
+
+typedef struct {
+    void                               *data;
+    ngx_event_get_peer_pt               original_get_peer;
+    ngx_event_free_peer_pt              original_free_peer;
+#if (NGX_SSL || NGX_COMPAT)
+    ngx_event_set_peer_session_pt       original_set_session;
+    ngx_event_save_peer_session_pt      original_save_session;
+#endif
+    ngx_sockaddr_t                      sockaddr;
+    ngx_str_t                           name;
+    u_char                              name_data[NGX_SOCKADDR_STRLEN];
+} ngx_http_dynamic_peers_peer_data_t;
+
+
+typedef struct {
+    ngx_http_upstream_srv_conf_t       *uscf;
+    ngx_uint_t                          naddrs;
+    ngx_addr_t                         *addrs;
+} ngx_http_dynamic_peers_update_t;
+
+
+static void *ngx_http_dynamic_peers_create_main_conf(ngx_conf_t *cf);
+static void *ngx_http_dynamic_peers_create_srv_conf(ngx_conf_t *cf);
+static ngx_int_t ngx_http_dynamic_peers_postconfiguration(ngx_conf_t *cf);
+static char *ngx_http_dynamic_peers(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_dynamic_peers_api(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_http_dynamic_peers_init_upstream(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us);
+static ngx_int_t ngx_http_dynamic_peers_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+static ngx_int_t ngx_http_dynamic_peers_init_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us);
+static ngx_int_t ngx_http_dynamic_peers_get_peer(ngx_peer_connection_t *pc,
+    void *data);
+static void ngx_http_dynamic_peers_free_peer(ngx_peer_connection_t *pc,
+    void *data, ngx_uint_t state);
+#if (NGX_SSL || NGX_COMPAT)
+static ngx_int_t ngx_http_dynamic_peers_set_session(ngx_peer_connection_t *pc,
+    void *data);
+static void ngx_http_dynamic_peers_save_session(ngx_peer_connection_t *pc,
+    void *data);
+#endif
+static ngx_int_t ngx_http_dynamic_peers_api_handler(ngx_http_request_t *r);
+static void ngx_http_dynamic_peers_api_body(ngx_http_request_t *r);
+
+
+static ngx_command_t  ngx_http_dynamic_peers_commands[] = {
+
+    { ngx_string("ingressctl_dynamic_peers"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_NOARGS,
+      ngx_http_dynamic_peers,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("ingressctl_dynamic_peers_api"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_dynamic_peers_api,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_ingressctl_dynamic_peers_module_ctx = {
+    NULL,                                    /* preconfiguration */
+    ngx_http_dynamic_peers_postconfiguration, /* postconfiguration */
+
+    ngx_http_dynamic_peers_create_main_conf, /* create main configuration */
+    NULL,                                    /* init main configuration */
+
+    ngx_http_dynamic_peers_create_srv_conf,  /* create server configuration */
+    NULL,                                    /* merge server configuration */
+
+    NULL,                                    /* create location configuration */
+    NULL                                     /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_ingressctl_dynamic_peers_module = {
+    NGX_MODULE_V1,
+    &ngx_http_ingressctl_dynamic_peers_module_ctx, /* module context */
+    ngx_http_dynamic_peers_commands,       /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static void *
+ngx_http_dynamic_peers_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_dynamic_peers_main_conf_t  *dmcf;
+
+    dmcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_dynamic_peers_main_conf_t));
+    if (dmcf == NULL) {
+        return NULL;
+    }
+
+    if (ngx_array_init(&dmcf->upstreams, cf->pool, 4,
+                       sizeof(ngx_http_upstream_srv_conf_t *))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    return dmcf;
+}
+
+
+static void *
+ngx_http_dynamic_peers_create_srv_conf(ngx_conf_t *cf)
+{
+    ngx_http_dynamic_peers_srv_conf_t  *dscf;
+
+    dscf = ngx_pcalloc(cf->pool, sizeof(ngx_http_dynamic_peers_srv_conf_t));
+    if (dscf == NULL) {
+        return NULL;
+    }
+
+    return dscf;
+}
+
+
+static char *
+ngx_http_dynamic_peers(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_dynamic_peers_srv_conf_t  *dscf = conf;
+
+    ngx_http_upstream_srv_conf_t  *uscf;
+
+    if (dscf->enabled) {
+        return "is duplicate";
+    }
+
+    uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
+
+    dscf->enabled = 1;
+    dscf->original_init_upstream = uscf->peer.init_upstream
+                                   ? uscf->peer.init_upstream
+                                   : ngx_http_upstream_init_round_robin;
+
+    uscf->peer.init_upstream = ngx_http_dynamic_peers_init_upstream;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_dynamic_peers_api(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_dynamic_peers_api_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_dynamic_peers_init_upstream(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_http_upstream_rr_peers_t        *peers;
+    ngx_http_upstream_srv_conf_t       **up;
+    ngx_http_dynamic_peers_srv_conf_t   *dscf;
+    ngx_http_dynamic_peers_main_conf_t  *dmcf;
+
+    dscf = ngx_http_conf_upstream_srv_conf(us,
+                                   ngx_http_ingressctl_dynamic_peers_module);
+
+    if (dscf->original_init_upstream(cf, us) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (us->shm_zone == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "ingressctl_dynamic_peers in upstream \"%V\" in %s:%ui "
+                      "needs a \"zone\"", &us->host, us->file_name, us->line);
+        return NGX_ERROR;
+    }
+
+    peers = us->peer.data;
+
+    if (peers == NULL || peers->next != NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "ingressctl_dynamic_peers in upstream \"%V\" in %s:%ui "
+                      "cannot take backup servers", &us->host, us->file_name,
+                      us->line);
+        return NGX_ERROR;
+    }
+
+    dscf->original_init_peer = us->peer.init;
+    us->peer.init = ngx_http_dynamic_peers_init_peer;
+
+    dmcf = ngx_http_conf_get_module_main_conf(cf,
+                                   ngx_http_ingressctl_dynamic_peers_module);
+
+    up = ngx_array_push(&dmcf->upstreams);
+    if (up == NULL) {
+        return NGX_ERROR;
+    }
+
+    *up = us;
+    dmcf->slots += peers->number;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_dynamic_peers_postconfiguration(ngx_conf_t *cf)
+{
+    size_t                               size;
+    ngx_str_t                            name = ngx_string(
+                                             NGX_HTTP_DYNAMIC_PEERS_ZONE);
+    ngx_http_dynamic_peers_main_conf_t  *dmcf;
+
+    dmcf = ngx_http_conf_get_module_main_conf(cf,
+                                   ngx_http_ingressctl_dynamic_peers_module);
+
+    if (dmcf->upstreams.nelts == 0) {
+        return NGX_OK;
+    }
+
+    /* the table, the slab allocator's page headers, and a margin */
+    size = dmcf->slots * sizeof(ngx_http_dynamic_peers_slot_t);
+    size += size / 64 + 64 * ngx_pagesize;
+
+    dmcf->shm_zone = ngx_shared_memory_add(cf, &name, size,
+                                   &ngx_http_ingressctl_dynamic_peers_module);
+    if (dmcf->shm_zone == NULL) {
+        return NGX_ERROR;
+    }
+
+    dmcf->shm_zone->init = ngx_http_dynamic_peers_init_zone;
+    dmcf->shm_zone->data = dmcf;
+    dmcf->shm_zone->noreuse = 1;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Runs in the master once the upstream zones were filled (they were added
+ * while the configuration was parsed, this zone after it): point every slot's
+ * address and name at its own entry of the table.
+ */
+
+static ngx_int_t
+ngx_http_dynamic_peers_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_http_dynamic_peers_main_conf_t  *dmcf = shm_zone->data;
+
+    ngx_uint_t                       i, n;
+    ngx_slab_pool_t                 *shpool;
+    ngx_http_upstream_rr_peer_t     *peer;
+    ngx_http_upstream_rr_peers_t    *peers;
+    ngx_http_upstream_srv_conf_t   **uscfp;
+    ngx_http_dynamic_peers_slot_t   *slots;
+
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    slots = ngx_slab_calloc(shpool,
+                            dmcf->slots * sizeof(ngx_http_dynamic_peers_slot_t));
+    if (slots == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                      "ingressctl_dynamic_peers: no memory for %ui slots",
+                      dmcf->slots);
+        return NGX_ERROR;
+    }
+
+    uscfp = dmcf->upstreams.elts;
+    n = 0;
+
+    for (i = 0; i < dmcf->upstreams.nelts; i++) {
+        peers = uscfp[i]->peer.data;
+
+        if (peers->shpool == NULL) {
+            ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                          "ingressctl_dynamic_peers: upstream \"%V\" is not "
+                          "in a shared zone", &uscfp[i]->host);
+            return NGX_ERROR;
+        }
+
+        for (peer = peers->peer; peer; peer = peer->next) {
+            if (n == dmcf->slots) {
+                return NGX_ERROR;
+            }
+
+            ngx_memcpy(&slots[n].sockaddr, peer->sockaddr,
+                       ngx_min(peer->socklen, sizeof(ngx_sockaddr_t)));
+            peer->sockaddr = &slots[n].sockaddr.sockaddr;
+
+            peer->name.len = ngx_min(peer->name.len, NGX_SOCKADDR_STRLEN);
+            ngx_memcpy(slots[n].name, peer->name.data, peer->name.len);
+            peer->name.data = slots[n].name;
+
+            n++;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_dynamic_peers_init_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_http_upstream_t                 *u;
+    ngx_http_dynamic_peers_srv_conf_t   *dscf;
+    ngx_http_dynamic_peers_peer_data_t  *dp;
+
+    dscf = ngx_http_conf_upstream_srv_conf(us,
+                                   ngx_http_ingressctl_dynamic_peers_module);
+
+    dp = ngx_palloc(r->pool, sizeof(ngx_http_dynamic_peers_peer_data_t));
+    if (dp == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (dscf->original_init_peer(r, us) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    u = r->upstream;
+
+    dp->data = u->peer.data;
+    dp->original_get_peer = u->peer.get;
+    dp->original_free_peer = u->peer.free;
+    dp->name.len = 0;
+    dp->name.data = dp->name_data;
+
+    u->peer.data = dp;
+    u->peer.get = ngx_http_dynamic_peers_get_peer;
+    u->peer.free = ngx_http_dynamic_peers_free_peer;
+
+#if (NGX_SSL || NGX_COMPAT)
+    dp->original_set_session = u->peer.set_session;
+    dp->original_save_session = u->peer.save_session;
+    u->peer.set_session = ngx_http_dynamic_peers_set_session;
+    u->peer.save_session = ngx_http_dynamic_peers_save_session;
+#endif
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_dynamic_peers_get_peer(ngx_peer_connection_t *pc, void *data)
+{
+    ngx_http_dynamic_peers_peer_data_t  *dp = data;
+
+    ngx_int_t                          rc;
+    ngx_http_upstream_rr_peer_t       *peer;
+    ngx_http_upstream_rr_peers_t      *peers;
+    ngx_http_upstream_rr_peer_data_t  *rrp;
+
+    rc = dp->original_get_peer(pc, dp->data);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    /*
+     * Every built-in balancer's peer data starts with the round-robin one,
+     * whose `current` is the peer just picked.
+     */
+
+    rrp = dp->data;
+    peers = rrp->peers;
+    peer = rrp->current;
+
+    ngx_http_upstream_rr_peers_rlock(peers);
+
+    if (peer != NULL) {
+        pc->socklen = ngx_min(peer->socklen, sizeof(ngx_sockaddr_t));
+        ngx_memcpy(&dp->sockaddr, peer->sockaddr, pc->socklen);
+        dp->name.len = ngx_min(peer->name.len, NGX_SOCKADDR_STRLEN);
+        ngx_memcpy(dp->name_data, peer->name.data, dp->name.len);
+
+    } else {
+        pc->socklen = ngx_min(pc->socklen, sizeof(ngx_sockaddr_t));
+        ngx_memcpy(&dp->sockaddr, pc->sockaddr, pc->socklen);
+        dp->name.len = ngx_min(pc->name->len, NGX_SOCKADDR_STRLEN);
+        ngx_memcpy(dp->name_data, pc->name->data, dp->name.len);
+    }
+
+    ngx_http_upstream_rr_peers_unlock(peers);
+
+    pc->sockaddr = &dp->sockaddr.sockaddr;
+    pc->name = &dp->name;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_dynamic_peers_free_peer(ngx_peer_connection_t *pc, void *data,
+    ngx_uint_t state)
+{
+    ngx_http_dynamic_peers_peer_data_t  *dp = data;
+
+    dp->original_free_peer(pc, dp->data, state);
+}
+
+
+#if (NGX_SSL || NGX_COMPAT)
+
+static ngx_int_t
+ngx_http_dynamic_peers_set_session(ngx_peer_connection_t *pc, void *data)
+{
+    ngx_http_dynamic_peers_peer_data_t  *dp = data;
+
+    if (dp->original_set_session == NULL) {
+        return NGX_OK;
+    }
+
+    return dp->original_set_session(pc, dp->data);
+}
+
+
+static void
+ngx_http_dynamic_peers_save_session(ngx_peer_connection_t *pc, void *data)
+{
+    ngx_http_dynamic_peers_peer_data_t  *dp = data;
+
+    if (dp->original_save_session != NULL) {
+        dp->original_save_session(pc, dp->data);
+    }
+}
+
+#endif
+
+
+/* the API */
+
+
+static ngx_int_t
+ngx_http_dynamic_peers_send(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_buf_t *b)
+{
+    ngx_int_t    rc;
+    ngx_chain_t  out;
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = b->last - b->pos;
+    ngx_str_set(&r->headers_out.content_type, "text/plain");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    if (b->last == b->pos) {
+        r->header_only = 1;
+    }
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+static ngx_int_t
+ngx_http_dynamic_peers_error(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *msg)
+{
+    ngx_buf_t  *b;
+
+    b = ngx_create_temp_buf(r->pool, msg->len + 1);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->last = ngx_cpymem(b->pos, msg->data, msg->len);
+    *b->last++ = '\n';
+
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "ingressctl_dynamic_peers: %*s",
+                  (size_t) (b->last - b->pos - 1), b->pos);
+
+    return ngx_http_dynamic_peers_send(r, status, b);
+}
+
+
+static ngx_http_upstream_srv_conf_t *
+ngx_http_dynamic_peers_find(ngx_str_t *name, ngx_uint_t *dynamic)
+{
+    ngx_uint_t                           i;
+    ngx_http_upstream_srv_conf_t       **uscfp;
+    ngx_http_upstream_main_conf_t       *umcf;
+    ngx_http_dynamic_peers_srv_conf_t   *dscf;
+
+    umcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                               ngx_http_upstream_module);
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+        if (uscfp[i]->host.len != name->len
+            || ngx_strncmp(uscfp[i]->host.data, name->data, name->len) != 0
+            || uscfp[i]->srv_conf == NULL)
+        {
+            continue;
+        }
+
+        dscf = ngx_http_conf_upstream_srv_conf(uscfp[i],
+                                   ngx_http_ingressctl_dynamic_peers_module);
+        *dynamic = dscf->enabled && uscfp[i]->shm_zone != NULL;
+
+        return uscfp[i];
+    }
+
+    return NULL;
+}
+
+
+static ngx_int_t
+ngx_http_dynamic_peers_list(ngx_http_request_t *r)
+{
+    size_t                               len;
+    ngx_buf_t                           *b;
+    ngx_uint_t                           i;
+    ngx_http_upstream_rr_peer_t         *peer;
+    ngx_http_upstream_rr_peers_t        *peers;
+    ngx_http_upstream_srv_conf_t       **uscfp;
+    ngx_http_dynamic_peers_main_conf_t  *dmcf;
+
+    dmcf = ngx_http_get_module_main_conf(r,
+                                   ngx_http_ingressctl_dynamic_peers_module);
+    uscfp = dmcf->upstreams.elts;
+
+    len = 0;
+    for (i = 0; i < dmcf->upstreams.nelts; i++) {
+        peers = uscfp[i]->peer.data;
+        len += uscfp[i]->host.len + 16 + peers->number * (NGX_SOCKADDR_STRLEN + 1);
+    }
+
+    b = ngx_create_temp_buf(r->pool, len + 1);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    for (i = 0; i < dmcf->upstreams.nelts; i++) {
+        peers = uscfp[i]->peer.data;
+
+        b->last = ngx_sprintf(b->last, "%V %ui", &uscfp[i]->host,
+                              peers->number);
+
+        ngx_http_upstream_rr_peers_rlock(peers);
+
+        for (peer = peers->peer; peer; peer = peer->next) {
+            if (!peer->down) {
+                b->last = ngx_sprintf(b->last, " %V", &peer->name);
+            }
+        }
+
+        ngx_http_upstream_rr_peers_unlock(peers);
+
+        *b->last++ = '\n';
+    }
+
+    return ngx_http_dynamic_peers_send(r, NGX_HTTP_OK, b);
+}
+
+
+static ngx_int_t
+ngx_http_dynamic_peers_api_handler(ngx_http_request_t *r)
+{
+    ngx_int_t  rc;
+
+    if (r->method == NGX_HTTP_GET) {
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        return ngx_http_dynamic_peers_list(r);
+    }
+
+    if (r->method != NGX_HTTP_POST) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    r->request_body_in_single_buf = 1;
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_dynamic_peers_api_body);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_dynamic_peers_parse(ngx_http_request_t *r, u_char *p, u_char *last,
+    ngx_array_t *updates, ngx_str_t *error, ngx_uint_t *status)
+{
+    u_char                           *eol, *q;
+    ngx_str_t                         name, word;
+    ngx_uint_t                        dynamic, k;
+    ngx_array_t                       addrs;
+    ngx_addr_t                       *addr;
+    ngx_http_upstream_rr_peers_t     *peers;
+    ngx_http_dynamic_peers_update_t  *u;
+
+    static u_char  errbuf[512];
+
+    error->data = errbuf;
+
+    while (p < last) {
+        eol = ngx_strlchr(p, last, '\n');
+        if (eol == NULL) {
+            eol = last;
+        }
+
+        while (p < eol && (*p == ' ' || *p == '\t' || *p == '\r')) {
+            p++;
+        }
+
+        if (p == eol) {
+            p = eol + 1;
+            continue;
+        }
+
+        for (q = p; q < eol && *q != ' ' && *q != '\t' && *q != '\r'; q++) {
+            /* void */
+        }
+
+        name.data = p;
+        name.len = q - p;
+
+        u = ngx_array_push(updates);
+        if (u == NULL) {
+            return NGX_ERROR;
+        }
+
+        dynamic = 0;
+        u->uscf = ngx_http_dynamic_peers_find(&name, &dynamic);
+
+        if (u->uscf == NULL) {
+            error->len = ngx_snprintf(errbuf, sizeof(errbuf),
+                                      "unknown upstream \"%V\"", &name)
+                         - errbuf;
+            *status = NGX_HTTP_NOT_FOUND;
+            return NGX_DECLINED;
+        }
+
+        if (!dynamic) {
+            error->len = ngx_snprintf(errbuf, sizeof(errbuf),
+                                      "upstream \"%V\" is not dynamic", &name)
+                         - errbuf;
+            *status = NGX_HTTP_CONFLICT;
+            return NGX_DECLINED;
+        }
+
+        if (ngx_array_init(&addrs, r->pool, 8, sizeof(ngx_addr_t)) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        p = q;
+
+        for ( ;; ) {
+            while (p < eol && (*p == ' ' || *p == '\t' || *p == '\r')) {
+                p++;
+            }
+
+            if (p == eol) {
+                break;
+            }
+
+            for (q = p; q < eol && *q != ' ' && *q != '\t' && *q != '\r'; q++)
+            {
+                /* void */
+            }
+
+            word.data = p;
+            word.len = q - p;
+            p = q;
+
+            addr = ngx_array_push(&addrs);
+            if (addr == NULL) {
+                return NGX_ERROR;
+            }
+
+            if (ngx_parse_addr_port(r->pool, addr, word.data, word.len)
+                != NGX_OK
+                || ngx_inet_get_port(addr->sockaddr) == 0)
+            {
+                error->len = ngx_snprintf(errbuf, sizeof(errbuf),
+                                          "invalid address \"%V\": an IP "
+                                          "address and a port are needed",
+                                          &word)
+                             - errbuf;
+                *status = NGX_HTTP_BAD_REQUEST;
+                return NGX_DECLINED;
+            }
+
+            /* a duplicate address is served once */
+
+            for (k = 0; k + 1 < addrs.nelts; k++) {
+                if (ngx_cmp_sockaddr(((ngx_addr_t *) addrs.elts)[k].sockaddr,
+                                     ((ngx_addr_t *) addrs.elts)[k].socklen,
+                                     addr->sockaddr, addr->socklen, 1)
+                    == NGX_OK)
+                {
+                    addrs.nelts--;
+                    break;
+                }
+            }
+        }
+
+        peers = u->uscf->peer.data;
+
+        if (addrs.nelts > peers->number) {
+            error->len = ngx_snprintf(errbuf, sizeof(errbuf),
+                                      "upstream \"%V\" has %ui slots, %ui "
+                                      "addresses given", &name, peers->number,
+                                      addrs.nelts)
+                         - errbuf;
+            *status = NGX_HTTP_CONFLICT;
+            return NGX_DECLINED;
+        }
+
+        u->naddrs = addrs.nelts;
+        u->addrs = addrs.elts;
+
+        p = eol + 1;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_dynamic_peers_reset(ngx_http_upstream_rr_peers_t *peers,
+    ngx_http_upstream_rr_peer_t *peer)
+{
+    peer->current_weight = 0;
+    peer->effective_weight = peer->weight;
+    peer->fails = 0;
+    peer->accessed = 0;
+    peer->checked = ngx_time();
+
+#if (NGX_SSL || NGX_COMPAT)
+    if (peer->ssl_session) {
+        ngx_slab_free(peers->shpool, peer->ssl_session);
+        peer->ssl_session = NULL;
+        peer->ssl_session_len = 0;
+    }
+#endif
+}
+
+
+/* Returns the number of slots whose address changed. */
+
+static ngx_uint_t
+ngx_http_dynamic_peers_apply(ngx_http_request_t *r,
+    ngx_http_dynamic_peers_update_t *u)
+{
+    size_t                          len;
+    ngx_uint_t                      i, k, n, changed, up;
+    ngx_addr_t                     *addr;
+    ngx_http_upstream_rr_peer_t    *peer, **slot;
+    ngx_http_upstream_rr_peers_t   *peers;
+
+    u_char                         *keep, *placed;
+
+    peers = u->uscf->peer.data;
+    n = peers->number;
+
+    slot = ngx_palloc(r->pool, n * sizeof(ngx_http_upstream_rr_peer_t *));
+    keep = ngx_pcalloc(r->pool, n + u->naddrs + 1);
+    if (slot == NULL || keep == NULL) {
+        return 0;
+    }
+
+    placed = keep + n;
+    changed = 0;
+
+    ngx_http_upstream_rr_peers_wlock(peers);
+
+    for (i = 0, peer = peers->peer; peer && i < n; peer = peer->next, i++) {
+        slot[i] = peer;
+    }
+
+    /* 1. addresses already served keep their slot */
+
+    for (k = 0; k < u->naddrs; k++) {
+        addr = &u->addrs[k];
+
+        for (i = 0; i < n; i++) {
+            if (!keep[i] && !slot[i]->down
+                && ngx_cmp_sockaddr(slot[i]->sockaddr, slot[i]->socklen,
+                                    addr->sockaddr, addr->socklen, 1)
+                   == NGX_OK)
+            {
+                keep[i] = 1;
+                placed[k] = 1;
+                break;
+            }
+        }
+    }
+
+    /* 2. a down slot that had the address comes back (a Pod ready again) */
+
+    for (k = 0; k < u->naddrs; k++) {
+        if (placed[k]) {
+            continue;
+        }
+
+        addr = &u->addrs[k];
+
+        for (i = 0; i < n; i++) {
+            if (!keep[i] && slot[i]->down
+                && ngx_cmp_sockaddr(slot[i]->sockaddr, slot[i]->socklen,
+                                    addr->sockaddr, addr->socklen, 1)
+                   == NGX_OK)
+            {
+                keep[i] = 1;
+                placed[k] = 1;
+                slot[i]->down = 0;
+                ngx_http_dynamic_peers_reset(peers, slot[i]);
+                break;
+            }
+        }
+    }
+
+    /* 3. the other new addresses take free slots, down ones first */
+
+    for (k = 0; k < u->naddrs; k++) {
+        if (placed[k]) {
+            continue;
+        }
+
+        addr = &u->addrs[k];
+
+        for (i = 0; i < n; i++) {
+            if (!keep[i] && slot[i]->down) {
+                break;
+            }
+        }
+
+        if (i == n) {
+            for (i = 0; i < n && keep[i]; i++) { /* void */ }
+        }
+
+        if (i == n) {
+            break;  /* cannot happen: the parser checked the capacity */
+        }
+
+        keep[i] = 1;
+        placed[k] = 1;
+        changed++;
+
+        peer = slot[i];
+
+        len = ngx_min(addr->socklen, sizeof(ngx_sockaddr_t));
+        ngx_memcpy(peer->sockaddr, addr->sockaddr, len);
+        peer->socklen = len;
+        peer->name.len = ngx_sock_ntop(addr->sockaddr, addr->socklen,
+                                       peer->name.data, NGX_SOCKADDR_STRLEN,
+                                       1);
+        peer->down = 0;
+        ngx_http_dynamic_peers_reset(peers, peer);
+    }
+
+    /* 4. the rest are down */
+
+    up = 0;
+
+    for (i = 0; i < n; i++) {
+        if (keep[i]) {
+            up++;
+
+        } else {
+            slot[i]->down = 1;
+        }
+    }
+
+    peers->tries = up;
+
+    ngx_http_upstream_rr_peers_unlock(peers);
+
+    return changed;
+}
+
+
+static void
+ngx_http_dynamic_peers_api_body(ngx_http_request_t *r)
+{
+    u_char                           *p, *last;
+    size_t                            len;
+    ngx_buf_t                        *b;
+    ngx_int_t                         rc;
+    ngx_str_t                         error;
+    ngx_uint_t                        i, status, changed;
+    ngx_chain_t                      *cl;
+    ngx_array_t                       updates;
+    ngx_http_dynamic_peers_update_t  *u;
+
+    static ngx_str_t  too_large =
+        ngx_string("the body must fit in client_body_buffer_size");
+
+    if (r->request_body == NULL || r->request_body->temp_file) {
+        ngx_http_finalize_request(r, ngx_http_dynamic_peers_error(r,
+                                  NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                  &too_large));
+        return;
+    }
+
+    len = 0;
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        len += cl->buf->last - cl->buf->pos;
+    }
+
+    p = ngx_pnalloc(r->pool, len + 1);
+    if (p == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    last = p;
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        last = ngx_cpymem(last, cl->buf->pos, cl->buf->last - cl->buf->pos);
+    }
+
+    if (ngx_array_init(&updates, r->pool, 16,
+                       sizeof(ngx_http_dynamic_peers_update_t))
+        != NGX_OK)
+    {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    status = NGX_HTTP_BAD_REQUEST;
+    rc = ngx_http_dynamic_peers_parse(r, p, last, &updates, &error, &status);
+
+    if (rc == NGX_ERROR) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    if (rc == NGX_DECLINED) {
+        ngx_http_finalize_request(r, ngx_http_dynamic_peers_error(r, status,
+                                                                  &error));
+        return;
+    }
+
+    u = updates.elts;
+    changed = 0;
+
+    for (i = 0; i < updates.nelts; i++) {
+        changed += ngx_http_dynamic_peers_apply(r, &u[i]);
+    }
+
+    b = ngx_create_temp_buf(r->pool, 64);
+    if (b == NULL) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    b->last = ngx_sprintf(b->last, "ok %ui upstreams, %ui slots rewritten\n",
+                          updates.nelts, changed);
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "ingressctl_dynamic_peers: %ui upstreams updated, "
+                  "%ui slots rewritten", updates.nelts, changed);
+
+    ngx_http_finalize_request(r,
+                              ngx_http_dynamic_peers_send(r, NGX_HTTP_OK, b));
+}
