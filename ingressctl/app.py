@@ -490,6 +490,11 @@ class App:
             log.warning("the dynamic-peers NGINX module is not installed: endpoint changes reload NGINX",
                         module=MODULE_FILE, install="scripts/build-nginx-module.sh")
             return static
+        socket = self.manager.dynamic_peers_socket
+        if len(os.fsencode(socket)) > 107:  # sun_path holds 108 bytes with the terminating NUL
+            log.warning("endpoint changes reload NGINX: the dynamic-peers socket path is too long; use a "
+                        "shorter --nginx-run-dir", socket=socket)
+            return static
         log.info("endpoint changes reach NGINX without reloads", module=path)
         return dataclasses.replace(static, dynamic_peers_module_path=path)
 

@@ -3,7 +3,7 @@
 Guarantees:
 - `dynamic_peers_module(binary)` is the absolute path of the module for `load_module` when it is installed in
   the modules directory `nginx -V` names (scripts/build-nginx-module.sh installs it there), else "".
-- `push_servers(socket, servers)` POSTs one line per upstream ("<name> <ip:port> ...") to the module's API
+- `DynamicPeersClient.push(servers)` POSTs one line per upstream ("<name> <ip:port> ...") to the module's API
   on the unix socket NGINX's main config serves it on, and returns only once NGINX applied every line. NGINX
   checks the whole body first and applies nothing when any line is wrong; any failure (no such socket, an
   answer other than 200, a timeout) raises DynamicUpdateError with NGINX's message.
@@ -22,6 +22,9 @@ import requests_unixsocket
 from ingressctl.nginx.stub_status import unix_socket_url
 
 MODULE_FILE = "ngx_http_ingressctl_dynamic_peers_module.so"
+# The API socket lives in a directory only the controller's user can enter (0700): NGINX's workers serve it
+# on the listening socket they inherit, and no other local user can reconfigure upstreams.
+SOCKET_DIR = "private"
 SOCKET_NAME = "nginx-dynamic-peers.sock"
 API_PATH = "/dynamic-peers"
 _DEFAULT_MODULES_PATH = "/usr/lib/nginx/modules"

@@ -62,6 +62,7 @@ import requests
 import requests_unixsocket
 
 from ingressctl.logging import get_logger
+from ingressctl.nginx.dynamic_peers import SOCKET_DIR as DYNAMIC_PEERS_SOCKET_DIR
 from ingressctl.nginx.dynamic_peers import SOCKET_NAME as DYNAMIC_PEERS_SOCKET_NAME
 from ingressctl.nginx.dynamic_peers import DynamicPeersClient, DynamicUpdateError
 from ingressctl.nginx.processes import ProcessIdentity, current_workers, still_accepting
@@ -400,7 +401,8 @@ class Manager:
         self.dynamic_update_count = 0
         self.dynamic_update_errors = 0
         self.on_dynamic_update: Callable[[bool], None] | None = None
-        self._dynamic_peers = DynamicPeersClient(os.path.join(self.run_dir, DYNAMIC_PEERS_SOCKET_NAME))
+        self._dynamic_peers = DynamicPeersClient(os.path.join(self.run_dir, DYNAMIC_PEERS_SOCKET_DIR,
+                                                              DYNAMIC_PEERS_SOCKET_NAME))
 
         self._files_lock = threading.Lock()
         self._cache: dict[str, _Cached] = {}
@@ -422,6 +424,9 @@ class Manager:
         # time; certificates and keys (0600) are read by the master only.
         os.makedirs(self.secrets_dir, mode=SECRETS_DIR_MODE, exist_ok=True)
         os.chmod(self.secrets_dir, SECRETS_DIR_MODE)
+        private = os.path.dirname(self._dynamic_peers.socket_path)
+        os.makedirs(private, mode=0o700, exist_ok=True)
+        os.chmod(private, 0o700)
 
     # ------------------------------------------------------------------ files
 
@@ -782,6 +787,8 @@ class Manager:
         with os.scandir(self.run_dir) as it:
             stale = [e.path for e in it
                      if e.name.endswith(".sock") and e.name != SYSLOG_SOCKET_NAME and _is_socket(e.path)]
+        if _is_socket(self._dynamic_peers.socket_path):
+            stale.append(self._dynamic_peers.socket_path)
         for path in stale:
             with contextlib.suppress(OSError):
                 os.unlink(path)
