@@ -847,6 +847,28 @@ ngx_http_dynamic_peers_reset(ngx_http_upstream_rr_peers_t *peers,
 }
 
 
+/* The first slot not kept yet, up or down as asked, that has `addr`; n if none. */
+
+static ngx_uint_t
+ngx_http_dynamic_peers_find_slot(ngx_http_upstream_rr_peer_t **slot,
+    u_char *keep, ngx_uint_t n, ngx_addr_t *addr, ngx_uint_t down)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (!keep[i] && (slot[i]->down != 0) == (down != 0)
+            && ngx_cmp_sockaddr(slot[i]->sockaddr, slot[i]->socklen,
+                                addr->sockaddr, addr->socklen, 1)
+               == NGX_OK)
+        {
+            return i;
+        }
+    }
+
+    return n;
+}
+
+
 /* Returns the number of slots whose address changed. */
 
 static ngx_uint_t
@@ -882,18 +904,11 @@ ngx_http_dynamic_peers_apply(ngx_http_request_t *r,
     /* 1. addresses already served keep their slot */
 
     for (k = 0; k < u->naddrs; k++) {
-        addr = &u->addrs[k];
+        i = ngx_http_dynamic_peers_find_slot(slot, keep, n, &u->addrs[k], 0);
 
-        for (i = 0; i < n; i++) {
-            if (!keep[i] && !slot[i]->down
-                && ngx_cmp_sockaddr(slot[i]->sockaddr, slot[i]->socklen,
-                                    addr->sockaddr, addr->socklen, 1)
-                   == NGX_OK)
-            {
-                keep[i] = 1;
-                placed[k] = 1;
-                break;
-            }
+        if (i < n) {
+            keep[i] = 1;
+            placed[k] = 1;
         }
     }
 
@@ -904,20 +919,13 @@ ngx_http_dynamic_peers_apply(ngx_http_request_t *r,
             continue;
         }
 
-        addr = &u->addrs[k];
+        i = ngx_http_dynamic_peers_find_slot(slot, keep, n, &u->addrs[k], 1);
 
-        for (i = 0; i < n; i++) {
-            if (!keep[i] && slot[i]->down
-                && ngx_cmp_sockaddr(slot[i]->sockaddr, slot[i]->socklen,
-                                    addr->sockaddr, addr->socklen, 1)
-                   == NGX_OK)
-            {
-                keep[i] = 1;
-                placed[k] = 1;
-                slot[i]->down = 0;
-                ngx_http_dynamic_peers_reset(peers, slot[i]);
-                break;
-            }
+        if (i < n) {
+            keep[i] = 1;
+            placed[k] = 1;
+            slot[i]->down = 0;
+            ngx_http_dynamic_peers_reset(peers, slot[i]);
         }
     }
 

@@ -42,7 +42,8 @@ def servers(text: str, name: str) -> list[str]:
     return [line.strip() for line in block.splitlines() if line.strip().startswith("server ")]
 
 
-@pytest.mark.parametrize(("n", "slots"), [(0, 4), (1, 4), (3, 4), (4, 8), (7, 8), (8, 16), (13, 16), (14, 32)])
+@pytest.mark.parametrize(("n", "slots"),
+                         [(0, 4), (1, 4), (3, 4), (4, 8), (7, 8), (8, 16), (13, 16), (14, 32)])
 def test_slots_leave_room(n: int, slots: int) -> None:
     assert slots_for(n) == slots
     assert slots_for(n) >= max(n + 1, MIN_SLOTS)
