@@ -29,11 +29,12 @@ DIRECTIVE = "ingressctl_dynamic_peers"
 MIN_SLOTS = 4
 _MAX_SLACK = 4
 
-_BLOCK = re.compile(r"^upstream (\S+) \{\n(.*?)^\}\n", re.MULTILINE | re.DOTALL)
 _SERVER = re.compile(r"server (\S+) (max_fails=\d+ fail_timeout=\S+ max_conns=\d+)( down)?;")
 _LB = re.compile(r"(least_conn|ip_hash|random( two( least_conn)?)?|hash \S+( consistent)?);")
 _IP_PORT = re.compile(r"(\d{1,3}(\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\]):\d{1,5}")
 _NO_ENDPOINTS = re.compile(r"unix:\S+-502-server\.sock")
+_KEEPALIVE = re.compile(r"keepalive \d+;")
+_DIRECTIVE_LINE = f"{DIRECTIVE};"
 _PLACEHOLDER = "-"
 
 
@@ -63,19 +64,21 @@ class _Upstream:
     dynamic: bool  # already carries the directive
 
 
-def _parse(match: re.Match[str]) -> _Upstream | None:
+def _parse(name: str, start: int, end: int, body: str) -> _Upstream | None:
     head: list[str] = []
     tail: list[str] = []
     params: set[str] = set()
     addresses: list[str] = []
     down: list[str] = []
     zone = dynamic = False
-    for raw in match.group(2).splitlines():
+    for raw in body.splitlines():
         line = raw.strip()
         if not line:
             continue
-        m = _SERVER.fullmatch(line)
-        if m is not None and not tail:
+        if line.startswith("server "):
+            m = _SERVER.fullmatch(line)
+            if m is None or tail:
+                return None
             address = m.group(1)
             if m.group(3):
                 down.append(address)
@@ -89,25 +92,42 @@ def _parse(match: re.Match[str]) -> _Upstream | None:
         elif line.startswith("zone ") and not addresses and not down:
             zone = True
             head.append(raw)
+        elif line == _DIRECTIVE_LINE:
+            dynamic = True
+        elif line.startswith("keepalive ") and _KEEPALIVE.fullmatch(line):
+            tail.append(raw)
         elif _LB.fullmatch(line) and not addresses and not down:
             head.append(raw)
-        elif line == f"{DIRECTIVE};":
-            dynamic = True
-        elif re.fullmatch(r"keepalive \d+;", line):
-            tail.append(raw)
         else:
             return None
     if not zone or len(params) != 1 or not (addresses or down):
         return None
-    return _Upstream(match.group(1), match.start(), match.end(), tuple(head), params.pop(),
-                     tuple(addresses), tuple(down), tuple(tail), dynamic)
+    return _Upstream(name, start, end, tuple(head), params.pop(), tuple(addresses), tuple(down),
+                     tuple(tail), dynamic)
 
 
 def _upstreams(text: str) -> Iterator[_Upstream]:
-    for m in _BLOCK.finditer(text):
-        u = _parse(m)
-        if u is not None:
-            yield u
+    """The eligible upstream blocks of `text` (`upstream <name> {` at the start of a line, up to a line `}`);
+    plain string search: this runs for every file the controller writes."""
+    if text.startswith("upstream "):
+        pos = 0
+    else:
+        pos = text.find("\nupstream ") + 1
+        if pos == 0:
+            return
+    while True:
+        brace = text.find(" {\n", pos)
+        end = text.find("\n}\n", brace)
+        if brace < 0 or end < 0:
+            return
+        name = text[pos + len("upstream "):brace]
+        if name and " " not in name and "\n" not in name:
+            u = _parse(name, pos, end + 3, text[brace + 3:end + 1])
+            if u is not None:
+                yield u
+        pos = text.find("\nupstream ", end) + 1
+        if pos == 0:
+            return
 
 
 def _render(u: _Upstream, addresses: tuple[str, ...], spares: int, spare_address: str) -> str:

@@ -119,3 +119,12 @@ def test_the_push_body_is_one_line_per_upstream() -> None:
     assert format_body({"a": ["10.0.0.1:80", "[::1]:80"], "b": []}) == "a 10.0.0.1:80 [::1]:80\nb\n"
     with pytest.raises(DynamicUpdateError):
         format_body({"a b": ["10.0.0.1:80"]})
+
+
+def test_blocks_are_found_at_the_start_of_the_text_and_of_lines_only() -> None:
+    d = DynamicUpstreams(SPARE)
+    text = upstream("u", ["10.0.0.1:80"]) + "# upstream x {\n}\n" + "proxy_next_upstream v {\n}\n"
+    out = d.slot("f", text)
+    assert len(servers(out, "u")) == 4
+    assert out.endswith("# upstream x {\n}\nproxy_next_upstream v {\n}\n")
+    assert d.slot("g", "server {\n}\n") == "server {\n}\n"
