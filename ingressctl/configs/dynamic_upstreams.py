@@ -15,7 +15,8 @@ Guarantees:
   only the number of `server` lines (slots) and the addresses of the slots change.
 - Slot counts change rarely: a file's upstream keeps its count while its endpoints fit and the count is at
   most 4 times what they need; otherwise it takes `slots_for(n)` (at least `MIN_SLOTS`, a power of two
-  with room for a quarter more endpoints). A new count changes the file's shape, so NGINX is reloaded.
+  with room for a quarter more endpoints, and at least one more). A new count changes the file's shape, so
+  NGINX is reloaded.
 - Pure text functions; not thread-safe (the file engine's sync thread owns the slot counts).
 """
 
@@ -26,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 DIRECTIVE = "ingressctl_dynamic_peers"
-MIN_SLOTS = 4
+MIN_SLOTS = 2
 _MAX_SLACK = 4
 
 _SERVER = re.compile(r"server (\S+) (max_fails=\d+ fail_timeout=\S+ max_conns=\d+)( down)?;")

@@ -43,7 +43,7 @@ def servers(text: str, name: str) -> list[str]:
 
 
 @pytest.mark.parametrize(("n", "slots"),
-                         [(0, 4), (1, 4), (3, 4), (4, 8), (7, 8), (8, 16), (13, 16), (14, 32)])
+                         [(0, 2), (1, 2), (2, 4), (3, 4), (4, 8), (7, 8), (8, 16), (13, 16), (14, 32)])
 def test_slots_leave_room(n: int, slots: int) -> None:
     assert slots_for(n) == slots
     assert slots_for(n) >= max(n + 1, MIN_SLOTS)
@@ -64,7 +64,7 @@ def test_slot_pads_with_spare_down_servers_and_keeps_the_upstream_parameters() -
 def test_no_endpoints_means_every_slot_is_spare() -> None:
     d = DynamicUpstreams(SPARE)
     text = d.slot("f", config(upstream("u", [SPARE])))
-    assert servers(text, "u") == [f"server {SPARE} {PARAMS} down;"] * 4
+    assert servers(text, "u") == [f"server {SPARE} {PARAMS} down;"] * 2
 
 
 @pytest.mark.parametrize("block", [
@@ -86,14 +86,15 @@ def test_slot_counts_change_only_when_endpoints_do_not_fit_or_leave_too_many_spa
         return len(servers(d.slot("f", config(upstream("u", [f"10.0.0.{i}:80" for i in range(1, n + 1)]))),
                            "u"))
 
-    assert count(1) == 4
-    assert count(4) == 4   # still fits
-    assert count(5) == 8   # grows
-    assert count(1) == 8   # shrinks only past 4 times what is needed
+    assert count(1) == 2
+    assert count(2) == 2   # still fits
+    assert count(3) == 4   # grows
+    assert count(1) == 4   # shrinks only past 4 times what is needed
+    assert count(4) == 4
+    assert count(5) == 8
+    assert count(1) == 8   # 8 is at most 4 times the 2 that 1 endpoint needs
     assert count(9) == 16
-    assert count(1) == 16  # 16 is at most 4 times the 4 that 1 endpoint needs
-    assert count(20) == 32
-    assert count(1) == 4
+    assert count(1) == 2
     d.forget("f")
     assert count(4) == 8   # a forgotten file starts again
 
@@ -125,6 +126,6 @@ def test_blocks_are_found_at_the_start_of_the_text_and_of_lines_only() -> None:
     d = DynamicUpstreams(SPARE)
     text = upstream("u", ["10.0.0.1:80"]) + "# upstream x {\n}\n" + "proxy_next_upstream v {\n}\n"
     out = d.slot("f", text)
-    assert len(servers(out, "u")) == 4
+    assert len(servers(out, "u")) == 2
     assert out.endswith("# upstream x {\n}\nproxy_next_upstream v {\n}\n")
     assert d.slot("g", "server {\n}\n") == "server {\n}\n"
