@@ -32,7 +32,7 @@ if [ $# -gt 0 ]; then
 fi
 
 stamp="$modules_dir/$name.stamp"
-want_source="$(cat "$src_dir"/*.c "$src_dir/config" | sha256sum | cut -c1-16)"
+want_source="$(cat "$src_dir"/*.[ch] "$src_dir/config" | sha256sum | cut -c1-16)"
 nginx_version="$(sed -n 's|^nginx version: nginx/\([0-9.]*\).*|\1|p' <<<"$version_output")"
 want="$nginx_version $want_source"
 if [ -f "$modules_dir/$name.so" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
