@@ -18,10 +18,11 @@ Guarantees:
 - Render failures recorded with `fail()` are returned in `ReloadOutcome.failed` by the next
   `reload_if_needed()`. `rejected` holds every resource whose latest config NGINX does not serve.
 - Dynamic upstreams (with a `DynamicUpstreams`, when NGINX loads the dynamic-peers module): conf.d files
-  are written in their dynamic form (fixed server slots). When every pending change differs from what NGINX
-  last loaded only in the addresses of dynamic upstreams, `reload_if_needed()` pushes those addresses to
-  NGINX instead of reloading (`ReloadOutcome.dynamic`); the files on disk hold them too, so a later reload or
-  restart serves the same. If the push fails, it reloads as without the module.
+  (http {}, not the stream ones) are written in their dynamic form (fixed server slots). When every pending
+  change differs from what NGINX last loaded only in the addresses of dynamic upstreams,
+  `reload_if_needed()` pushes those addresses to NGINX instead of reloading (`ReloadOutcome.dynamic`); the
+  files on disk hold them too, so a later reload or restart serves the same. If the push fails, it reloads
+  as without the module.
 - Not thread-safe: one sync thread owns it, as it owns NGINX.
 """
 
@@ -36,7 +37,7 @@ from ingressctl.configs.dynamic_upstreams import DynamicUpstreams, endpoint_chan
 from ingressctl.keys import ResourceKey
 from ingressctl.logging import get_logger
 from ingressctl.nginx.dynamic_peers import DynamicUpdateError
-from ingressctl.nginx.manager import Manager, ReloadError
+from ingressctl.nginx.manager import STREAM_CONF_D_DIR, Manager, ReloadError
 
 log = get_logger(__name__)
 
@@ -197,8 +198,8 @@ class ConfigFiles:
         """Make conf.d/<name>.conf hold `text` for `key` (a successful render; in its dynamic form when
         dynamic upstreams are on)."""
         self._render_failures.pop(key, None)
-        if self.dynamic is not None:
-            text = self.dynamic.slot(name, text)
+        if self.dynamic is not None and not name.startswith(f"{STREAM_CONF_D_DIR}/"):
+            text = self.dynamic.slot(name, text)  # the module serves http {} upstreams, not stream {} ones
         digest = self._write(name, key, text)
         change = self._changes.get(name)
         if change is None or change.old_digest == digest:
