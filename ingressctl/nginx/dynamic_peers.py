@@ -2,7 +2,9 @@
 
 Guarantees:
 - `dynamic_peers_module(binary)` is the absolute path of the module for `load_module` when it is installed in
-  the modules directory `nginx -V` names (scripts/build-nginx-module.sh installs it there), else "".
+  the modules directory `nginx -V` names (scripts/build-nginx-module.sh installs it there) and was built for
+  this binary (the stamp next to it names the same NGINX version, and the binary loads modules built
+  `--with-compat`), else "".
 - `DynamicPeersClient.push(servers)` POSTs one line per upstream ("<name> <ip:port> ...") to the module's API
   on the unix socket NGINX's main config serves it on, and returns only once NGINX applied every line. NGINX
   checks the whole body first and applies nothing when any line is wrong; any failure (no such socket, an
@@ -42,9 +44,18 @@ def dynamic_peers_module(binary: str) -> str:
         res = subprocess.run([binary, "-V"], capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return ""
-    m = re.search(r"--modules-path=(\S+)", (res.stderr + res.stdout).decode(errors="replace"))
+    out = (res.stderr + res.stdout).decode(errors="replace")
+    m = re.search(r"--modules-path=(\S+)", out)
     path = os.path.join(m.group(1) if m else _DEFAULT_MODULES_PATH, MODULE_FILE)
-    return path if os.path.isfile(path) else ""
+    version = re.search(r"nginx version: nginx/(\S+)", out)
+    if version is None or "--with-compat" not in out or not os.path.isfile(path):
+        return ""
+    try:
+        with open(path.removesuffix(".so") + ".stamp") as f:
+            built_for = f.read().split(maxsplit=1)[0]
+    except (OSError, IndexError):
+        return ""
+    return path if built_for == version.group(1) else ""
 
 
 def format_body(servers: Mapping[str, Sequence[str]]) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ingressctl.configs.dynamic_upstreams import (
@@ -11,7 +13,7 @@ from ingressctl.configs.dynamic_upstreams import (
     endpoint_changes,
     slots_for,
 )
-from ingressctl.nginx.dynamic_peers import DynamicUpdateError, format_body
+from ingressctl.nginx.dynamic_peers import MODULE_FILE, DynamicUpdateError, dynamic_peers_module, format_body
 
 SPARE = "unix:/run/nginx-502-server.sock"
 PARAMS = "max_fails=1 fail_timeout=10s max_conns=0"
@@ -129,3 +131,24 @@ def test_blocks_are_found_at_the_start_of_the_text_and_of_lines_only() -> None:
     assert len(servers(out, "u")) == 2
     assert out.endswith("# upstream x {\n}\nproxy_next_upstream v {\n}\n")
     assert d.slot("g", "server {\n}\n") == "server {\n}\n"
+
+
+@pytest.mark.parametrize(("version", "compat", "stamp", "found"), [
+    ("1.22.1", True, "1.22.1 abc", True),
+    ("1.27.4", True, "1.22.1 abc", False),  # built for another NGINX
+    ("1.22.1", False, "1.22.1 abc", False),  # a binary that cannot load modules built --with-compat
+    ("1.22.1", True, None, False),          # no stamp: not built by build-nginx-module.sh
+])
+def test_the_module_is_used_only_with_the_nginx_it_was_built_for(
+        tmp_path: Path, version: str, compat: bool, stamp: str | None, found: bool) -> None:
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    (modules / MODULE_FILE).write_bytes(b"")
+    if stamp is not None:
+        (modules / MODULE_FILE.replace(".so", ".stamp")).write_text(stamp + "\n")
+    flags = f"--modules-path={modules}" + (" --with-compat" if compat else "")
+    binary = tmp_path / "nginx"
+    binary.write_text(f"#!/bin/sh\necho 'nginx version: nginx/{version}' >&2\n"
+                      f"echo 'configure arguments: {flags}' >&2\n")
+    binary.chmod(0o755)
+    assert dynamic_peers_module(str(binary)) == (str(modules / MODULE_FILE) if found else "")
