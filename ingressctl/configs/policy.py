@@ -48,6 +48,7 @@ class PolicySecret:
     secret_type: str = ""             # the Secret's type; "" when missing
     path: str = ""                    # its file for NGINX (types that have one), "" otherwise
     error: str = ""                   # non-empty: missing or invalid (the store's message)
+    crl_path: str = ""                # nginx.org/ca with a `ca.crl`: the file NGINX reads the CRL from
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,13 @@ class PolicyContext:
     capabilities: frozenset[str] = frozenset()   # NGINX capabilities (feature names)
     is_plus: bool = False
     replicas: int = 1                     # controller replicas (rateLimit.scale)
+    # What the types of `policy_ext` need from the static configuration and the cluster:
+    cache_dir: str = ""                   # root of the cache zones' directories (cache)
+    secrets_dir: str = ""                 # where crlFileName files are expected (ingressMTLS)
+    enable_snippets: bool = False         # externalAuth authSnippets
+    error_server: str = ""                # the 502 server, for an auth upstream without endpoints
+    endpoints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)   # "ns/svc:port" -> ready
+                                                                            # endpoints (externalAuth)
     # Filled by generate_policies for each renderer call:
     policy_namespace: str = ""
     policy_name: str = ""
@@ -105,6 +113,10 @@ class PolicyResult:
     locations: list[PolicyLocation] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     error: str = ""
+    # A server context's lines for every location of the server whose own context renders no policy of
+    # that type (type key -> lines; NIC copies a spec-level CORS policy onto the routes this way).
+    route_default: dict[str, list[str]] = field(default_factory=dict)
+    types: set[str] = field(default_factory=set)          # the policy types rendered in this context
 
     def extend(self, other: PolicyResult) -> None:
         self.http.extend(other.http)
@@ -112,6 +124,9 @@ class PolicyResult:
         self.location.extend(other.location)
         self.locations.extend(other.locations)
         self.warnings.extend(other.warnings)
+        for type_key, lines in other.route_default.items():
+            self.route_default.setdefault(type_key, []).extend(lines)
+        self.types |= other.types
         if other.error and not self.error:
             self.error = other.error
 
@@ -221,6 +236,7 @@ def generate_policies(refs: Sequence[ResolvedPolicy], ctx: PolicyContext) -> Pol
                                        index=i, siblings=siblings)
             result = POLICY_RENDERERS[type_key](spec, pctx)
             out.extend(result)
+            out.types.add(type_key)
             if result.error:
                 errors.append(result.error)
     if errors:
@@ -236,4 +252,5 @@ def dedupe(lines: Iterable[str]) -> list[str]:
 
 # The types of this project register themselves in `policy_renderers.py` (imported below), so the registry
 # is complete whenever this module is imported.
+from ingressctl.configs import policy_ext as _policy_ext  # noqa: E402,F401  (registration)
 from ingressctl.configs import policy_renderers as _policy_renderers  # noqa: E402,F401  (registration)

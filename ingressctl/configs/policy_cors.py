@@ -20,12 +20,18 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ingressctl.configs.quoting import quote, quote_regex, token
-from ingressctl.configs.templates import token_var
+from ingressctl.configs.quoting import NginxValueError, quote, quote_regex, token
 
 DEFAULT_MAX_AGE = 86400
 _VAR_PART = re.compile(r"[^A-Za-z0-9_]")
 _WILDCARD_ORIGIN = re.compile(r"(https?)://\*\.(.+)")
+_VARIABLE = re.compile(r"\$[A-Za-z_][A-Za-z0-9_]{0,255}")
+
+
+def _variable(name: str) -> str:
+    if not _VARIABLE.fullmatch(name):
+        raise NginxValueError(f"expected an NGINX variable, got {name!r}")
+    return name
 
 
 def cors_origin_variable(owner_ns: str, owner: str, owner_type: str, policy_ns: str, policy: str,
@@ -46,7 +52,7 @@ def cors_origin(spec: Mapping[str, Any], variable: str) -> tuple[str, list[str]]
         return quote("*"), []
     if len(origins) == 1 and not _WILDCARD_ORIGIN.fullmatch(origins[0]):
         return quote(origins[0]), []
-    lines = [f"map $http_origin {token_var(variable)} {{", '    default "";']
+    lines = [f"map $http_origin {_variable(variable)} {{", '    default "";']
     for o in origins:
         m = _WILDCARD_ORIGIN.fullmatch(o)
         if m:
@@ -55,7 +61,7 @@ def cors_origin(spec: Mapping[str, Any], variable: str) -> tuple[str, list[str]]
         else:
             lines.append(f"    {quote(o)} {quote(o)};")
     lines.append("}")
-    return token_var(variable), lines
+    return _variable(variable), lines
 
 
 def _headers(spec: Mapping[str, Any], origin: str) -> list[str]:

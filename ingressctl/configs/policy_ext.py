@@ -1,6 +1,6 @@
-"""Renderers of the policy types ingressMTLS, egressMTLS, cache, cors and externalAuth (see `configs/policy.py`
-for the contract), registered on import. The directives themselves come from `policy_mtls`, `policy_cache`,
-`policy_cors` and `policy_extauth`.
+"""Renderers of the policy types ingressMTLS, egressMTLS, cache, cors and externalAuth (see
+`configs/policy.py` for the contract), registered on import. The directives themselves come from
+`policy_mtls`, `policy_cache`, `policy_cors` and `policy_extauth`.
 
 Guarantees (for validated policies):
 - ingressMTLS: only in a server context (VirtualServer spec, Ingress server) of a server that terminates TLS,
@@ -43,7 +43,6 @@ from ingressctl.configs.policy_extauth import (
     exauth_signin,
     exauth_upstream_lines,
     exauth_upstream_name,
-    internal_path,
 )
 from ingressctl.configs.policy_mtls import egress_mtls_lines, ingress_mtls_lines
 
@@ -122,7 +121,7 @@ def render_cors(spec: Mapping[str, Any], ctx: PolicyContext) -> PolicyResult:
     origin, http = cors_origin(spec, variable)
     lines = cors_lines(spec, origin)
     if ctx.is_server_level:
-        return PolicyResult(http=http, route_default=lines)
+        return PolicyResult(http=http, route_default={"cors": lines})
     return PolicyResult(http=http, location=lines)
 
 
@@ -136,13 +135,12 @@ def render_external_auth(spec: Mapping[str, Any], ctx: PolicyContext) -> PolicyR
     servers = ctx.endpoints.get(f"{svc_ns}/{svc}:{auth_service_port(spec)}", ())
     trusted = ctx.secrets.get("trustedCertSecret")
     result = PolicyResult(http=["\n".join(exauth_upstream_lines(upstream, servers, ctx.error_server))])
-    internal = exauth_internal_location(spec, upstream, (svc_ns, svc), trusted.path if trusted else "",
-                                        enable_snippets=ctx.enable_snippets)
-    result.locations.append(PolicyLocation(internal_path(spec), tuple(internal)))
-    signin_lines, signin_location = exauth_signin(spec, upstream)
+    path, internal = exauth_internal_location(spec, upstream, (svc_ns, svc), trusted.path if trusted else "",
+                                              enable_snippets=ctx.enable_snippets)
+    result.locations.append(PolicyLocation(path, tuple(internal)))
+    signin_lines, signin_path, signin_location = exauth_signin(spec, upstream)
     if signin_location:
-        base = str(spec.get("authSigninRedirectBasePath") or "/oauth2")
-        result.locations.append(PolicyLocation(base, tuple(signin_location)))
+        result.locations.append(PolicyLocation(signin_path, tuple(signin_location)))
     result.location = [*exauth_auth_lines(spec), *signin_lines]
     return _at_level(result, ctx)
 

@@ -7,7 +7,8 @@ Guarantees:
 - `exauth_upstream_lines(name, servers, error_server)`: the http-level `upstream` block of the auth Service's
   ready endpoints; without any, the built-in 502 server (the protected requests then fail with 500, never
   pass unauthenticated).
-- `exauth_internal_location(spec, upstream, ...)`: `location = /_external_auth<authURI>` (internal) that
+- `exauth_internal_location(spec, upstream, ...)`: the location argument and the lines of
+  `location = /_external_auth<authURI>` (internal) that
   proxies a body-less copy of the request headers to `<scheme>://<upstream><authURI>` with `Host`,
   `X-Original-URI`, `X-Original-Method` and `X-Scheme`, `client_max_body_size 0`, TLS to the auth Service
   (`sslEnabled`: SNI `sniName` or `<svc>.<ns>.svc`; `sslVerify`: depth and the trusted CA, or the system
@@ -68,32 +69,31 @@ def exauth_upstream_lines(name: str, servers: Sequence[str], error_server: str) 
 
 
 def exauth_internal_location(spec: Mapping[str, Any], upstream: str, service: tuple[str, str],
-                             trusted_path: str = "", *, enable_snippets: bool = False) -> list[str]:
+                             trusted_path: str = "", *, enable_snippets: bool = False
+                             ) -> tuple[str, list[str]]:
     """See the module docstring."""
     ssl = spec.get("sslEnabled") is True
     uri = str(spec.get("authURI") or "/")
-    lines = [f"location = {quote_regex(internal_path(spec))} {{",
-             "    internal;",
-             "    proxy_pass_request_body off;",
-             '    proxy_set_header Content-Length "";',
-             "    proxy_set_header Host $host;",
-             "    proxy_set_header X-Original-URI $request_uri;",
-             "    proxy_set_header X-Original-Method $request_method;",
-             "    proxy_set_header X-Scheme $scheme;",
-             "    client_max_body_size 0;"]
+    lines = ["internal;",
+             "proxy_pass_request_body off;",
+             'proxy_set_header Content-Length "";',
+             "proxy_set_header Host $host;",
+             "proxy_set_header X-Original-URI $request_uri;",
+             "proxy_set_header X-Original-Method $request_method;",
+             "proxy_set_header X-Scheme $scheme;",
+             "client_max_body_size 0;"]
     if ssl:
         sni = str(spec.get("sniName") or f"{service[1]}.{service[0]}.svc")
-        lines += ["    proxy_ssl_server_name on;", f"    proxy_ssl_name {arg(sni)};"]
+        lines += ["proxy_ssl_server_name on;", f"proxy_ssl_name {arg(sni)};"]
         if spec.get("sslVerify") is True:
             depth = spec.get("sslVerifyDepth")
             depth = depth if isinstance(depth, int) and not isinstance(depth, bool) else 1
-            lines += ["    proxy_ssl_verify on;", f"    proxy_ssl_verify_depth {depth};",
-                      f"    proxy_ssl_trusted_certificate {arg(trusted_path or SYSTEM_CA_BUNDLE)};"]
+            lines += ["proxy_ssl_verify on;", f"proxy_ssl_verify_depth {depth};",
+                      f"proxy_ssl_trusted_certificate {arg(trusted_path or SYSTEM_CA_BUNDLE)};"]
     if enable_snippets and spec.get("authSnippets"):
-        lines += [f"    {ln.strip()}" for ln in str(spec["authSnippets"]).splitlines() if ln.strip()]
-    lines += [f"    proxy_pass {quote_vars(('https' if ssl else 'http') + '://' + token(upstream) + uri)};",
-              "}"]
-    return lines
+        lines += [ln.strip() for ln in str(spec["authSnippets"]).splitlines() if ln.strip()]
+    lines.append(f"proxy_pass {quote_vars(('https' if ssl else 'http') + '://' + token(upstream) + uri)};")
+    return f"= {quote_regex(internal_path(spec))}", lines
 
 
 def exauth_auth_lines(spec: Mapping[str, Any]) -> list[str]:
@@ -101,17 +101,15 @@ def exauth_auth_lines(spec: Mapping[str, Any]) -> list[str]:
     return [f"auth_request {quote_regex(internal_path(spec))};"]
 
 
-def exauth_signin(spec: Mapping[str, Any], upstream: str) -> tuple[list[str], list[str]]:
-    """(server lines, the sign-in location's lines), both empty without `authSigninURI`."""
+def exauth_signin(spec: Mapping[str, Any], upstream: str) -> tuple[list[str], str, list[str]]:
+    """(the context's lines, the sign-in location's path and lines), all empty without `authSigninURI`."""
     signin = str(spec.get("authSigninURI") or "")
     if not signin:
-        return [], []
+        return [], "", []
     base = str(spec.get("authSigninRedirectBasePath") or DEFAULT_SIGNIN_BASE)
     scheme = "https" if spec.get("sslEnabled") is True else "http"
-    location = [f"location {quote_regex(base)} {{",
-                "    auth_request off;",
-                "    proxy_set_header Host $host;",
-                "    proxy_set_header X-Auth-Request-Redirect $request_uri;",
-                f"    proxy_pass {quote_vars(scheme + '://' + token(upstream))};",
-                "}"]
-    return [f"error_page 401 {quote_vars(signin)};"], location
+    location = ["auth_request off;",
+                "proxy_set_header Host $host;",
+                "proxy_set_header X-Auth-Request-Redirect $request_uri;",
+                f"proxy_pass {quote_vars(scheme + '://' + token(upstream))};"]
+    return [f"error_page 401 {quote_vars(signin)};"], quote_regex(base), location

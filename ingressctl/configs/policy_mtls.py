@@ -4,7 +4,9 @@ Guarantees:
 - `ingress_mtls_lines(spec, ca_path, crl_path)`: the server-level `ssl_client_certificate`, optional
   `ssl_crl`, `ssl_verify_client` (default `on`) and `ssl_verify_depth` (default 1) of a validated spec.
   With `verifyClient: on` NGINX itself refuses a request without a client certificate or with one the CA did
-  not sign (400); `optional`/`optional_no_ca` let it through with `$ssl_client_verify` set.
+  not sign (400); `optional`/`optional_no_ca` let it through with `$ssl_client_verify` set. Unlike NIC,
+  `on` also answers 400 to requests on the server's plain-HTTP listener (they carry no certificate), so
+  the policy cannot be bypassed over HTTP.
 - `egress_mtls_lines(spec, cert_path, trusted_path, prefix)`: `<prefix>_ssl_certificate`/`_key` (the TLS
   Secret's PEM holds both), `_trusted_certificate`, `_verify`, `_verify_depth` (1), `_protocols`
   (`TLSv1 TLSv1.1 TLSv1.2`), `_ciphers` (`DEFAULT`), `_session_reuse` (on), `_server_name` (off) and `_name`
@@ -35,8 +37,11 @@ def ingress_mtls_lines(spec: Mapping[str, Any], ca_path: str, crl_path: str = ""
     lines = [f"ssl_client_certificate {arg(ca_path)};"]
     if crl_path:
         lines.append(f"ssl_crl {arg(crl_path)};")
-    lines.append(f"ssl_verify_client {token(str(spec.get('verifyClient') or 'on'))};")
+    verify = str(spec.get("verifyClient") or "on")
+    lines.append(f"ssl_verify_client {token(verify)};")
     lines.append(f"ssl_verify_depth {_int(spec.get('verifyDepth'), 1)};")
+    if verify == "on":   # the server's plain-HTTP listener must not serve what HTTPS protects
+        lines.append("if ($ssl_client_verify != SUCCESS) { return 400; }")
     return lines
 
 

@@ -84,7 +84,8 @@ def _validate_codes(field: str, codes: Any, time: Any) -> list[FieldError]:
     return errs
 
 
-def _validate_list(field: str, values: Any, allowed: tuple[str, ...], *, maximum: int = 0) -> list[FieldError]:
+def _validate_list(field: str, values: Any, allowed: tuple[str, ...], *,
+                   maximum: int = 0) -> list[FieldError]:
     if values is None:
         return []
     if not isinstance(values, list):

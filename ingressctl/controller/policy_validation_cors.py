@@ -5,10 +5,10 @@ Guarantees:
 - `validate_cors(field, spec)` returns every error at once; it never reads the cluster.
 - `allowOrigin` is required (at least one entry); each entry is `*` (then the only one), an origin
   `http(s)://host[:port]`, or a one-level wildcard origin `http(s)://*.domain` - never a path, query,
-  fragment or user part. `allowMethods` come from GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH (HEAD is implied
-  by GET, so both together are refused). `allowHeaders` are HTTP header names (or a lone `*`), none of the
-  request headers browsers forbid scripts to set. `exposeHeaders` are header names (or a lone `*`), never
-  `Set-Cookie`. `allowCredentials` is a boolean and may not be true with the `*` origin. `maxAge` >= 0.
+  fragment or user part. `allowMethods` come from GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH (HEAD is
+  implied by GET, so both together are refused). `allowHeaders` are HTTP header names (or a lone `*`), none
+  of the request headers browsers forbid scripts to set. `exposeHeaders` are header names (or a lone `*`),
+  never `Set-Cookie`. `allowCredentials` is a boolean and may not be true with the `*` origin. `maxAge` >= 0.
 - No entry can carry `;`, `{`, `}`, `$`, quotes, backslashes, backticks, whitespace or control characters,
   so no value can change the configuration it is written into.
 """

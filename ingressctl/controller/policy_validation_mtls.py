@@ -69,10 +69,10 @@ def validate_ingress_mtls(field: str, spec: Mapping[str, Any]) -> list[FieldErro
         errs.append(not_supported(f"{field}.verifyClient", verify, VERIFY_CLIENT_VALUES))
     errs += validate_positive_int_or_zero(f"{field}.verifyDepth", spec.get("verifyDepth"))
     crl = spec.get("crlFileName")
-    if crl not in (None, ""):
-        if not isinstance(crl, str) or not _CRL_FILE_NAME.fullmatch(crl) or crl in (".", ".."):
-            errs.append(invalid(f"{field}.crlFileName", crl,
-                                "must be a file name (letters, digits, '_', '.' and '-'; no directory)"))
+    if crl not in (None, "") and (not isinstance(crl, str) or not _CRL_FILE_NAME.fullmatch(crl)
+                                  or crl in (".", "..")):
+        errs.append(invalid(f"{field}.crlFileName", crl,
+                            "must be a file name (letters, digits, '_', '.' and '-'; no directory)"))
     return errs
 
 

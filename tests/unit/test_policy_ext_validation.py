@@ -33,7 +33,8 @@ def test_ingress_mtls_valid_and_defaults() -> None:
      '"optional_no_ca"'),
     ({"clientCertSecret": "ca", "verifyDepth": -1},
      "spec.ingressMTLS.verifyDepth: Invalid value: -1: must be positive or zero"),
-    ({"clientCertSecret": "ca", "crlFileName": "../etc/passwd"}, "spec.ingressMTLS.crlFileName: Invalid value"),
+    ({"clientCertSecret": "ca", "crlFileName": "../etc/passwd"},
+     "spec.ingressMTLS.crlFileName: Invalid value"),
     ({"clientCertSecret": "ca", "crlFileName": "a;b"}, "spec.ingressMTLS.crlFileName: Invalid value"),
 ])
 def test_ingress_mtls_errors(spec: dict[str, Any], expected: str) -> None:
@@ -52,8 +53,8 @@ def test_egress_mtls_valid() -> None:
 
 
 @pytest.mark.parametrize(("spec", "expected"), [
-    ({"verifyServer": True}, "spec.egressMTLS.trustedCertSecret: Required value: must be set when verifyServer "
-                             "is 'true'"),
+    ({"verifyServer": True},
+     "spec.egressMTLS.trustedCertSecret: Required value: must be set when verifyServer is 'true'"),
     ({"tlsSecret": "UP"}, 'spec.egressMTLS.tlsSecret: Invalid value: "UP"'),
     ({"sslName": "bad name"}, 'spec.egressMTLS.sslName: Invalid value: "bad name"'),
     ({"verifyDepth": -2}, "spec.egressMTLS.verifyDepth: Invalid value: -2: must be positive or zero"),
@@ -165,7 +166,8 @@ def test_external_auth_valid() -> None:
                                   enable_snippets=False) == []
     assert validate_external_auth("spec.externalAuth", {
         "authURI": "/oauth2/auth", "authServiceName": "auth-ns/oauth2-proxy", "authServicePorts": [4180],
-        "authSigninURI": "https://$host/oauth2/start?rd=${request_uri}", "authSigninRedirectBasePath": "/oauth2",
+        "authSigninURI": "https://$host/oauth2/start?rd=${request_uri}",
+        "authSigninRedirectBasePath": "/oauth2",
         "authSnippets": "proxy_set_header X-Extra 1;", "sslEnabled": True, "sslVerify": True,
         "sslVerifyDepth": 2, "trustedCertSecret": "auth-ns/ca", "sniName": "auth.example.com"},
         enable_snippets=True) == []
