@@ -22,7 +22,6 @@ Guarantees:
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping, Sequence
 
 from ingressctl.configs.config import IngressNginxConfig, Location, Server
@@ -38,12 +37,11 @@ from ingressctl.configs.policy import (
     generate_policies,
     policy_type_of,
 )
-from ingressctl.configs.policy_cache import default_cache_dir
+from ingressctl.configs.policy_ext import policy_context_params
 
 POLICIES_ANNOTATION = "nginx.org/policies"
 INGRESS_POLICY_TYPES = frozenset({"accessControl", "cors", "egressMTLS", "externalAuth", "ingressMTLS"})
 INGRESS_OWNER = "ingress"
-ERROR_SERVER_SOCKET = "nginx-502-server.sock"
 
 
 def parse_policy_refs(value: str, namespace: str) -> list[str]:
@@ -61,12 +59,8 @@ def unsupported_on_ingress(key: str, type_key: str) -> str:
 
 
 def _context(ex: IngressEx, static: StaticConfigParams, level: str, tls: bool) -> PolicyContext:
-    secrets_dir = static.secrets_dir or os.path.join(static.conf_dir, "secrets")
     return PolicyContext(owner_kind=INGRESS_OWNER, owner_namespace=ex.namespace, owner_name=ex.name,
-                         level=level, tls=tls, cache_dir=default_cache_dir(static.run_dir),
-                         secrets_dir=secrets_dir, enable_snippets=static.enable_snippets,
-                         error_server=f"unix:{os.path.join(static.run_dir, ERROR_SERVER_SOCKET)}",
-                         endpoints=dict(ex.policy_endpoints))
+                         level=level, tls=tls, **policy_context_params(static, ex.policy_endpoints))
 
 
 def _generate(ex: IngressEx, static: StaticConfigParams, level: str, *, tls: bool,
@@ -135,7 +129,7 @@ def apply_ingress_policies(cfg: IngressNginxConfig, ex: IngressEx, static: Stati
         warnings += [w for w in sr.warnings if w not in warnings]
         if not sr.error:
             http += sr.http
-        defaults = {} if sr.error else sr.route_default
+        defaults = {} if sr.error else sr.inherited
         locations = []
         for loc in server.locations:
             own = minion_results.get((loc.minion.namespace, loc.minion.name)) if loc.minion else None

@@ -22,6 +22,9 @@ Contract (other policy types and owners build on it; changes are additive only):
   meant to be deduplicated by the owner across its contexts (`dedupe`); `server` lines at server level
   (spec / Ingress server contexts), `location` lines inside each location of the context (including its
   internal split and match locations), `locations` are extra internal locations for the server.
+  `inherited` (server-level contexts) maps a type to lines each location gets unless its own context has
+  a policy of that type (`types` lists a context's types), for rules that cannot sit at server level and
+  still be overridden by a location (NIC: the route's policy of a type wins over the spec's).
 - Never reads the cluster; pure apart from the registries, which are filled at import time.
 """
 
@@ -113,10 +116,10 @@ class PolicyResult:
     locations: list[PolicyLocation] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     error: str = ""
-    # A server context's lines for every location of the server whose own context renders no policy of
-    # that type (type key -> lines; NIC copies a spec-level CORS policy onto the routes this way).
-    route_default: dict[str, list[str]] = field(default_factory=dict)
-    types: set[str] = field(default_factory=set)          # the policy types rendered in this context
+    # Server-level contexts only: lines for each location of the server whose own context has no policy of
+    # that type (for what cannot be written at server level and still be overridden by a location).
+    inherited: dict[str, list[str]] = field(default_factory=dict)
+    types: list[str] = field(default_factory=list)     # the policy types of the context (generate_policies)
 
     def extend(self, other: PolicyResult) -> None:
         self.http.extend(other.http)
@@ -124,9 +127,8 @@ class PolicyResult:
         self.location.extend(other.location)
         self.locations.extend(other.locations)
         self.warnings.extend(other.warnings)
-        for type_key, lines in other.route_default.items():
-            self.route_default.setdefault(type_key, []).extend(lines)
-        self.types |= other.types
+        for type_key, lines in other.inherited.items():
+            self.inherited.setdefault(type_key, []).extend(lines)
         if other.error and not self.error:
             self.error = other.error
 
@@ -162,6 +164,19 @@ def policy_type_of(policy: Mapping[str, Any]) -> str:
         if spec.get(k) is not None:
             return k
     return ""
+
+
+def ref_key(ref: Any, default_namespace: str) -> str:
+    """A policy reference (`{name, namespace?}`) as "namespace/name"; the namespace defaults to the one of
+    the object that holds the reference."""
+    r = ref if isinstance(ref, Mapping) else {}
+    return f"{r.get('namespace') or default_namespace}/{r.get('name') or ''}"
+
+
+def ref_keys(refs: Any, default_namespace: str) -> list[str]:
+    """The keys of a list of references, in order, without repeats."""
+    items = refs if isinstance(refs, list) else []
+    return list(dict.fromkeys(ref_key(r, default_namespace) for r in items))
 
 
 def missing_or_invalid(key: str) -> str:
@@ -236,12 +251,12 @@ def generate_policies(refs: Sequence[ResolvedPolicy], ctx: PolicyContext) -> Pol
                                        index=i, siblings=siblings)
             result = POLICY_RENDERERS[type_key](spec, pctx)
             out.extend(result)
-            out.types.add(type_key)
             if result.error:
                 errors.append(result.error)
     if errors:
-        return PolicyResult(warnings=list(dict.fromkeys(out.warnings)), error=errors[0])
+        return PolicyResult(warnings=list(dict.fromkeys(out.warnings)), error=errors[0], types=order)
     out.warnings = list(dict.fromkeys(out.warnings))
+    out.types = order
     return out
 
 
@@ -252,5 +267,5 @@ def dedupe(lines: Iterable[str]) -> list[str]:
 
 # The types of this project register themselves in `policy_renderers.py` (imported below), so the registry
 # is complete whenever this module is imported.
-from ingressctl.configs import policy_ext as _policy_ext  # noqa: E402,F401  (registration)
+from ingressctl.configs import policy_ext as _policy_ext  # noqa: E402, F401  (registration)
 from ingressctl.configs import policy_renderers as _policy_renderers  # noqa: E402,F401  (registration)

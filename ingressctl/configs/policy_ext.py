@@ -13,7 +13,7 @@ Guarantees (for validated policies):
 - cache: the zone `proxy_cache_path` at http level (one per owner and zone name), `proxy_cache...` in the
   context. First per context wins (warning).
 - cors: the origin map at http level when needed; the `add_header` and preflight lines always go in the
-  locations (NIC copies a spec-level CORS policy onto every route without one: `PolicyResult.route_default`).
+  locations (NIC copies a spec-level CORS policy onto every route without one: `PolicyResult.inherited`).
   First per context wins (warning).
 - externalAuth: the auth upstream at http level (the auth Service's endpoints from the context, the 502
   server when none), the internal `/_external_auth<authURI>` location, `auth_request` in the context, and
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ingressctl.configs.policy import (
     LEVEL_SUBROUTE,
@@ -33,7 +33,7 @@ from ingressctl.configs.policy import (
     PolicyResult,
     register_policy_renderer,
 )
-from ingressctl.configs.policy_cache import cache_lines, cache_path_line, cache_zone_name
+from ingressctl.configs.policy_cache import cache_lines, cache_path_line, cache_zone_name, default_cache_dir
 from ingressctl.configs.policy_cors import cors_lines, cors_origin, cors_origin_variable
 from ingressctl.configs.policy_extauth import (
     auth_service,
@@ -46,9 +46,26 @@ from ingressctl.configs.policy_extauth import (
 )
 from ingressctl.configs.policy_mtls import egress_mtls_lines, ingress_mtls_lines
 
+if TYPE_CHECKING:
+    from ingressctl.configs.configmaps import StaticConfigParams
+
 SECRET_TYPE_CA = "nginx.org/ca"
 SECRET_TYPE_TLS = "kubernetes.io/tls"
 INGRESS_OWNER = "ingress"
+
+
+ERROR_SERVER_SOCKET = "nginx-502-server.sock"
+
+
+def policy_context_params(static: StaticConfigParams,
+                          endpoints: Mapping[str, tuple[str, ...]]) -> dict[str, Any]:
+    """The `PolicyContext` fields these types read, from the static configuration and the auth Services'
+    endpoints."""
+    return {"cache_dir": default_cache_dir(static.run_dir),
+            "secrets_dir": static.secrets_dir or os.path.join(static.conf_dir, "secrets"),
+            "enable_snippets": static.enable_snippets,
+            "error_server": f"unix:{os.path.join(static.run_dir, ERROR_SERVER_SOCKET)}",
+            "endpoints": dict(endpoints)}
 
 
 def _key(ctx: PolicyContext) -> str:
@@ -121,7 +138,7 @@ def render_cors(spec: Mapping[str, Any], ctx: PolicyContext) -> PolicyResult:
     origin, http = cors_origin(spec, variable)
     lines = cors_lines(spec, origin)
     if ctx.is_server_level:
-        return PolicyResult(http=http, route_default={"cors": lines})
+        return PolicyResult(http=http, inherited={"cors": lines})
     return PolicyResult(http=http, location=lines)
 
 

@@ -160,9 +160,13 @@ def render_api_key(spec: Mapping[str, Any], ctx: PolicyContext) -> PolicyResult:
     include = arg(secret.path if secret else "")
     result.http.append(f"map {quote_vars(apikey_source(spec))} {variable} {{ include {include}; "
                        f'"" {APIKEY_MISSING}; default {APIKEY_UNKNOWN}; }}')
-    result.location = [f"if ({variable} = {APIKEY_MISSING}) {{ return 401; }}",
-                       f"if ({variable} = {APIKEY_UNKNOWN}) {{ return 403; }}"]
-    return _at_level(result, ctx)
+    checks = [f"if ({variable} = {APIKEY_MISSING}) {{ return 401; }}",
+              f"if ({variable} = {APIKEY_UNKNOWN}) {{ return 403; }}"]
+    if ctx.is_server_level:     # an `if` in the server would run before any location could override it
+        result.inherited["apiKey"] = checks
+    else:
+        result.location = checks
+    return result
 
 
 def apikey_map_entries(keys: Mapping[str, str]) -> str:

@@ -9,8 +9,10 @@ Guarantees:
   `/internal_location_splits_<i>_split_<j>`, `/internal_location_matches_<i>_match_<j>`, `..._default`.
 - Upstream defaults come from the ConfigMap (lb-method, max-fails, fail-timeout, keepalive, proxy timeouts,
   client-max-body-size, buffering); an upstream without endpoints points at the built-in 502 server.
-- A route (or the whole server, for spec policies) that references a Policy answers 500 with a warning:
-  Policies are not served yet. Snippets are used only with `enable_snippets`.
+- Policies (`configs/policy_vs.py`): spec policies render in the server, route and subroute policies in
+  each location of the route (its split and match locations too), http-level lines before the server. A
+  context whose policies fail (missing, invalid, bad Secret, NGINX Plus only) answers 500 there (the whole
+  server for spec policies) with a warning. Snippets are used only with `enable_snippets`.
 - Redirect and return actions and error pages are NGINX `return` and `error_page` constructs; splits are
   `split_clients` on `$request_id`; matches are chained `map`s (all conditions of a match must hold; the
   first matching match wins; otherwise the route's default).
@@ -25,6 +27,9 @@ from typing import Any
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.ingress_ex import SecretReference
+from ingressctl.configs.policy import PolicyLocation, ResolvedPolicy
+from ingressctl.configs.policy_ext import policy_context_params
+from ingressctl.configs.policy_vs import VSPolicies
 from ingressctl.keys import ResourceKey
 
 VS_KIND = "virtualserver"
@@ -45,6 +50,8 @@ class VirtualServerEx:
                                                  # upstreams under `vsr_endpoints_key`
     tls_secret: SecretReference | None = None    # None: no spec.tls.secret
     vsrs: list[dict[str, Any]] = field(default_factory=list)   # the VirtualServerRoutes delegated to
+    policies: Mapping[str, ResolvedPolicy] = field(default_factory=dict)   # "ns/name" -> resolved Policy
+    policy_endpoints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)   # externalAuth Services
 
     @property
     def namespace(self) -> str:
@@ -106,6 +113,7 @@ class VSLocation:
     service: str = ""
     snippets: list[str] = field(default_factory=list)
     return_500: bool = False
+    policy_lines: list[str] = field(default_factory=list)                    # complete, safe directives
     error_pages: list[tuple[str, str, str]] = field(default_factory=list)   # (codes, "=code" part, target)
     # Actions.
     redirect: tuple[int, str] | None = None
@@ -160,6 +168,8 @@ class VSServer:
     gunzip: bool = False
     server_tokens: str = "on"
     return_500: bool = False
+    policy_lines: list[str] = field(default_factory=list)                    # complete, safe directives
+    policy_locations: list[PolicyLocation] = field(default_factory=list)
     catch_all_404: bool = True           # no route for "/": unrouted requests get 404 (not a static file)
     snippets: list[str] = field(default_factory=list)
     locations: list[VSLocation] = field(default_factory=list)
@@ -175,6 +185,7 @@ class VSConfig:
     maps: list[VSMap]
     http_snippets: list[str]
     server: VSServer
+    policy_http: list[str] = field(default_factory=list)     # http-level policy lines (zones, maps)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -190,14 +201,6 @@ def _l(v: Any) -> list[Any]:
 
 def _lines(text: Any) -> list[str]:
     return [ln for ln in str(text or "").splitlines() if ln.strip()]
-
-
-def _policy_refs(refs: list[Any], namespace: str) -> list[str]:
-    out = []
-    for r in refs:
-        rd = _d(r)
-        out.append(f"{rd.get('namespace') or namespace}/{rd.get('name') or ''}")
-    return out
 
 
 def unescape(value: Any) -> str:
@@ -231,7 +234,8 @@ def condition_source(cond: Mapping[str, Any]) -> str:
 class _Generator:
     """One VirtualServer's model (see the module docstring); counters run across the whole server."""
 
-    def __init__(self, ex: VirtualServerEx, static: StaticConfigParams, config: ConfigParams) -> None:
+    def __init__(self, ex: VirtualServerEx, static: StaticConfigParams, config: ConfigParams,
+                 replicas: int = 1) -> None:
         self.ex = ex
         self.static = static
         self.config = config
@@ -253,6 +257,12 @@ class _Generator:
         redirect = _d(tls.get("redirect"))
         self.forwarded_proto = ("$http_x_forwarded_proto" if redirect.get("enable")
                                 and redirect.get("basedOn") == "x-forwarded-proto" else "$scheme")
+        tls_secret = ex.tls_secret
+        terminates_tls = self.spec.get("tls") is not None and bool(
+            (tls_secret is not None and tls_secret.path and not tls_secret.error)
+            or (tls_secret is None and static.wildcard_tls_path))
+        self.policies = VSPolicies(ex.policies, self.ns, self.name, tls=terminates_tls, replicas=replicas,
+                                   context=policy_context_params(static, ex.policy_endpoints))
 
     def upstream_name(self, name: str) -> str:
         return f"vs_{self.ns}_{self.name}_{name}"
@@ -333,8 +343,10 @@ class _Generator:
 
     def _action_location(self, modifier: str, path: str, action: Mapping[str, Any],
                          route: Mapping[str, Any], *, internal: bool, route_modifier: str, route_path: str,
-                         return_500: bool, scope: Mapping[str, str]) -> VSLocation:
-        loc = VSLocation(modifier=modifier, path=path, internal=internal, return_500=return_500)
+                         return_500: bool, scope: Mapping[str, str],
+                         policy_lines: tuple[str, ...] = ()) -> VSLocation:
+        loc = VSLocation(modifier=modifier, path=path, internal=internal, return_500=return_500,
+                         policy_lines=list(policy_lines))
         snippets = route.get("location-snippets")
         if self.static.enable_snippets:
             loc.snippets = _lines(snippets) if snippets else list(self.config.location_snippets)
@@ -408,17 +420,20 @@ class _Generator:
             return regex, rewrite_path, "break"
         return f"^{_regex_escape(path)}(.*)$", rewrite_path + "$1", "break"
 
-    def add_route(self, route: Mapping[str, Any], scope: Mapping[str, str]) -> None:
+    def add_route(self, route: Mapping[str, Any], scope: Mapping[str, str],
+                  vsr: tuple[str, str] | None = None, parent_policies: Any = None) -> None:
         path = str(route.get("path") or "")
         modifier, plain = self._route_path(path)
-        policies = _policy_refs(_l(route.get("policies")), self.ns)
-        for p in policies:
-            self.warnings.append(f"Policy {p} is missing or invalid")
-        return_500 = bool(policies)
+        if vsr is None:
+            pol = self.policies.route(route.get("policies"), path)
+        else:
+            pol = self.policies.subroute(route.get("policies"), vsr, parent_policies, path)
+        self.warnings.extend(w for w in pol.warnings if w not in self.warnings)
+        return_500 = bool(pol.error)
         matches = _l(route.get("matches"))
         splits = _l(route.get("splits"))
         kw: dict[str, Any] = {"route_modifier": modifier, "route_path": plain, "return_500": return_500,
-                              "scope": scope}
+                              "scope": scope, "policy_lines": tuple(pol.location)}
         if matches:
             variable = self._matches(route, matches, splits, kw)
             self.locations.append(VSLocation(modifier, plain, rewrite_to=variable))
@@ -485,9 +500,8 @@ class _Generator:
 
     def build(self) -> VSConfig:
         spec, static, c = self.spec, self.static, self.config
-        spec_policies = _policy_refs(_l(spec.get("policies")), self.ns)
-        for p in spec_policies:
-            self.warnings.append(f"Policy {p} is missing or invalid")
+        spec_policies = self.policies.spec(spec.get("policies"))
+        self.warnings.extend(w for w in spec_policies.warnings if w not in self.warnings)
         vsrs = {f"{_d(v.get('metadata')).get('namespace')}/{_d(v.get('metadata')).get('name')}": v
                 for v in self.ex.vsrs}
         for route in _l(spec.get("routes")):
@@ -503,13 +517,15 @@ class _Generator:
             scope = self._register(_l(vsr_spec.get("upstreams")),
                                    (str(meta.get("namespace")), str(meta.get("name"))))
             # NIC: the delegating route's error pages, snippets and policies reach subroutes without theirs.
-            inherited = {k: rd[k] for k in ("errorPages", "location-snippets", "policies") if rd.get(k)}
+            inherited = {k: rd[k] for k in ("errorPages", "location-snippets") if rd.get(k)}
+            vsr_key = (str(meta.get("namespace")), str(meta.get("name")))
             for subroute in _l(vsr_spec.get("subroutes")):
-                self.add_route({**inherited, **_d(subroute)}, scope)
+                self.add_route({**inherited, **_d(subroute)}, scope, vsr_key, rd.get("policies"))
         server = VSServer(server_name=str(spec.get("host") or ""), http_port=static.http_port,
                           https_port=static.https_port, disable_ipv6=static.disable_ipv6, namespace=self.ns,
                           name=self.name, gunzip=bool(spec.get("gunzip")), server_tokens=c.server_tokens,
-                          return_500=bool(spec_policies), http2=c.http2)
+                          return_500=bool(spec_policies.error), http2=c.http2,
+                          policy_lines=spec_policies.server)
         tls = spec.get("tls")
         if tls is not None:
             t = _d(tls)
@@ -531,12 +547,14 @@ class _Generator:
         server.locations = self.locations
         server.catch_all_404 = not any(loc.modifier == "" and loc.path == "/" for loc in self.locations)
         server.named_returns = self.named_returns
+        server.policy_locations = self.policies.locations
         for name, u in sorted(self.upstreams.items()):
             if u.get("type") == "grpc" and not (server.ssl and c.http2):
                 self.warnings.append(f"gRPC cannot be configured for upstream {name}. gRPC requires enabled "
                                      "HTTP/2 and TLS termination.")
         http_snippets = _lines(spec.get("http-snippets")) if static.enable_snippets else []
-        return VSConfig(self.build_upstreams(), self.split_clients, self.maps, http_snippets, server)
+        return VSConfig(self.build_upstreams(), self.split_clients, self.maps, http_snippets, server,
+                        policy_http=self.policies.http)
 
 
 def _regex_escape(path: str) -> str:
@@ -544,8 +562,9 @@ def _regex_escape(path: str) -> str:
 
 
 def generate_vs_config(ex: VirtualServerEx, static: StaticConfigParams,
-                       config: ConfigParams) -> tuple[VSConfig, list[str]]:
-    """The model of one VirtualServer and its warnings (see the module docstring)."""
-    gen = _Generator(ex, static, config)
+                       config: ConfigParams, replicas: int = 1) -> tuple[VSConfig, list[str]]:
+    """The model of one VirtualServer and its warnings (see the module docstring); `replicas` scales
+    rate-limit policies that ask for it."""
+    gen = _Generator(ex, static, config, replicas)
     cfg = gen.build()
     return cfg, gen.warnings

@@ -47,7 +47,7 @@ class VirtualServerRenderer:
     def render(self, resource: object, ctx: RenderContext) -> Rendered:
         if not isinstance(resource, VirtualServerEx):
             raise TypeError(f"not a VirtualServer: {type(resource).__name__}")
-        cfg, warnings = generate_vs_config(resource, ctx.static, ctx.config)
+        cfg, warnings = generate_vs_config(resource, ctx.static, ctx.config, ctx.replicas)
         return Rendered(render_model(self._template, cfg, "virtualserver"), warnings)
 
     def catch_all(self, resource: object) -> str:

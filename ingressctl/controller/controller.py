@@ -114,6 +114,10 @@ class LoadBalancerController:
         self._is_leader = is_leader
         # Called on the sync thread after every task and after start-up completes (metrics wiring).
         self.on_synced: Callable[[], None] | None = None
+        # More users of a Secret than the Configuration knows (resources using it through a Policy).
+        self.secret_users: list[Callable[[str, str], list[Resource]]] = []
+        # More users of a Service than the Configuration knows (resources whose externalAuth Policies use it).
+        self.service_users: list[Callable[[str, str], list[Resource]]] = []
         self._in_reload_retry = False
         self._busy = False              # the sync thread is between get() and the end of _after_task()
         self.queue: RateLimitingQueue[Task] = (
@@ -338,6 +342,14 @@ class LoadBalancerController:
         """Whether changes are rendered now: after start-up, or during a legacy start-up."""
         return self._ready.is_set() or self.options.legacy_startup
 
+    def is_rendering(self) -> bool:
+        return self._rendering()
+
+    def rerender(self, resources: list[Resource], reason: str) -> None:
+        """Render configured resources again (a kind outside the Configuration changed), with events and
+        status as for any change."""
+        self._apply_with_events(resources, reason)
+
     # ------------------------------------------------------------------------------------------ syncs
 
     def _resource_syncer(self, kind: str) -> Callable[[str], None]:
@@ -360,7 +372,7 @@ class LoadBalancerController:
         if not self._rendering():
             return
         ns, name = split_key(service_key)
-        resources = self.configuration.find_resources_for_service(ns, name)
+        resources = self._service_users(ns, name)
         if not resources:
             return
         applied = self._apply(resources)
@@ -377,9 +389,19 @@ class LoadBalancerController:
                 self.status_writers.bulk_update(self.status_keys())
         if not self._rendering():
             return
-        resources = self.configuration.find_resources_for_service(ns, name)
+        resources = self._service_users(ns, name)
         if resources:
             self._apply_with_events(resources, "service")
+
+    def _service_users(self, ns: str, name: str) -> list[Resource]:
+        """The configured resources using the Service: as a backend, or through a Policy."""
+        resources = self.configuration.find_resources_for_service(ns, name)
+        if not self.service_users:
+            return resources
+        found = {r.key_with_kind: r for r in resources}
+        for users in self.service_users:
+            found.update((r.key_with_kind, r) for r in users(ns, name))
+        return [found[k] for k in sorted(found)]
 
     def sync_secret(self, key: str) -> None:
         ns, name = split_key(key)
@@ -394,6 +416,11 @@ class LoadBalancerController:
         if changed is False or not self._rendering():
             return
         resources = self.configuration.find_resources_for_secret(ns, name)
+        if self.secret_users:
+            found = {r.key_with_kind: r for r in resources}
+            for users in self.secret_users:
+                found.update((r.key_with_kind, r) for r in users(ns, name))
+            resources = [found[k] for k in sorted(found)]
         if resources:
             # NGINX reads certificates at reload: a changed file needs one even if no config text changed.
             self.configurator.request_reload()

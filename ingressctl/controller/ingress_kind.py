@@ -7,7 +7,7 @@ Guarantees:
   minion's warnings go to that minion (NIC's ChildWarnings), not to the master.
 - Only the backends of hosts the Ingress owns are resolved (a minion: only the paths it won).
 - `nginx.org/use-cluster-ip: "true"` makes a backend's single endpoint the Service's cluster IP.
-- `nginx.org/policies` are resolved by `self.policies` (see `ingress_policy_refs`); a missing, invalid or
+- `nginx.org/policies` are resolved by `self.policies` (see `policy_ext_refs`); a missing, invalid or
   unsupported Policy gets a `Rejected` Warning event on the Ingress (or minion) that references it.
 - A backend Service without endpoints gets a `NoEndpoints` Warning event on the Ingress (or minion) that
   routes to it, once per Ingress and Service until the reason changes (`endpoint_warnings`).
@@ -30,10 +30,10 @@ from ingressctl.controller.endpoint_warnings import REASON_NO_ENDPOINTS, Endpoin
 from ingressctl.controller.endpoints import BackendError, cluster_ip_endpoint, resolve_backend_endpoints
 from ingressctl.controller.handlers import IngressHandler
 from ingressctl.controller.ingress_model import IngressConfiguration
-from ingressctl.controller.ingress_policy_refs import REASON_REJECTED, IngressPolicyResolver
 from ingressctl.controller.ingress_refs import ingress_backends, ingress_secrets
 from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
 from ingressctl.controller.model import Resource
+from ingressctl.controller.policy_ext_refs import REASON_REJECTED, IngressPolicyResolver
 from ingressctl.controller.status import KindStatusWriter
 from ingressctl.controller.validation import parse_go_bool
 from ingressctl.k8s.resource import INGRESSES

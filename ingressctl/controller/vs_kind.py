@@ -6,7 +6,8 @@ Guarantees:
 - `VirtualServerBuilder.apply` resolves every upstream from the informer caches (ready EndpointSlice
   endpoints of the Service port, or the cluster IP with `use-cluster-ip`), the TLS Secret from the
   LocalSecretStore, and hands the `VirtualServerEx` to the Configurator (`conf.d/vs_<ns>_<name>.conf`).
-  An upstream whose Service or port is missing answers 502.
+  An upstream whose Service or port is missing answers 502. Policy references of the VirtualServer and its
+  VirtualServerRoutes are resolved by the Policy kind's store (without one, every reference is missing).
 - `VirtualServerStatusWriter` writes `status.state/reason/message/externalEndpoints` from the latest event
   the reporter recorded for the VirtualServer (NIC derives a CR's state from its event reason): only by the
   leader (custom-resource status does not depend on `--report-ingress-status`), only when something changed,
@@ -17,10 +18,11 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from ingressctl.configs.ingress_ex import SecretReference
+from ingressctl.configs.policy import ResolvedPolicy
 from ingressctl.configs.renderers import Renderer
 from ingressctl.configs.virtualserver import VS_KIND, VS_TYPES, VSR_KIND, VirtualServerEx, vsr_endpoints_key
 from ingressctl.configs.vs_renderer import VirtualServerRenderer
@@ -28,6 +30,8 @@ from ingressctl.controller.endpoints import BackendError, cluster_ip_endpoint, r
 from ingressctl.controller.handlers import _safe, resource_version, tombstone_key, unwrap
 from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
 from ingressctl.controller.model import Resource
+from ingressctl.controller.policy_ext_refs import with_extras
+from ingressctl.controller.policy_refs import vs_policy_references
 from ingressctl.controller.status import Address, safe_status_write
 from ingressctl.controller.task import Task
 from ingressctl.controller.vs_model import (
@@ -91,13 +95,19 @@ class KindConfigurator(Protocol):
     def add_or_update(self, key: ResourceKey, resource: object) -> list[str]: ...
 
 
+class PolicyResolver(Protocol):
+    def resolve_for(self, owners: Iterable[tuple[str, Iterable[Any]]]) -> dict[str, ResolvedPolicy]: ...
+
+
 class VirtualServerBuilder:
     """See the module docstring."""
 
-    def __init__(self, caches: Caches, secrets: SecretReferences, configurator: KindConfigurator) -> None:
+    def __init__(self, caches: Caches, secrets: SecretReferences, configurator: KindConfigurator,
+                 policies: PolicyResolver | None = None) -> None:
         self._caches = caches
         self._secrets = secrets
         self._configurator = configurator
+        self._policies = policies
 
     def forget(self, key: ResourceKey) -> None:
         pass
@@ -117,7 +127,12 @@ class VirtualServerBuilder:
                           f"VirtualServerRoute {vns}/{vname}: spec")
         secret = _d(spec.get("tls")).get("secret")
         ref = self._secrets.get_secret_reference(f"{ns}/{secret}") if secret else None
-        return VirtualServerEx(vs=vs, endpoints=endpoints, tls_secret=ref, vsrs=list(vsrs or [])), warnings
+        policies = (self._policies.resolve_for(vs_policy_references(vs, vsrs or []))
+                    if self._policies is not None else {})
+        policies, policy_endpoints = with_extras(policies, self._caches.get_object,
+                                                 self._caches.endpoint_slices)
+        return VirtualServerEx(vs=vs, endpoints=endpoints, tls_secret=ref, vsrs=list(vsrs or []),
+                               policies=policies, policy_endpoints=policy_endpoints), warnings
 
     def _resolve(self, ns: str, upstreams: list[Any], key: Callable[[str], str],
                  endpoints: dict[str, list[str]], warnings: list[str], where: str) -> None:
@@ -272,7 +287,8 @@ def _status_writer(client: StatusClient, lbc: ControllerLike, kind: str,
                                      rt=rt)
 
 
-def virtualserver_kind_factory(client: StatusClient, *, template_path: str | None = None
+def virtualserver_kind_factory(client: StatusClient, *, template_path: str | None = None,
+                               policies: PolicyResolver | None = None
                                ) -> Callable[[ControllerLike], ResourceKind]:
     """The VirtualServer's registry entry's factory (the controller calls it with itself). The template is
     compiled here, so a broken `--virtualserver-template-path` fails before anything starts
@@ -287,7 +303,7 @@ def virtualserver_kind_factory(client: StatusClient, *, template_path: str | Non
             return VirtualServerHandler(enqueue, ingress_class)
 
         return ResourceKind(name=VS_KIND, rt=VIRTUALSERVERS, handler=handler,
-                            builder=VirtualServerBuilder(lbc, lbc.secret_store, lbc.configurator),
+                            builder=VirtualServerBuilder(lbc, lbc.secret_store, lbc.configurator, policies),
                             status=_status_writer(client, lbc, VS_KIND, VIRTUALSERVERS),
                             model=VirtualServerModel(ingress_class), metric_types=VS_TYPES)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from ingressctl.configs.virtualserver import VS_KIND, VSR_KIND
 from ingressctl.controller.model import Claims, ConfigurationProblem, Entry, Resource
+from ingressctl.controller.policy_refs import vs_policy_claims, vsr_policy_claims
 from ingressctl.controller.validation import aggregate_message
 from ingressctl.controller.vs_validation import (
     plus_only_warnings,
@@ -89,7 +90,7 @@ class VirtualServerModel:
         secrets = ((ns, str(secret)),) if secret else ()
         uses_default = spec.get("tls") is not None and not secret
         return Claims(role="parent", hosts=(str(spec.get("host")),), services=services, secrets=secrets,
-                      uses_default_tls_secret=uses_default)
+                      uses_default_tls_secret=uses_default, policies=vs_policy_claims(obj))
 
     def build(self, entry: Entry, valid_hosts: dict[str, bool], warnings: list[str],
               children: list[Entry]) -> VirtualServerConfiguration:
@@ -143,7 +144,8 @@ class VirtualServerRouteModel:
         ns = str(meta.get("namespace") or "")
         services = tuple(sorted({(ns, str(_d(u).get("service"))) for u in spec.get("upstreams") or []
                                  if _d(u).get("service")}))
-        return Claims(role="child", hosts=(str(spec.get("host")),), services=services)
+        return Claims(role="child", hosts=(str(spec.get("host")),), services=services,
+                      policies=vsr_policy_claims(obj))
 
     def build(self, entry: Entry, valid_hosts: dict[str, bool], warnings: list[str],
               children: list[Entry]) -> Resource:

@@ -114,8 +114,12 @@ def test_api_key_map_and_checks_and_a_second_one_is_an_error() -> None:
     r = generate_policies([ref("ak", {"clientSecret": keys}, apiKey=spec)], ctx(LEVEL_SPEC))
     assert r.http == ['map "${http_x_api_key}${arg_key}" $apikey_auth_demo_cafe_demo_ak { include '
                       '/etc/nginx/secrets/demo-keys; "" 401; default 403; }']
-    assert r.server == ["if ($apikey_auth_demo_cafe_demo_ak = 401) { return 401; }",
-                        "if ($apikey_auth_demo_cafe_demo_ak = 403) { return 403; }"]
+    checks = ["if ($apikey_auth_demo_cafe_demo_ak = 401) { return 401; }",
+              "if ($apikey_auth_demo_cafe_demo_ak = 403) { return 403; }"]
+    # At server level the checks go to each location without an apiKey of its own (a route's wins).
+    assert r.server == [] and r.inherited == {"apiKey": checks} and r.types == ["apiKey"]
+    r = generate_policies([ref("ak", {"clientSecret": keys}, apiKey=spec)], ctx())
+    assert r.location == checks
     r = generate_policies([ref("ak", {"clientSecret": keys}, apiKey=spec),
                            ref("ak2", {"clientSecret": keys}, apiKey=spec)], ctx())
     assert r.error.startswith("Multiple API key policies in the same context is not valid")

@@ -11,7 +11,8 @@ Guarantees:
   Services' ready endpoints of externalAuth policies, and one `Rejected` Warning event per reference that
   is missing, invalid, or of a type Ingresses do not support (the renderer's `return 500` says the rest).
 - `with_crl(secrets, get_secret)`: `nginx.org/ca` Secrets that carry a `ca.crl` get `crl_path` (their file
-  holds the CRL after the certificates).
+  holds the CRL after the certificates). `with_extras(policies, ...)` applies it to resolved Policies and
+  adds the ready endpoints of their externalAuth Services (for VirtualServers).
 - `policy_service_users(...)`: the configured resources that use a Service through the externalAuth
   Policies they reference (auth Service endpoint changes re-render them).
 """
@@ -101,6 +102,15 @@ def auth_endpoints(policies: Iterable[ResolvedPolicy], get_object: Callable[[str
             eps = []
         out[key] = tuple(sorted(eps))
     return out
+
+
+def with_extras(policies: Mapping[str, ResolvedPolicy], get_object: Callable[[str, str], Any],
+                endpoint_slices: Callable[[str, str], list[dict[str, Any]]]
+                ) -> tuple[dict[str, ResolvedPolicy], dict[str, tuple[str, ...]]]:
+    """See the module docstring."""
+    out = {k: dataclasses.replace(r, secrets=with_crl(r.secrets, lambda s: get_object("secrets", s)))
+           if r.secrets else r for k, r in policies.items()}
+    return out, auth_endpoints(out.values(), get_object, endpoint_slices)
 
 
 class IngressPolicyResolver:
