@@ -23,6 +23,7 @@ from typing import Any
 from ingressctl.configs import directive_values, parsing
 from ingressctl.configs.config import MainConfig
 from ingressctl.configs.directive_values import AddHeader, StickyCookie
+from ingressctl.configs.policy_cache import prepare_cache_dir
 from ingressctl.settings import Settings
 
 
@@ -153,6 +154,7 @@ class StaticConfigParams:
     stream: bool = False  # render a stream {} block (TransportServers are served)
     stream_module_path: str = ""  # the dynamic stream module to load_module ("" when built in)
     tls_passthrough: bool = False  # HTTPS servers terminate TLS on passthrough_socket() behind the SNI split
+    cache_dir: str = ""  # the cache Policies' zones live in <cache_dir>/<zone>; "" -> <run_dir>/cache
 
     def passthrough_socket(self) -> str:
         """Where HTTPS servers terminate TLS when TLS passthrough owns the HTTPS port."""
@@ -171,6 +173,7 @@ class StaticConfigParams:
             enable_directive_autoadjust=settings.controller.enable_directive_autoadjust,
             disable_ipv6=n.disable_ipv6 or not ipv6_available(),
             default_server_access_log_off=n.default_server_access_log_off,
+            cache_dir=prepare_cache_dir(n.run_dir),
         )
 
 

@@ -6,9 +6,9 @@ Guarantees:
   resources gets two zones, and one resource gets one zone per cache zone name.
 - `cache_path_line(spec, zone, root)`: the http-level `proxy_cache_path <root>/<zone> [levels=]
   keys_zone=<zone>:<size> [inactive=] [max_size=] [min_free=] use_temp_path=off|on [manager_*=];`.
-  `root` is the cache directory of the static configuration (`StaticConfigParams.cache_dir`: NIC's
-  `/var/cache/nginx` when the controller may write there, else `<run-dir>/cache`); NGINX creates the
-  zone's directory itself.
+  `root` is the cache directory of the static configuration (`StaticConfigParams.cache_dir`, chosen by
+  `prepare_cache_dir` at start-up: NIC's `/var/cache/nginx` when the controller may write there, else
+  `<run-dir>/cache`); NGINX creates the zone's directory itself.
 - `cache_lines(spec, zone)`: the `proxy_cache` directives of the server or location: `proxy_cache`,
   `proxy_cache_key` (default `$scheme$proxy_host$request_uri`), `proxy_cache_valid` (one per code, or the
   time alone), `proxy_cache_methods`, `proxy_ignore_headers` (overrideUpstreamCache), `proxy_cache_use_stale`,
@@ -19,6 +19,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Mapping
@@ -32,12 +33,16 @@ OVERRIDE_HEADERS = "Cache-Control Expires Set-Cookie Vary X-Accel-Expires"
 _NAME_PART = re.compile(r"[^A-Za-z0-9_]")
 
 
-def default_cache_dir(run_dir: str) -> str:
-    """NIC's `/var/cache/nginx` when this process may create zones there, else `<run_dir>/cache` (NGINX then
-    creates it), so an unprivileged controller can still serve cache policies."""
+def prepare_cache_dir(run_dir: str) -> str:
+    """At start-up: NIC's `/var/cache/nginx` when it exists and this process may create zones there, else
+    `<run_dir>/cache`, created here (0755: NGINX creates each zone's directory in it, owned by the worker
+    user), so an unprivileged controller can still serve cache policies."""
     if os.path.isdir(NIC_CACHE_DIR) and os.access(NIC_CACHE_DIR, os.W_OK | os.X_OK):
         return NIC_CACHE_DIR
-    return os.path.join(run_dir, "cache")
+    path = os.path.join(run_dir, "cache")
+    with contextlib.suppress(OSError):   # NGINX then reports the path on the resources using a cache policy
+        os.makedirs(path, mode=0o755, exist_ok=True)
+    return path
 
 
 def cache_zone_name(owner_ns: str, owner: str, zone: str, vsr: tuple[str, str] | None = None) -> str:

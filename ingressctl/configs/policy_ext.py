@@ -33,7 +33,7 @@ from ingressctl.configs.policy import (
     PolicyResult,
     register_policy_renderer,
 )
-from ingressctl.configs.policy_cache import cache_lines, cache_path_line, cache_zone_name, default_cache_dir
+from ingressctl.configs.policy_cache import cache_lines, cache_path_line, cache_zone_name
 from ingressctl.configs.policy_cors import cors_lines, cors_origin, cors_origin_variable
 from ingressctl.configs.policy_extauth import (
     auth_service,
@@ -61,7 +61,7 @@ def policy_context_params(static: StaticConfigParams,
                           endpoints: Mapping[str, tuple[str, ...]]) -> dict[str, Any]:
     """The `PolicyContext` fields these types read, from the static configuration and the auth Services'
     endpoints."""
-    return {"cache_dir": default_cache_dir(static.run_dir),
+    return {"cache_dir": static.cache_dir or os.path.join(static.run_dir, "cache"),
             "secrets_dir": static.secrets_dir or os.path.join(static.conf_dir, "secrets"),
             "enable_snippets": static.enable_snippets,
             "error_server": f"unix:{os.path.join(static.run_dir, ERROR_SERVER_SOCKET)}",
