@@ -230,7 +230,8 @@ def test_external_auth_allows_denies_and_follows_the_auth_service(env: Env) -> N
 def test_invalid_policies_of_the_new_types_are_rejected(env: Env) -> None:
     _env(env)
     apply_policy(env, policy("bad-cors", cors={"allowOrigin": ["https://a.com/path"]}))
-    apply_policy(env, policy("bad-cache", cache={"cacheZoneName": "Bad", "cacheZoneSize": "1m"}))
+    apply_policy(env, policy("bad-cache", cache={"cacheZoneName": "c", "cacheZoneSize": "1m",
+                                                 "cacheKey": "$host;return 200"}))
     apply_policy(env, policy("snippets", externalAuth={"authURI": "/a", "authServiceName": "auth",
                                                        "authSnippets": "return 200;"}))
     apply_vs(env, virtual_server("cafe", HOST, upstreams=WEB, routes=[
@@ -240,7 +241,7 @@ def test_invalid_policies_of_the_new_types_are_rejected(env: Env) -> None:
     st = wait_policy_state(env, "bad-cors", "Invalid")
     assert 'spec.cors.allowOrigin[0]: Invalid value: "https://a.com/path"' in st["message"]
     st = wait_policy_state(env, "bad-cache", "Invalid")
-    assert 'spec.cache.cacheZoneName: Invalid value: "Bad"' in st["message"]
+    assert "spec.cache.cacheKey: Invalid value: \"$host;return 200\": must not contain ';'" in st["message"]
     st = wait_policy_state(env, "snippets", "Invalid")
     assert "spec.externalAuth.authSnippets: Forbidden: snippets are not enabled" in st["message"]
     assert call(c.http_port, HOST, "/cors").status == 500
