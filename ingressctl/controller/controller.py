@@ -20,6 +20,9 @@ Guarantees:
   their file and reloads NGINX once (event `SecretUpdated`), an invalid one is rejected with a Warning event
   and the previous certificate keeps serving, a deleted one keeps its file.
 - Deletes are never lost: tombstones are handled, and a deleted EndpointSlice re-renders its Service.
+- Kinds outside the Configuration extend the dependency tracking: `secret_users` (resources that use a
+  Secret through a Policy) are re-rendered with the Configuration's users of a changed Secret, and
+  `replicas.sources` when the controller replica count (ready endpoints of `--external-service`) changes.
 - `stats.phases` records the start-up phases and the "controller ready" log line carries them.
 """
 
@@ -39,6 +42,7 @@ from ingressctl.controller.ingress_kind import IngressConfigurator, ingress_kind
 from ingressctl.controller.kinds import Applied, KindRegistry, ResourceKind
 from ingressctl.controller.model import Resource
 from ingressctl.controller.options import ControllerOptions, SyncStats
+from ingressctl.controller.replicas import ControllerReplicas, ingresses_with_scale
 from ingressctl.controller.reporter import (
     EVENT_NORMAL,
     EVENT_WARNING,
@@ -118,6 +122,11 @@ class LoadBalancerController:
         self.secret_users: list[Callable[[str, str], list[Resource]]] = []
         # More users of a Service than the Configuration knows (resources whose externalAuth Policies use it).
         self.service_users: list[Callable[[str, str], list[Resource]]] = []
+        # `nginx.org/limit-req-scale` and rateLimit `scale` divide rates by the number of replicas: the ready
+        # endpoints of `--external-service` (NIC); without it, the controller counts itself only.
+        self.replicas = ControllerReplicas(configurator.set_controller_replicas)
+        self.replicas.sources.append(lambda: ingresses_with_scale(self.configuration.get_resources()))
+
         self._in_reload_retry = False
         self._busy = False              # the sync thread is between get() and the end of _after_task()
         self.queue: RateLimitingQueue[Task] = (
@@ -163,9 +172,7 @@ class LoadBalancerController:
             self._syncers[k.name] = k.sync or self._resource_syncer(k.name)
         # Until the first drain nothing reloads (NIC builds the Configurator with reloads disabled).
         self.configurator.disable_reloads()
-        # `nginx.org/limit-req-scale` divides rates by the number of replicas. The controller does not watch
-        # its own Deployment yet, so it counts itself only.
-        self.configurator.set_controller_replicas(1)
+
 
     # ------------------------------------------------------------------------------------------ caches
 
@@ -369,6 +376,8 @@ class LoadBalancerController:
 
     def sync_endpoint_slice(self, service_key: str) -> None:
         """Re-render the resources using the Service; reload only if the rendered bytes changed."""
+        if service_key == self._external_service_key:
+            self._update_controller_replicas(service_key)
         if not self._rendering():
             return
         ns, name = split_key(service_key)
@@ -379,6 +388,14 @@ class LoadBalancerController:
         # No events for endpoint changes (NIC), except an error for a resource NGINX refused.
         self.reporter.mark_failed([], self._reload("endpoints"))
         self.reporter.report_errors(applied)
+
+    def _update_controller_replicas(self, service_key: str) -> None:
+        """The ready endpoints of the controller's own Service are its replicas (`replicas.py`)."""
+        ns, name = split_key(service_key)
+        if self.replicas.update(self.endpoint_slices(ns, name)) and self._rendering():
+            resources = self.replicas.users()
+            if resources:
+                self._apply_with_events(resources, "replicas")
 
     def sync_service(self, key: str) -> None:
         ns, name = split_key(key)

@@ -15,7 +15,9 @@ Guarantees:
 - `PolicyStore` answers for the renderers: `resolve(key)` gives the Policy from the informer cache (None
   when missing or of another class), its validation error, and its Secrets resolved through the Secret
   store (whose type the generator checks); `resources_for_secret(ns, name)` gives the configured
-  resources whose Policies use that Secret (a Secret change re-renders them). Unbound (no Policy kind
+  resources whose Policies use that Secret (a Secret change re-renders them), `resources_for_replicas()`
+  those using rateLimit policies with `scale` (a change of the controller replica count re-renders them).
+  Unbound (no Policy kind
   served), every reference is missing, so routes that ask for a policy answer 500.
 - The admission webhook validates Policies with the same `validate_policy` and class filter.
 """
@@ -152,17 +154,25 @@ class PolicyStore:
                         out[key] = self.resolve(key)
         return out
 
-    def resources_for_secret(self, namespace: str, name: str) -> list[Resource]:
+    def _users(self, uses: Callable[[Mapping[str, Any]], bool]) -> list[Resource]:
+        """The configured resources referencing a Policy of ours for which `uses(policy)` holds."""
         if self._lbc is None:
             return []
-        secret = f"{namespace}/{name}"
         found: dict[ResourceKey, Resource] = {}
         for obj in self._lbc.informers.list(POLICY_KIND):
-            if self.is_ours(obj) and secret in policy_secret_keys(obj):
+            if self.is_ours(obj) and uses(obj):
                 ns, pname = split_key(object_key(obj))
                 for res in self._lbc.configuration.find_resources_for_policy(ns, pname):
                     found[res.key_with_kind] = res
         return [found[k] for k in sorted(found)]
+
+    def resources_for_secret(self, namespace: str, name: str) -> list[Resource]:
+        secret = f"{namespace}/{name}"
+        return self._users(lambda obj: secret in policy_secret_keys(obj))
+
+    def resources_for_replicas(self) -> list[Resource]:
+        """The users of rateLimit policies with `scale` (their rate depends on the replica count)."""
+        return self._users(lambda obj: bool(_d(_d(obj.get("spec")).get("rateLimit")).get("scale")))
 
 
 class PolicyStatusWriter(VirtualServerStatusWriter):
@@ -240,6 +250,7 @@ def policy_kind_factory(client: StatusClient, store: PolicyStore) -> Callable[[A
         ingress_class = lbc.options.ingress_class
         store.bind(lbc, ingress_class)
         lbc.secret_users.append(store.resources_for_secret)
+        lbc.replicas.sources.append(store.resources_for_replicas)
 
         def handler(enqueue: Enqueue) -> EventHandler:
             return PolicyHandler(enqueue, ingress_class)

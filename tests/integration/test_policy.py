@@ -221,3 +221,43 @@ def test_changes_re_render_exactly_the_users(env: Env) -> None:
     c.wait_idle()
     assert c.lbc.kinds["policy"].status.writes == writes and policy_status(env, "local") == before
     assert vs_status(env, "plain")["state"] == "Valid"
+
+
+def _controller_slice(env: Env, ready: int) -> None:
+    env.apply({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+               "metadata": {"name": "ingressctl-x", "namespace": "default",
+                            "labels": {"kubernetes.io/service-name": "ingressctl"}},
+               "addressType": "IPv4", "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
+               "endpoints": [*({"addresses": [f"10.0.0.{i + 1}"], "conditions": {"ready": True}}
+                               for i in range(ready)),
+                             {"addresses": ["10.0.1.1"], "conditions": {"ready": False}}]})
+
+
+def test_rate_limit_scale_follows_the_controller_replicas(env: Env) -> None:
+    _env(env)
+    _controller_slice(env, 2)
+    apply_policy(env, policy("scaled", rateLimit={"rate": "10r/s", "key": "${binary_remote_addr}",
+                                                  "zoneSize": "1m", "scale": True}))
+    apply_policy(env, policy("fixed", rateLimit={"rate": "10r/s", "key": "${uri}", "zoneSize": "1m"}))
+    apply_vs(env, virtual_server("cafe", HOST, upstreams=WEB, routes=[_route("/s", "scaled"),
+                                                                    _route("/f", "fixed")]))
+    apply_vs(env, virtual_server("other", "other.example.com", upstreams=WEB, routes=[_route("/", "fixed")]))
+    c = env.controller(external_service="ingressctl")
+    c.wait_backend(HOST, "/s", "web")
+    conf = Path(c.settings.nginx.conf_dir) / "conf.d" / f"vs_{NS}_cafe.conf"
+    assert f"zone=pol_rl_{NS}_scaled_{NS}_cafe:1m rate=5r/s;" in conf.read_text()   # 2 ready replicas
+    assert f"zone=pol_rl_{NS}_fixed_{NS}_cafe:1m rate=10r/s;" in conf.read_text()
+    c.wait_idle()
+    rendered: list[ResourceKey] = []
+    builder = c.lbc.kinds["virtualserver"].builder
+    apply = builder.apply
+
+    def spy(resource: Any) -> Any:
+        rendered.append(resource.key_with_kind)
+        return apply(resource)
+
+    builder.apply = spy
+    _controller_slice(env, 4)
+    wait_until(lambda: "rate=2r/s;" in conf.read_text(), "the rate scaled to 4 replicas")
+    c.wait_idle()
+    assert rendered == [ResourceKey("virtualserver", f"{NS}/cafe")]    # not the VirtualServer without scale
