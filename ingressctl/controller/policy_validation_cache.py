@@ -23,15 +23,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ingressctl.configs import parsing
-from ingressctl.controller.policy_validation_mtls import validate_bool
+from ingressctl.controller.policy_validation_fields import boolean, enum_list
 from ingressctl.controller.validation import (
     FieldError,
     duplicate,
     forbidden,
     invalid,
-    not_supported,
     required,
-    too_many,
 )
 
 ZONE_NAME = re.compile(r"[a-z][a-zA-Z0-9_]*[a-zA-Z0-9]|[a-z]")
@@ -81,26 +79,6 @@ def _validate_codes(field: str, codes: Any, time: Any) -> list[FieldError]:
                                                        "or the string 'any'"))
     seen = [c for c in codes if isinstance(c, int)]
     errs += [duplicate(field, c) for c in sorted({c for c in seen if seen.count(c) > 1})]
-    return errs
-
-
-def _validate_list(field: str, values: Any, allowed: tuple[str, ...], *,
-                   maximum: int = 0) -> list[FieldError]:
-    if values is None:
-        return []
-    if not isinstance(values, list):
-        return [invalid(field, values, "must be a list")]
-    errs: list[FieldError] = []
-    if maximum and len(values) > maximum:
-        errs.append(too_many(field, len(values), maximum))
-    seen: set[str] = set()
-    for i, v in enumerate(values):
-        if v not in allowed:
-            errs.append(not_supported(f"{field}[{i}]", v, allowed))
-        elif v in seen:
-            errs.append(duplicate(f"{field}[{i}]", v))
-        else:
-            seen.add(v)
     return errs
 
 
@@ -163,7 +141,7 @@ def validate_cache(field: str, spec: Mapping[str, Any]) -> list[FieldError]:
     errs += _pattern(f"{field}.maxSize", spec.get("maxSize"), SIZE, "a size such as 1g")
     errs += _pattern(f"{field}.minFree", spec.get("minFree"), SIZE, "a size such as 100m")
     for b in ("useTempPath", "overrideUpstreamCache", "cacheRevalidate", "cacheBackgroundUpdate"):
-        errs += validate_bool(f"{field}.{b}", spec.get(b))
+        errs += boolean(f"{field}.{b}", spec.get(b))
     manager = spec.get("manager")
     if manager is not None:
         m = manager if isinstance(manager, dict) else {}
@@ -176,9 +154,9 @@ def validate_cache(field: str, spec: Mapping[str, Any]) -> list[FieldError]:
         errs += _pattern(f"{field}.manager.threshold", m.get("threshold"), MANAGER_TIME,
                          "a time such as 200ms")
     errs += _validate_codes(f"{field}.allowedCodes", spec.get("allowedCodes"), spec.get("time"))
-    errs += _validate_list(f"{field}.allowedMethods", spec.get("allowedMethods"), ALLOWED_METHODS, maximum=3)
+    errs += enum_list(f"{field}.allowedMethods", spec.get("allowedMethods"), ALLOWED_METHODS, maximum=3)
     errs += _validate_cache_key(f"{field}.cacheKey", spec.get("cacheKey"))
-    errs += _validate_list(f"{field}.cacheUseStale", spec.get("cacheUseStale"), USE_STALE)
+    errs += enum_list(f"{field}.cacheUseStale", spec.get("cacheUseStale"), USE_STALE)
     min_uses = spec.get("cacheMinUses")
     if min_uses is not None and (isinstance(min_uses, bool) or not isinstance(min_uses, int) or min_uses < 1):
         errs.append(invalid(f"{field}.cacheMinUses", min_uses, "must be at least 1"))
@@ -187,7 +165,7 @@ def validate_cache(field: str, spec: Mapping[str, Any]) -> list[FieldError]:
         lk = lock if isinstance(lock, dict) else {}
         if not isinstance(lock, dict):
             errs.append(invalid(f"{field}.lock", lock, "must be an object"))
-        errs += validate_bool(f"{field}.lock.enable", lk.get("enable"))
+        errs += boolean(f"{field}.lock.enable", lk.get("enable"))
         for t in ("timeout", "age"):
             errs += _pattern(f"{field}.lock.{t}", lk.get(t), CACHE_TIME, "a time such as 5s")
             if lk.get(t) and lk.get("enable") is not True:

@@ -19,14 +19,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ingressctl.controller.policy_validation_mtls import validate_bool, validate_positive_int_or_zero
+from ingressctl.controller.policy_validation_fields import boolean, enum_list, positive_int_or_zero
 from ingressctl.controller.validation import (
     FieldError,
     duplicate,
     forbidden,
     invalid,
     is_http_header_name,
-    not_supported,
     required,
 )
 
@@ -112,19 +111,8 @@ def _validate_header_list(field: str, headers: Any, *, forbidden_names: frozense
 
 
 def _validate_methods(field: str, methods: Any) -> list[FieldError]:
-    if methods is None:
-        return []
-    if not isinstance(methods, list):
-        return [invalid(field, methods, "must be a list")]
-    errs: list[FieldError] = []
-    seen: set[str] = set()
-    for i, m in enumerate(methods):
-        if m not in CORS_METHODS:
-            errs.append(not_supported(f"{field}[{i}]", m, CORS_METHODS))
-        elif m in seen:
-            errs.append(duplicate(f"{field}[{i}]", m))
-        seen.add(str(m))
-    if "GET" in seen and "HEAD" in seen:
+    errs = enum_list(field, methods, CORS_METHODS)
+    if isinstance(methods, list) and "GET" in methods and "HEAD" in methods:
         errs.append(invalid(field, methods, "HEAD is implied by GET; list only GET"))
     return errs
 
@@ -139,9 +127,9 @@ def validate_cors(field: str, spec: Mapping[str, Any]) -> list[FieldError]:
                                   forbidden_prefixes=_FORBIDDEN_PREFIXES)
     errs += _validate_header_list(f"{field}.exposeHeaders", spec.get("exposeHeaders"),
                                   forbidden_names=frozenset({"set-cookie", "set-cookie2"}))
-    errs += validate_bool(f"{field}.allowCredentials", spec.get("allowCredentials"))
+    errs += boolean(f"{field}.allowCredentials", spec.get("allowCredentials"))
     if spec.get("allowCredentials") is True and isinstance(origins, list) and "*" in origins:
         errs.append(forbidden(f"{field}.allowCredentials",
                               "allowCredentials cannot be true when allowOrigin is '*'"))
-    errs += validate_positive_int_or_zero(f"{field}.maxAge", spec.get("maxAge"))
+    errs += positive_int_or_zero(f"{field}.maxAge", spec.get("maxAge"))
     return errs

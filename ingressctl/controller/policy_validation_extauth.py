@@ -19,17 +19,18 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ingressctl.controller.policy_validation_mtls import (
-    validate_bool,
-    validate_positive_int_or_zero,
-    validate_secret_name,
+from ingressctl.controller.policy_validation_fields import (
+    DNS1123_LABEL,
+    boolean,
+    namespaced_name,
+    optional_subdomain,
+    positive_int_or_zero,
 )
 from ingressctl.controller.validation import (
     FieldError,
     forbidden,
     invalid,
     is_dns1035_label,
-    is_dns1123_subdomain,
     required,
 )
 
@@ -37,7 +38,6 @@ _PATH = re.compile(r"/[^\s{};\\\"'`#$\x00-\x1f\x7f]{0,2047}")
 _SIGNIN = re.compile(r"(?:https?://[A-Za-z0-9.\-\[\]:]+|)(?:/[^\s{};\\\"'`#\x00-\x1f\x7f]{0,2047})?")
 SIGNIN_VARIABLES = ("scheme", "host", "http_host", "request_uri", "uri")
 _SIGNIN_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 def validate_path(field: str, path: Any) -> list[FieldError]:
@@ -69,7 +69,7 @@ def validate_service_name(field: str, value: Any) -> list[FieldError]:
         return [invalid(field, value, "must be a string")]
     ns, name = split_service_name(value)
     errs = [invalid(field, value, m) for m in is_dns1035_label(name)]
-    if "/" in value and not _DNS1123_LABEL.fullmatch(ns):
+    if "/" in value and not DNS1123_LABEL.fullmatch(ns):
         errs.append(invalid(field, value, "the namespace must be a DNS-1123 label"))
     return errs
 
@@ -122,27 +122,14 @@ def validate_external_auth(field: str, spec: Mapping[str, Any], *, enable_snippe
         elif not isinstance(snippets, str):
             errs.append(invalid(f"{field}.authSnippets", snippets, "must be a string"))
     for name in ("sslEnabled", "sslVerify"):
-        errs += validate_bool(f"{field}.{name}", spec.get(name))
+        errs += boolean(f"{field}.{name}", spec.get(name))
     if spec.get("sslVerify") is True and spec.get("sslEnabled") is not True:
         errs.append(forbidden(f"{field}.sslVerify", "sslVerify requires sslEnabled to be true"))
-    errs += validate_positive_int_or_zero(f"{field}.sslVerifyDepth", spec.get("sslVerifyDepth"))
+    errs += positive_int_or_zero(f"{field}.sslVerifyDepth", spec.get("sslVerifyDepth"))
     trusted = spec.get("trustedCertSecret")
-    if trusted not in (None, ""):
-        if spec.get("sslVerify") is not True:
-            errs.append(forbidden(f"{field}.trustedCertSecret", "trustedCertSecret requires sslVerify to be "
-                                                                "true"))
-        if isinstance(trusted, str):
-            ns, name = split_service_name(trusted)
-            errs += validate_secret_name(f"{field}.trustedCertSecret", name or trusted)
-            if "/" in trusted and not _DNS1123_LABEL.fullmatch(ns):
-                errs.append(invalid(f"{field}.trustedCertSecret", trusted,
-                                    "the namespace must be a DNS-1123 label"))
-        else:
-            errs.append(invalid(f"{field}.trustedCertSecret", trusted, "must be a string"))
-    sni = spec.get("sniName")
-    if sni not in (None, ""):
-        if not isinstance(sni, str):
-            errs.append(invalid(f"{field}.sniName", sni, "must be a string"))
-        else:
-            errs += [invalid(f"{field}.sniName", sni, m) for m in is_dns1123_subdomain(sni)]
+    if trusted not in (None, "") and spec.get("sslVerify") is not True:
+        errs.append(forbidden(f"{field}.trustedCertSecret",
+                              "trustedCertSecret requires sslVerify to be true"))
+    errs += namespaced_name(f"{field}.trustedCertSecret", trusted)
+    errs += optional_subdomain(f"{field}.sniName", spec.get("sniName"))
     return errs

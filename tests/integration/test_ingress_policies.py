@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 from tests.helpers import make_cert, wait_until
-from tests.integration.harness import NS, Controller, Env, rule
+from tests.integration.harness import NS, Env, rule
 from tests.integration.policy_helpers import apply_policy, install_policy_crds, policy, request
 from tests.integration.policy_servers import GOOD_TOKEN, AuthService, MTLSBackend, call
+from tests.integration.test_policy import HOST, _status
 from tests.pki import CA, ca_secret, tls_secret
 
 pytestmark = pytest.mark.integration
 
-HOST = "cafe.example.com"
 POLICIES = "nginx.org/policies"
 
 
@@ -37,11 +37,6 @@ def _ingress(env: Env, name: str, policies: str, *paths: tuple[Any, ...], host: 
     anns = {POLICIES: policies, **annotations} if policies else dict(annotations)
     return env.ingress(name, [rule(host, *(paths or (("/tea", "tea"), ("/coffee", "coffee"))))],
                        annotations=anns, tls=[{"hosts": [host], "secretName": "cafe-tls"}] if tls else None)
-
-
-def _status(c: Controller, path: str, source: str = "127.0.0.1", host: str = HOST,
-            headers: dict[str, str] | None = None) -> int:
-    return request(c.http_port, host, path, source=source, headers=headers).status
 
 
 def test_access_control_and_cors_at_server_level_and_policy_changes(env: Env) -> None:

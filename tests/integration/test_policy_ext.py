@@ -13,8 +13,9 @@ import pytest
 
 from tests.helpers import make_cert, wait_until
 from tests.integration.harness import NS, Env
-from tests.integration.policy_helpers import apply_policy, install_policy_crds, policy, wait_policy_state
+from tests.integration.policy_helpers import apply_policy, policy, wait_policy_state
 from tests.integration.policy_servers import GOOD_TOKEN, AuthService, MTLSBackend, call
+from tests.integration.test_policy import HOST, WEB, _env
 from tests.integration.vs_helpers import (
     apply_vs,
     apply_vsr,
@@ -25,16 +26,6 @@ from tests.integration.vs_helpers import (
 from tests.pki import CA, ca_secret, tls_secret
 
 pytestmark = pytest.mark.integration
-
-HOST = "cafe.example.com"
-WEB = [{"name": "web", "service": "web", "port": 80}]
-
-
-def _env(env: Env) -> None:
-    os.chmod(env.tmp, 0o711)     # NGINX workers (nobody under a root master) read files under it
-    install_policy_crds(env)
-    env.service("web")
-    env.endpoints("web", [env.backend("web")])
 
 
 def _route(path: str, *names: str, upstream: str = "web") -> dict[str, Any]:
