@@ -11,6 +11,9 @@ Guarantees:
   `spec.tls` fail closed: `return 500;` for the whole server (regular Ingress or master) or for the
   minion's locations, with a warning naming the Policy. ingressMTLS on a host of the Ingress that has no TLS
   is ignored there with a warning (NIC 5.5).
+- Extra locations of policies (externalAuth) are written once per path: a minion's location whose path
+  the master or an earlier minion already uses for another policy is left out with a warning on the minion
+  (NIC ignores a duplicate auth URI the same way).
 - Server-level CORS (a master's or a regular Ingress's) goes into every location whose own context has no
   CORS policy (NIC copies the master's CORS to the minion locations that have none); the origin maps,
   the externalAuth upstreams and every other http-level line are written once per file.
@@ -134,15 +137,17 @@ def apply_ingress_policies(cfg: IngressNginxConfig, ex: IngressEx, static: Stati
         for loc in server.locations:
             own = minion_results.get((loc.minion.namespace, loc.minion.name)) if loc.minion else None
             locations.append(_with_lines(loc, own or PolicyResult(), defaults))
-        extra = [] if sr.error else list(sr.locations)
-        for r in minion_results.values():
-            extra += [] if r.error else r.locations
-        seen: set[str] = set()
-        unique = []
-        for pl in extra:
-            if pl.path not in seen:
-                seen.add(pl.path)
-                unique.append(pl)
+        unique = [] if sr.error else list(sr.locations)
+        for m in minions:
+            mr = minion_results.get((m.namespace, m.name))
+            for pl in mr.locations if mr is not None and not mr.error else ():
+                same = next((known for known in unique if known.path == pl.path), None)
+                if same is None:
+                    unique.append(pl)
+                elif same != pl:   # one NGINX location per path: the master's (or first minion's) wins
+                    minion_warnings.setdefault(m.key, []).append(
+                        f"location {pl.path} of a policy is already defined by another policy of the "
+                        "server; ignored")
         servers.append(dataclasses.replace(server, locations=tuple(locations), policy_500=bool(sr.error),
                                            policy_lines=tuple(sr.server), policy_locations=tuple(unique)))
     cfg = dataclasses.replace(cfg, servers=tuple(servers), policy_http=tuple(dedupe(http)))

@@ -188,3 +188,20 @@ def test_without_the_annotation_nothing_changes(staging: Staging) -> None:
     with_none, _ = render(staging, ex(staging, obj, None))
     with_empty, _ = render(staging, ex(staging, obj, []))
     assert with_none == with_empty
+
+
+def test_a_minion_auth_location_colliding_with_the_masters_is_left_out(staging: Staging) -> None:
+    other = {**EXAUTH, "authServiceName": "auth-ns/other"}
+    master = ex(staging, ingress("master", "x.example.com", [], mergeable="master"),
+                [resolved(staging, "auth", {"externalAuth": EXAUTH})])
+    minion = ex(staging, ingress("m1", "x.example.com", ["/one"], tls=False, mergeable="minion"),
+                [resolved(staging, "other", {"externalAuth": other})], valid_minion_paths={"/one": True})
+    result = generate_nginx_config_for_mergeable(MergeableIngresses(master, [minion]), staging.static,
+                                                 ConfigParams())
+    text = TEMPLATES.execute_ingress_template(result.config)
+    nginx_t(staging, text)
+    assert text.count('location = "/_external_auth/auth" {') == 1
+    assert "proxy_pass \"http://ing_demo_master_exauth_demo_auth/auth\";" in text
+    assert result.minion_warnings["demo/m1"] == [
+        f"location {path} of a policy is already defined by another policy of the server; ignored"
+        for path in ('= "/_external_auth/auth"', '"/oauth2"')]

@@ -74,6 +74,9 @@ def test_ingress_mtls_good_missing_revoked_and_foreign_client_certificates(env: 
     st = wait_vs_state(env, "no-tls", "Warning", "AddedOrUpdatedWithWarning")
     assert f"TLS must be enabled in VirtualServer for IngressMTLS policy {NS}/mtls" in st["message"]
     wait_policy_state(env, "mtls", "Valid")
+    # A new CRL in the Secret revokes the good certificate too, without touching the Policy.
+    env.apply(ca_secret("client-ca", NS, ca, crl=ca.crl_pem(revoked, good)))
+    wait_until(lambda: call(c.https_port, HOST, "/", tls=True, client=good).status == 400, "CRL updated")
     # A CA Secret of the wrong type fails the server closed with NIC's message.
     env.delete("secrets", "client-ca")
     env.apply({**ca_secret("client-ca", NS, ca), "type": "Opaque"})
