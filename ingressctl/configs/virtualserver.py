@@ -186,6 +186,9 @@ class VSConfig:
     http_snippets: list[str]
     server: VSServer
     policy_http: list[str] = field(default_factory=list)     # http-level policy lines (zones, maps)
+    # Warnings that belong to a VirtualServerRoute ("namespace/name"), not to the VirtualServer (its
+    # subroutes' policies, as NIC reports them).
+    child_warnings: dict[str, list[str]] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -243,6 +246,7 @@ class _Generator:
         self.ns, self.name = ex.namespace, ex.name
         self.var_prefix = f"vs_{self.ns}_{self.name}".replace("-", "_")
         self.warnings: list[str] = []
+        self.child_warnings: dict[str, list[str]] = {}
         self.upstreams: dict[str, dict[str, Any]] = {}      # upstream block name -> its spec
         self.endpoint_keys: dict[str, str] = {}             # upstream block name -> key in ex.endpoints
         self.vs_scope = self._register(_l(self.spec.get("upstreams")))
@@ -426,9 +430,11 @@ class _Generator:
         modifier, plain = self._route_path(path)
         if vsr is None:
             pol = self.policies.route(route.get("policies"), path)
+            warnings = self.warnings
         else:
             pol = self.policies.subroute(route.get("policies"), vsr, parent_policies, path)
-        self.warnings.extend(w for w in pol.warnings if w not in self.warnings)
+            warnings = self.child_warnings.setdefault(f"{vsr[0]}/{vsr[1]}", [])
+        warnings.extend(w for w in pol.warnings if w not in warnings)
         return_500 = bool(pol.error)
         matches = _l(route.get("matches"))
         splits = _l(route.get("splits"))
@@ -554,7 +560,8 @@ class _Generator:
                                      "HTTP/2 and TLS termination.")
         http_snippets = _lines(spec.get("http-snippets")) if static.enable_snippets else []
         return VSConfig(self.build_upstreams(), self.split_clients, self.maps, http_snippets, server,
-                        policy_http=self.policies.http)
+                        policy_http=self.policies.http,
+                        child_warnings={k: v for k, v in self.child_warnings.items() if v})
 
 
 def _regex_escape(path: str) -> str:

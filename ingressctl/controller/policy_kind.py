@@ -3,7 +3,7 @@ handler, validation, status and events, and the resolution of policy references 
 them.
 
 Guarantees:
-- `PolicyHandler` enqueues Policies of our class (empty `spec.ingressClassName` or ours) on add, on an
+- `policy_handler` enqueues Policies of our class (empty `spec.ingressClassName` or ours) on add, on an
   update that changes the spec or the class (status writes never retrigger a sync), and on delete.
 - `PolicySync` (the kind's sync, on the sync thread): a Policy of ours is validated (`validate_policy`);
   valid: Normal `AddedOrUpdated` "Policy ns/name was added or updated", state Valid; invalid: Warning
@@ -30,14 +30,12 @@ from typing import Any, Protocol
 from ingressctl.configs.ingress_ex import SecretReference
 from ingressctl.configs.policy import ResolvedPolicy, ref_keys
 from ingressctl.controller.admission import ConfigurationView, Verdict
-from ingressctl.controller.handlers import _safe, resource_version, tombstone_key, unwrap
 from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
 from ingressctl.controller.model import Resource
 from ingressctl.controller.policy_secrets import policy_secret_keys, resolve_policy_secrets
 from ingressctl.controller.policy_validation import PolicyValidationConfig, validate_policy
-from ingressctl.controller.task import Task
 from ingressctl.controller.validation import aggregate_message
-from ingressctl.controller.vs_kind import StatusClient, VirtualServerStatusWriter
+from ingressctl.controller.vs_kind import StatusClient, VirtualServerHandler, VirtualServerStatusWriter
 from ingressctl.controller.vs_model import vs_class_is_ours
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.keys import ResourceKey, object_key, split_key
@@ -57,28 +55,9 @@ def invalid_message(key: str, errors: str) -> str:
     return f"Policy {key} is invalid and was rejected: {errors}"
 
 
-class PolicyHandler:
-    """See the module docstring."""
-
-    def __init__(self, enqueue: Enqueue, ingress_class: str) -> None:
-        self._enqueue = enqueue
-        self._class = ingress_class
-
-    @_safe
-    def on_add(self, obj: dict[str, Any], is_initial_list: bool = False) -> None:
-        if vs_class_is_ours(obj, self._class):
-            self._enqueue(Task(POLICY_KIND, object_key(obj)))
-
-    @_safe
-    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        if resource_version(old) == resource_version(new) or old.get("spec") == new.get("spec"):
-            return
-        if vs_class_is_ours(old, self._class) or vs_class_is_ours(new, self._class):
-            self._enqueue(Task(POLICY_KIND, object_key(new)))
-
-    @_safe
-    def on_delete(self, obj: Any) -> None:
-        self._enqueue(Task(POLICY_KIND, tombstone_key(obj) or object_key(unwrap(obj))))
+def policy_handler(enqueue: Enqueue, ingress_class: str) -> EventHandler:
+    """The VirtualServer's handler rule (class filter, spec changes, every delete) for Policy tasks."""
+    return VirtualServerHandler(enqueue, ingress_class, POLICY_KIND)
 
 
 class PolicyController(Protocol):
@@ -253,7 +232,7 @@ def policy_kind_factory(client: StatusClient, store: PolicyStore) -> Callable[[A
         lbc.replicas.sources.append(store.resources_for_replicas)
 
         def handler(enqueue: Enqueue) -> EventHandler:
-            return PolicyHandler(enqueue, ingress_class)
+            return policy_handler(enqueue, ingress_class)
 
         writer = PolicyStatusWriter(client, get_cached=lambda key: lbc.get_object(POLICY_KIND, key),
                                     is_leader=lbc.status.is_leader, addresses=lambda: [], rt=POLICIES)

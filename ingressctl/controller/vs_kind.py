@@ -94,6 +94,8 @@ class SecretReferences(Protocol):
 class KindConfigurator(Protocol):
     def add_or_update(self, key: ResourceKey, resource: object) -> list[str]: ...
 
+    def child_warnings(self, key: ResourceKey) -> dict[str, list[str]]: ...
+
 
 class PolicyResolver(Protocol):
     def resolve_for(self, owners: Iterable[tuple[str, Iterable[Any]]]) -> dict[str, ResolvedPolicy]: ...
@@ -159,7 +161,8 @@ class VirtualServerBuilder:
             raise TypeError(f"not a VirtualServer: {resource.key_with_kind}")
         ex, warnings = self.create_ex(resource.obj, [obj for _, obj in resource.vsrs])
         rendered = self._configurator.add_or_update(resource.key_with_kind, ex)
-        return Applied(resource, list(resource.warnings) + warnings + list(rendered))
+        return Applied(resource, list(resource.warnings) + warnings + list(rendered),
+                       child_warnings=self._configurator.child_warnings(resource.key_with_kind))
 
 
 def state_of(event_type: str, reason: str, message: str) -> str:

@@ -1,21 +1,21 @@
 """Helpers for the Policy integration tests: the Policy CRD, Policy objects and their status, Secrets of
-the policy types, and HTTP requests from a chosen client address with headers."""
+the policy types, a Basic auth header, a test environment with Policies served, and a spy on renders."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import http.client
+import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ingressctl.controller.policy_kind import POLICIES
-from ingressctl.k8s.client import ApiError
-from tests.helpers import Response, wait_until
-from tests.integration.harness import NS, Env
-from tests.integration.vs_helpers import CRDS, install_crds
+from ingressctl.keys import ResourceKey
+from tests.helpers import wait_until
+from tests.integration.harness import NS, Controller, Env
+from tests.integration.vs_helpers import CRDS, apply_spec, install_crds, wait_served
 
 CRD = Path(__file__).resolve().parents[2] / "charts" / "ingressctl" / "crds" / "k8s.nginx.org_policies.yaml"
 
@@ -24,15 +24,7 @@ def install_policy_crds(env: Env) -> None:
     """The VirtualServer, VirtualServerRoute and Policy CRDs, serving."""
     install_crds(env)
     env.kube.create(CRDS, None, yaml.safe_load(CRD.read_text()))
-
-    def served() -> bool:
-        try:
-            env.kube.list(POLICIES, NS, limit=1)
-        except ApiError:
-            return False
-        return True
-
-    wait_until(served, "the Policy CRD serves")
+    wait_served(env, POLICIES)
 
 
 def policy(name: str, namespace: str = NS, **spec: Any) -> dict[str, Any]:
@@ -42,15 +34,7 @@ def policy(name: str, namespace: str = NS, **spec: Any) -> dict[str, Any]:
 
 def apply_policy(env: Env, obj: dict[str, Any]) -> dict[str, Any]:
     """Create, or replace the spec of, a Policy."""
-    md = obj["metadata"]
-    ns = md.get("namespace", NS)
-    try:
-        return dict(env.kube.create(POLICIES, ns, obj))
-    except ApiError as e:
-        if not e.is_already_exists:
-            raise
-    cur = env.kube.get(POLICIES, ns, md["name"])
-    return dict(env.kube.update(POLICIES, ns, md["name"], {**cur, "spec": obj["spec"]}))
+    return apply_spec(env, POLICIES, obj)
 
 
 def delete_policy(env: Env, name: str, namespace: str = NS) -> None:
@@ -86,18 +70,28 @@ def apikey_secret(name: str, keys: dict[str, str], namespace: str = NS) -> dict[
             "data": {c: base64.b64encode(k.encode()).decode() for c, k in keys.items()}}
 
 
-def request(port: int, host: str, path: str = "/", *, source: str = "127.0.0.1",
-            headers: dict[str, str] | None = None) -> Response:
-    """GET from the client address `source` (any 127.0.0.0/8 address reaches NGINX on loopback)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
-    try:
-        conn.request("GET", path, headers={"Host": host, "Connection": "close", **(headers or {})})
-        r = conn.getresponse()
-        body = r.read().decode(errors="replace")
-        return Response(r.status, body, {k.lower(): v for k, v in r.getheaders()})
-    finally:
-        conn.close()
-
-
 def basic(user: str, password: str) -> dict[str, str]:
     return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def policy_env(env: Env) -> None:
+    """The custom-resource CRDs and a Service `web` with one backend."""
+    # NGINX workers (nobody, under a root master) open the htpasswd file at request time: let them reach it.
+    os.chmod(env.tmp, 0o711)
+    install_policy_crds(env)
+    env.service("web")
+    env.endpoints("web", [env.backend("web")])
+
+
+def spy_renders(c: Controller) -> list[ResourceKey]:
+    """From now on, the keys of the VirtualServers the controller renders, in order."""
+    rendered: list[ResourceKey] = []
+    builder = c.lbc.kinds["virtualserver"].builder
+    apply = builder.apply
+
+    def spy(resource: Any) -> Any:
+        rendered.append(resource.key_with_kind)
+        return apply(resource)
+
+    builder.apply = spy
+    return rendered

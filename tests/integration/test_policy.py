@@ -6,14 +6,13 @@ Secret."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ingressctl.keys import ResourceKey
-from tests.helpers import wait_until
+from tests.helpers import http_get, wait_until
 from tests.integration.harness import NS, Controller, Env
 from tests.integration.policy_helpers import (
     apikey_secret,
@@ -21,10 +20,10 @@ from tests.integration.policy_helpers import (
     basic,
     delete_policy,
     htpasswd_secret,
-    install_policy_crds,
     policy,
+    policy_env,
     policy_status,
-    request,
+    spy_renders,
     wait_policy_state,
 )
 from tests.integration.vs_helpers import apply_vs, virtual_server, vs_status, wait_vs_state
@@ -33,14 +32,6 @@ pytestmark = pytest.mark.integration
 
 HOST = "cafe.example.com"
 WEB = [{"name": "web", "service": "web", "port": 80}]
-
-
-def _env(env: Env) -> None:
-    # NGINX workers (nobody, under a root master) open the htpasswd file at request time: let them reach it.
-    os.chmod(env.tmp, 0o711)
-    install_policy_crds(env)
-    env.service("web")
-    env.endpoints("web", [env.backend("web")])
 
 
 def _route(path: str, *names: str) -> dict[str, Any]:
@@ -52,11 +43,11 @@ def _route(path: str, *names: str) -> dict[str, Any]:
 
 def _status(c: Controller, path: str, source: str = "127.0.0.1", host: str = HOST,
             headers: dict[str, str] | None = None) -> int:
-    return request(c.http_port, host, path, source=source, headers=headers).status
+    return http_get(c.http_port, host, path, source=source, headers=headers).status
 
 
 def test_access_control_allows_and_denies_clients(env: Env) -> None:
-    _env(env)
+    policy_env(env)
     apply_policy(env, policy("allow-one", accessControl={"allow": ["127.0.0.1"]}))
     apply_policy(env, policy("deny-two", accessControl={"deny": ["127.0.0.2/32"]}))
     apply_vs(env, virtual_server("cafe", HOST, upstreams=WEB, routes=[
@@ -73,7 +64,7 @@ def test_access_control_allows_and_denies_clients(env: Env) -> None:
 
 
 def test_rate_limit_rejects_bursts_with_the_reject_code(env: Env) -> None:
-    _env(env)
+    policy_env(env)
     # One request a minute per client with a burst of 1 and nodelay: the third quick request is rejected.
     apply_policy(env, policy("slow", rateLimit={"rate": "1r/m", "key": "${binary_remote_addr}",
                                                 "zoneSize": "1m", "burst": 1, "noDelay": True,
@@ -92,17 +83,17 @@ def test_rate_limit_rejects_bursts_with_the_reject_code(env: Env) -> None:
 
 
 def test_basic_auth_and_secret_types(env: Env) -> None:
-    _env(env)
+    policy_env(env)
     env.apply(htpasswd_secret("users", {"alice": "wonder"}))
     apply_policy(env, policy("auth", basicAuth={"secret": "users", "realm": "Cafe staff"}))
     apply_vs(env, virtual_server("cafe", HOST, upstreams=WEB, routes=[_route("/staff", "auth"),
                                                                     _route("/open")]))
     c = env.controller()
     c.wait_backend(HOST, "/open", "web")
-    r = request(c.http_port, HOST, "/staff")
+    r = http_get(c.http_port, HOST, "/staff")
     assert (r.status, r.headers.get("www-authenticate")) == (401, 'Basic realm="Cafe staff"')
     assert _status(c, "/staff", headers=basic("alice", "wrong")) == 401
-    assert request(c.http_port, HOST, "/staff", headers=basic("alice", "wonder")).backend == "web"
+    assert http_get(c.http_port, HOST, "/staff", headers=basic("alice", "wonder")).backend == "web"
     wait_vs_state(env, "cafe", "Valid", "AddedOrUpdated")
     # A new password in the Secret applies without touching the VirtualServer.
     env.apply(htpasswd_secret("users", {"alice": "changed"}))
@@ -119,7 +110,7 @@ def test_basic_auth_and_secret_types(env: Env) -> None:
 
 
 def test_api_key_in_header_and_query(env: Env) -> None:
-    _env(env)
+    policy_env(env)
     env.apply(apikey_secret("keys", {"client-a": "S3cret-Key", "client-b": 'odd "key" $x;{}'}))
     apply_policy(env, policy("api", apiKey={"suppliedIn": {"header": ["X-API-Key"], "query": ["apikey"]},
                                     "clientSecret": "keys"}))
@@ -141,7 +132,7 @@ def test_api_key_in_header_and_query(env: Env) -> None:
 
 
 def test_jwt_requires_nginx_plus_and_fails_closed(env: Env) -> None:
-    _env(env)
+    policy_env(env)
     apply_policy(env, policy("jwt", jwt={"realm": "api", "secret": "jwk"}))
     apply_vs(env, virtual_server("cafe", HOST, upstreams=WEB, routes=[_route("/jwt", "jwt"),
                                                                     _route("/open")]))
@@ -154,7 +145,7 @@ def test_jwt_requires_nginx_plus_and_fails_closed(env: Env) -> None:
 
 
 def test_missing_then_created_then_invalid_policy(env: Env) -> None:
-    _env(env)
+    policy_env(env)
     apply_vs(env, virtual_server("cafe", HOST, upstreams=WEB, routes=[_route("/secure", "later"),
                                                                     _route("/open")]))
     c = env.controller()
@@ -185,7 +176,7 @@ def test_missing_then_created_then_invalid_policy(env: Env) -> None:
 
 
 def test_changes_re_render_exactly_the_users(env: Env) -> None:
-    _env(env)
+    policy_env(env)
     env.apply(htpasswd_secret("users", {"alice": "wonder"}))
     apply_policy(env, policy("auth", basicAuth={"secret": "users"}))
     apply_policy(env, policy("local", accessControl={"allow": ["127.0.0.1"]}))
@@ -195,15 +186,7 @@ def test_changes_re_render_exactly_the_users(env: Env) -> None:
     c = env.controller()
     c.wait_backend("c.example.com", "/", "web")
     c.wait_idle()
-    rendered: list[ResourceKey] = []
-    builder = c.lbc.kinds["virtualserver"].builder
-    apply = builder.apply
-
-    def spy(resource: Any) -> Any:
-        rendered.append(resource.key_with_kind)
-        return apply(resource)
-
-    builder.apply = spy
+    rendered = spy_renders(c)
     apply_policy(env, policy("local", accessControl={"allow": ["127.0.0.2"]}))
     wait_until(lambda: _status(c, "/", host="b.example.com") == 403, "policy change applied")
     c.wait_idle()
@@ -234,7 +217,7 @@ def _controller_slice(env: Env, ready: int) -> None:
 
 
 def test_rate_limit_scale_follows_the_controller_replicas(env: Env) -> None:
-    _env(env)
+    policy_env(env)
     _controller_slice(env, 2)
     apply_policy(env, policy("scaled", rateLimit={"rate": "10r/s", "key": "${binary_remote_addr}",
                                                   "zoneSize": "1m", "scale": True}))
@@ -248,15 +231,7 @@ def test_rate_limit_scale_follows_the_controller_replicas(env: Env) -> None:
     assert f"zone=pol_rl_{NS}_scaled_{NS}_cafe:1m rate=5r/s;" in conf.read_text()   # 2 ready replicas
     assert f"zone=pol_rl_{NS}_fixed_{NS}_cafe:1m rate=10r/s;" in conf.read_text()
     c.wait_idle()
-    rendered: list[ResourceKey] = []
-    builder = c.lbc.kinds["virtualserver"].builder
-    apply = builder.apply
-
-    def spy(resource: Any) -> Any:
-        rendered.append(resource.key_with_kind)
-        return apply(resource)
-
-    builder.apply = spy
+    rendered = spy_renders(c)
     _controller_slice(env, 4)
     wait_until(lambda: "rate=2r/s;" in conf.read_text(), "the rate scaled to 4 replicas")
     c.wait_idle()

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
 from ingressctl.configs.policy import PolicySecret, ResolvedPolicy
@@ -29,8 +28,8 @@ from ingressctl.controller.policy_secrets import apikey_file, validate_apikey_se
 from ingressctl.controller.policy_validation import validate_policy
 from ingressctl.controller.secrets import SecretValidationError
 from tests.integration.test_annotations_fuzz_nginx import Staging
-from tests.integration.test_virtualserver_fuzz_nginx import shape
-from tests.unit.test_injection_fuzz import HOSTILE, INJECTIONS, Rendered, parse_tree
+from tests.integration.test_virtualserver_fuzz_nginx import assert_same_shape_and_loads, fuzz_values, shape
+from tests.unit.test_injection_fuzz import Rendered, parse_tree
 
 pytestmark = pytest.mark.integration
 
@@ -148,10 +147,7 @@ def check(staging: Staging, reference: list[Any], field: str, value: str) -> boo
     r = render(policies, api_key, staging.static)
     if isinstance(r, str):
         return False
-    assert shape(parse_tree(r.ingress)) == reference, \
-        f"{field}={value!r} changed the directives:\n{r.ingress}"
-    ok, out = staging.nginx_t(r)
-    assert ok, f"nginx -t refused {field}={value!r}:\n{out}\n{r.ingress}"
+    assert_same_shape_and_loads(staging, reference, r, f"{field}={value!r}")
     return True
 
 
@@ -164,11 +160,7 @@ def test_every_field_sample_renders_and_a_plain_injection_is_rejected(staging: S
     assert check(staging, reference, "apiKey secret value", 'k"ey; } evil on; {$x ~^\\')
 
 
-VALUES = st.one_of(
-    st.builds(lambda f, inj, at: (f, FIELDS[f][1][:at] + inj + FIELDS[f][1][at:]),
-              st.sampled_from(sorted(FIELDS)), st.sampled_from(INJECTIONS), st.integers(0, 40)),
-    st.tuples(st.sampled_from(sorted(FIELDS)), HOSTILE),
-)
+VALUES = fuzz_values(FIELDS)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -5,26 +5,26 @@ on one subroute fails only that subroute."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
 
+from tests.helpers import http_get, wait_until
 from tests.integration.harness import NS, Controller, Env
 from tests.integration.policy_helpers import (
     apikey_secret,
     apply_policy,
     basic,
     htpasswd_secret,
-    install_policy_crds,
     policy,
-    request,
+    policy_env,
 )
 from tests.integration.vs_helpers import (
     apply_vs,
     apply_vsr,
     virtual_server,
     virtual_server_route,
+    vsr_status,
     wait_vs_state,
 )
 
@@ -40,15 +40,12 @@ def _refs(*names: str) -> list[dict[str, Any]]:
 
 def _codes(c: Controller, path: str, headers: dict[str, str] | None = None) -> tuple[int, int]:
     """The answers to clients 127.0.0.1 and 127.0.0.2."""
-    return (request(c.http_port, HOST, path, source="127.0.0.1", headers=headers).status,
-            request(c.http_port, HOST, path, source="127.0.0.2", headers=headers).status)
+    return (http_get(c.http_port, HOST, path, source="127.0.0.1", headers=headers).status,
+            http_get(c.http_port, HOST, path, source="127.0.0.2", headers=headers).status)
 
 
 def _env(env: Env) -> None:
-    os.chmod(env.tmp, 0o711)     # NGINX workers read the htpasswd file
-    install_policy_crds(env)
-    env.service("web")
-    env.endpoints("web", [env.backend("web")])
+    policy_env(env)
     apply_policy(env, policy("only-one", accessControl={"allow": ["127.0.0.1"]}))
     apply_policy(env, policy("only-two", accessControl={"allow": ["127.0.0.2"]}))
     apply_policy(env, policy("not-one", accessControl={"deny": ["127.0.0.1"]}))
@@ -79,8 +76,14 @@ def test_spec_route_and_subroute_precedence(env: Env) -> None:
     assert _codes(c, "/juice/orange") == (200, 403)    # a subroute's own policies only
     assert _codes(c, "/juice/apple") == (403, 200)     # none: the delegating route's
     assert _codes(c, "/juice/lemon") == (500, 500)     # a missing policy: that subroute only
-    st = wait_vs_state(env, "cafe", "Warning", "AddedOrUpdatedWithWarning")
-    assert f"Policy {NS}/gone is missing or invalid" in st["message"]
+    # The warning belongs to the VirtualServerRoute holding the reference (NIC); the VirtualServer is Valid.
+    wait_until(lambda: vsr_status(env, "juice", NS).get("state") == "Warning", "the VSR's Warning status")
+    st = vsr_status(env, "juice", NS)
+    assert (st["reason"], st["message"]) == (
+        "AddedOrUpdatedWithWarning",
+        f"Configuration for {NS}/juice was added or updated with warning(s): Policy {NS}/gone is missing or "
+        "invalid")
+    wait_vs_state(env, "cafe", "Valid", "AddedOrUpdated")
     # The spec policy missing: the whole server answers 500.
     apply_vs(env, virtual_server("cafe", HOST, upstreams=WEB, policies=_refs("not-one", "nowhere"), routes=[
         {"path": "/tea", "action": {"pass": "web"}, "policies": _refs("only-one")}]))

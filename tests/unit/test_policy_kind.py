@@ -12,10 +12,10 @@ from ingressctl.controller.kinds import ResourceKind
 from ingressctl.controller.policy_kind import (
     POLICIES,
     POLICY_KIND,
-    PolicyHandler,
     PolicyStatusWriter,
     PolicyStore,
     PolicySync,
+    policy_handler,
     policy_kind_factory,
 )
 from ingressctl.controller.policy_refs import vs_policy_claims, vs_policy_references, vsr_policy_claims
@@ -33,7 +33,7 @@ def pol(name: str, rv: str = "1", cls: str = "", **spec: Any) -> dict[str, Any]:
 
 def test_handler_enqueues_ours_on_spec_changes_and_every_delete() -> None:
     tasks: list[Task] = []
-    h = PolicyHandler(tasks.append, "nginx")
+    h = policy_handler(tasks.append, "nginx")
     h.on_add(pol("a", accessControl={"allow": ["1.1.1.1"]}))
     h.on_add(pol("b", cls="other", accessControl={}))
     old = pol("a", "1", accessControl={"allow": ["1.1.1.1"]})
