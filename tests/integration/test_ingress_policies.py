@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import make_cert, wait_until
+from tests.helpers import http_get, make_cert, wait_until
 from tests.integration.harness import NS, Env, rule
-from tests.integration.policy_helpers import apply_policy, install_policy_crds, policy, request
+from tests.integration.policy_helpers import apply_policy, install_policy_crds, policy
 from tests.integration.policy_servers import GOOD_TOKEN, AuthService, MTLSBackend, call
 from tests.integration.test_policy import HOST, _status
 from tests.pki import CA, ca_secret, tls_secret
@@ -116,12 +116,12 @@ def test_external_auth_on_an_ingress_and_per_minion(env: Env) -> None:
     token = {"Authorization": GOOD_TOKEN}
     for host, path in ((HOST, "/tea"), (HOST, "/coffee"), ("m.example.com", "/tea")):
         assert _status(c, path, host=host) == 401, (host, path)
-        assert request(c.http_port, host, path, headers=token).status == 200, (host, path)
+        assert http_get(c.http_port, host, path, headers=token).status == 200, (host, path)
     assert _status(c, "/coffee", host="m.example.com") == 200
     assert auth.seen[-1]["path"] == "/auth"
     # The auth Service's endpoints go away: the protected paths fail closed.
     env.endpoints("auth-svc", [])
-    wait_until(lambda: request(c.http_port, HOST, "/tea", headers=token).status == 500, "auth gone: 500")
+    wait_until(lambda: http_get(c.http_port, HOST, "/tea", headers=token).status == 500, "auth gone: 500")
 
 
 def test_ingress_mtls_and_egress_mtls_on_ingresses(env: Env) -> None:

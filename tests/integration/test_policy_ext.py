@@ -13,9 +13,9 @@ import pytest
 
 from tests.helpers import make_cert, wait_until
 from tests.integration.harness import NS, Env
-from tests.integration.policy_helpers import apply_policy, policy, wait_policy_state
+from tests.integration.policy_helpers import apply_policy, policy, policy_env, wait_policy_state
 from tests.integration.policy_servers import GOOD_TOKEN, AuthService, MTLSBackend, call
-from tests.integration.test_policy import HOST, WEB, _env
+from tests.integration.test_policy import HOST, WEB
 from tests.integration.vs_helpers import (
     apply_vs,
     apply_vsr,
@@ -40,7 +40,7 @@ def _refs(*names: str) -> list[dict[str, str]]:
 
 
 def test_ingress_mtls_good_missing_revoked_and_foreign_client_certificates(env: Env) -> None:
-    _env(env)
+    policy_env(env)
     ca, other = CA("client-ca"), CA("someone-else")
     good, revoked, foreign = ca.issue("good"), ca.issue("revoked"), other.issue("good")
     env.apply(make_cert(HOST).secret("cafe-tls", NS))
@@ -86,7 +86,7 @@ def test_ingress_mtls_good_missing_revoked_and_foreign_client_certificates(env: 
 
 
 def test_egress_mtls_to_an_https_backend(env: Env) -> None:
-    _env(env)
+    policy_env(env)
     backend_ca, client_ca = CA("backend-ca"), CA("client-ca")
     backend = MTLSBackend("secure", backend_ca.issue("backend.internal", server=True,
                                                      dns=("backend.internal",)), client_ca).start()
@@ -115,7 +115,7 @@ def test_egress_mtls_to_an_https_backend(env: Env) -> None:
 
 
 def test_cache_and_cors_on_spec_route_and_subroute(env: Env) -> None:
-    _env(env)
+    policy_env(env)
     os.chmod(c_run := env.settings().nginx.run_dir, 0o755)    # workers write the cache under the run dir
     web = env.backends[0]
     apply_policy(env, policy("cache", cache={"cacheZoneName": "menu", "cacheZoneSize": "1m", "time": "10m",
@@ -180,7 +180,7 @@ def _auth(env: Env, name: str) -> AuthService:
 
 
 def test_external_auth_allows_denies_and_follows_the_auth_service(env: Env) -> None:
-    _env(env)
+    policy_env(env)
     auth = _auth(env, "auth-1")
     env.service("auth", port=8080, target_port=8080)
     env.endpoints("auth", [auth])             # type: ignore[list-item]
@@ -222,7 +222,7 @@ def test_external_auth_allows_denies_and_follows_the_auth_service(env: Env) -> N
 
 
 def test_invalid_policies_of_the_new_types_are_rejected(env: Env) -> None:
-    _env(env)
+    policy_env(env)
     apply_policy(env, policy("bad-cors", cors={"allowOrigin": ["https://a.com/path"]}))
     apply_policy(env, policy("bad-cache", cache={"cacheZoneName": "c", "cacheZoneSize": "1m",
                                                  "cacheKey": "$host;return 200"}))

@@ -13,9 +13,9 @@ import yaml
 
 from ingressctl.controller.policy_kind import POLICIES
 from ingressctl.controller.vs_kind import VIRTUALSERVERS
-from tests.helpers import make_cert, wait_until
+from tests.helpers import http_get, make_cert, wait_until
 from tests.integration.harness import NS, Env
-from tests.integration.policy_helpers import install_policy_crds, request, wait_policy_state
+from tests.integration.policy_helpers import install_policy_crds, wait_policy_state
 from tests.integration.policy_servers import GOOD_TOKEN, AuthService, MTLSBackend, call
 from tests.integration.vs_helpers import wait_vs_state
 from tests.pki import CA, ca_secret, tls_secret
@@ -86,8 +86,8 @@ def test_nic55_policy_examples(env: Env) -> None:
         assert call(c.http_port, host, "/").status == 401
         assert call(c.http_port, host, "/", headers={"Authorization": GOOD_TOKEN}).status == 200
     # access-control.
-    assert request(c.http_port, "ac.example.com", "/", source="127.0.0.1").backend == "tea"
-    assert request(c.http_port, "ac.example.com", "/", source="127.0.0.2").status == 403
+    assert http_get(c.http_port, "ac.example.com", "/", source="127.0.0.1").backend == "tea"
+    assert http_get(c.http_port, "ac.example.com", "/", source="127.0.0.2").status == 403
     # ingress-mtls and egress-mtls.
     good = client_ca.issue("client")
     wait_until(lambda: call(c.https_port, "mtls.example.com", "/", tls=True, client=good).backend == "tea",
