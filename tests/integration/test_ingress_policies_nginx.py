@@ -205,3 +205,16 @@ def test_a_minion_auth_location_colliding_with_the_masters_is_left_out(staging: 
     assert result.minion_warnings["demo/m1"] == [
         f"location {path} of a policy is already defined by another policy of the server; ignored"
         for path in ('= "/_external_auth/auth"', '"/oauth2"')]
+
+
+def test_ingress_mtls_skips_the_hosts_without_tls_with_a_warning(staging: Staging) -> None:
+    obj = ingress("two", "secure.example.com", ["/"])
+    obj["spec"]["rules"].append({"host": "plain.example.com", "http": obj["spec"]["rules"][0]["http"]})
+    e = ex(staging, obj, [resolved(staging, "mtls", {"ingressMTLS": {"clientCertSecret": "ca"}})])
+    e.valid_hosts["plain.example.com"] = True
+    text, warnings = render(staging, e)
+    assert warnings == ["IngressMTLS policy demo/mtls is ignored for a host without TLS"]
+    secure = text.split("server_name secure.example.com;")[1]
+    plain = text.split("server_name plain.example.com;")[1]
+    assert "ssl_verify_client on;" in secure.split("server {")[0]
+    assert "ssl_verify_client" not in plain and "return 500;" not in text
