@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from ingressctl.configs.configmaps import ConfigParams, generate_main_config
 from ingressctl.configs.ingress_ex import SecretReference
@@ -29,8 +28,9 @@ from ingressctl.configs.virtualserver import VirtualServerEx
 from ingressctl.configs.vs_renderer import VirtualServerRenderer
 from ingressctl.controller.policy_validation import PolicyValidationConfig, validate_policy
 from tests.integration.test_annotations_fuzz_nginx import Staging
+from tests.integration.test_virtualserver_fuzz_nginx import fuzz_values, shape
 from tests.pki import CA
-from tests.unit.test_injection_fuzz import HOSTILE, INJECTIONS, Rendered, Stmt, parse_tree
+from tests.unit.test_injection_fuzz import Rendered, parse_tree
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:Diffie-Hellman over finite fields")]
 
@@ -162,13 +162,6 @@ def render(policies: dict[str, dict[str, Any]], staging: PolicyStaging) -> Rende
     return Rendered(text, main)
 
 
-def shape(stmts: list[Stmt], parent: str = "") -> list[Any]:
-    """Directive names, argument counts (protocol lists may grow) and blocks; map entries are values."""
-    return [("*" if parent == "map" else s.name,
-             -1 if s.name.endswith("_ssl_protocols") else len(s.args),
-             shape(s.children, s.name) if s.children is not None else None) for s in stmts]
-
-
 @pytest.fixture(scope="module")
 def staging() -> Iterator[PolicyStaging]:
     base = tempfile.mkdtemp(prefix="polfz-")
@@ -214,11 +207,7 @@ def test_every_field_sample_renders_and_a_plain_injection_is_rejected(staging: P
         assert not check(staging, reference, field, sample + '"; evil on; "'), field
 
 
-VALUES = st.one_of(
-    st.builds(lambda f, inj, at: (f, FIELDS[f][1][:at] + inj + FIELDS[f][1][at:]),
-              st.sampled_from(sorted(FIELDS)), st.sampled_from(INJECTIONS), st.integers(0, 40)),
-    st.tuples(st.sampled_from(sorted(FIELDS)), HOSTILE),
-)
+VALUES = fuzz_values(FIELDS)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
