@@ -241,3 +241,21 @@ def test_invalid_policies_of_the_new_types_are_rejected(env: Env) -> None:
     assert call(c.http_port, HOST, "/cors").status == 500
     assert call(c.http_port, HOST, "/cache").status == 500
     wait_vs_state(env, "cafe", "Warning", "AddedOrUpdatedWithWarning", f"Policy {NS}/bad-cors is missing")
+
+
+def test_a_crl_file_nginx_cannot_read_fails_only_that_virtual_server(env: Env) -> None:
+    """`crlFileName` names a file the controller does not manage: when it is absent, NGINX refuses that
+    VirtualServer (AddedOrUpdatedWithError with NGINX's message) and everything else keeps serving."""
+    policy_env(env)
+    ca = CA("client-ca")
+    env.apply(make_cert(HOST).secret("cafe-tls", NS))
+    env.apply(ca_secret("client-ca", NS, ca))
+    apply_vs(env, virtual_server("other", "other.example.com", upstreams=WEB, routes=[_route("/")]))
+    c = env.controller()
+    c.wait_backend("other.example.com", "/", "web")
+    apply_policy(env, policy("mtls", ingressMTLS={"clientCertSecret": "client-ca",
+                                                  "crlFileName": "not-there.crl"}))
+    apply_vs(env, virtual_server("cafe", HOST, upstreams=WEB, routes=[_route("/")],
+                                 tls={"secret": "cafe-tls"}, policies=_refs("mtls")))
+    env.wait_event("cafe", "AddedOrUpdatedWithError", "not-there.crl", kind="VirtualServer")
+    assert c.get("other.example.com", "/").backend == "web"
