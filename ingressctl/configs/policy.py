@@ -25,7 +25,11 @@ Contract (other policy types and owners build on it; changes are additive only):
   `inherited` (server-level contexts) maps a type to lines each location gets unless its own context has
   a policy of that type (`types` lists a context's types), for rules that cannot sit at server level and
   still be overridden by a location (NIC: the route's policy of a type wins over the spec's).
-- Never reads the cluster; pure apart from the registries, which are filled at import time.
+- Never reads the cluster; pure apart from the registries, which are filled at import time. The
+  controller side: `controller.policy_kind.PolicyStore.resolve_for([(namespace, [refs, ...])])` resolves
+  references (with their Secrets, for every field in `POLICY_SECRET_FIELDS`, through
+  `controller.policy_secrets`); a Secret type the store does not know yet is added with
+  `controller.secrets.register_secret_type`; `configs.policy_vs` is the VirtualServer's use of this module.
 """
 
 from __future__ import annotations
@@ -245,7 +249,7 @@ def generate_policies(refs: Sequence[ResolvedPolicy], ctx: PolicyContext) -> Pol
                 out.warnings.append(err)
                 errors.append(err)
                 continue
-            meta = ref.policy.get("metadata") or {} if ref.policy is not None else {}
+            meta = (ref.policy or {}).get("metadata") or {}
             pctx = dataclasses.replace(ctx, policy_namespace=str(meta.get("namespace") or ""),
                                        policy_name=str(meta.get("name") or ""), secrets=ref.secrets,
                                        index=i, siblings=siblings)

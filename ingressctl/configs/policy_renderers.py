@@ -20,12 +20,14 @@ Guarantees (for validated policies; every user value goes through `configs.quoti
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from ingressctl.configs import parsing
 from ingressctl.configs.policy import (
     PolicyContext,
+    PolicyRenderer,
     PolicyResult,
     name_part,
     register_policy_renderer,
@@ -49,16 +51,7 @@ def _key(ctx: PolicyContext) -> str:
 def unescape(value: Any) -> str:
     """A validated string as NGINX should read it: validation requires `"` escaped as `\\"`, the quoting
     escapes again, so the escapes are undone first."""
-    text = str(value or "")
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "\\" and i + 1 < len(text) and text[i + 1] in '"\\':
-            out.append(text[i + 1])
-            i += 2
-            continue
-        out.append(text[i])
-        i += 1
-    return "".join(out)
+    return re.sub(r'\\(["\\])', r"\1", str(value or ""))
 
 
 def render_access_control(spec: Mapping[str, Any], ctx: PolicyContext) -> PolicyResult:
@@ -179,7 +172,7 @@ def apikey_map_entries(keys: Mapping[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _plus_only(type_label: str) -> Any:
+def _plus_only(type_label: str) -> PolicyRenderer:
     def render(spec: Mapping[str, Any], ctx: PolicyContext) -> PolicyResult:
         msg = f"{type_label} policy {_key(ctx)} requires NGINX Plus"
         return PolicyResult(warnings=[msg], error=msg)
