@@ -16,7 +16,9 @@ Guarantees:
   (NIC ignores a duplicate auth URI the same way).
 - Server-level CORS (a master's or a regular Ingress's) goes into every location whose own context has no
   CORS policy (NIC copies the master's CORS to the minion locations that have none); the origin maps,
-  the externalAuth upstreams and every other http-level line are written once per file.
+  the externalAuth upstreams and every other http-level line are written once per file. A location that
+  gets CORS headers repeats the server's own `add_header` lines (HSTS, `nginx.org/add-header`), which NGINX
+  would otherwise drop there (unlike NIC, where CORS silently removes them).
 - Never reads the cluster: the controller resolves the Policies, their Secrets and the auth Services'
   endpoints into `IngressEx.policies` / `IngressEx.policy_endpoints` (None: no annotation, or custom
   resources are disabled and the annotation is ignored).
@@ -41,6 +43,7 @@ from ingressctl.configs.policy import (
     policy_type_of,
 )
 from ingressctl.configs.policy_ext import policy_context_params
+from ingressctl.configs.quoting import quote, token
 
 POLICIES_ANNOTATION = "nginx.org/policies"
 INGRESS_POLICY_TYPES = frozenset({"accessControl", "cors", "egressMTLS", "externalAuth", "ingressMTLS"})
@@ -96,11 +99,25 @@ def _generate(ex: IngressEx, static: StaticConfigParams, level: str, *, tls: boo
     return result
 
 
-def _with_lines(loc: Location, result: PolicyResult, defaults: Mapping[str, list[str]]) -> Location:
+def server_headers(server: Server) -> list[str]:
+    """The server's own `add_header` lines (HSTS, `nginx.org/add-header`) as the template writes them."""
+    lines = []
+    if server.hsts and (server.ssl or server.hsts_behind_proxy):
+        lines.append('add_header Strict-Transport-Security "$hsts_header_val" always;')
+    lines += [f"add_header {token(h.name)} {quote(h.value)}{' always' if h.always else ''};"
+              for h in server.add_headers]
+    return lines
+
+
+def _with_lines(loc: Location, result: PolicyResult, defaults: Mapping[str, list[str]],
+                inherited_headers: list[str]) -> Location:
     lines = list(result.location)
     for type_key, default in defaults.items():
         if type_key not in result.types:
             lines += default
+    if not loc.add_headers and any(line.startswith("add_header ") for line in lines):
+        # NGINX drops the server's add_header lines in a location with add_header lines of its own.
+        lines = [*inherited_headers, *lines]
     return dataclasses.replace(loc, policy_500=loc.policy_500 or bool(result.error),
                                policy_lines=(*loc.policy_lines, *lines))
 
@@ -136,7 +153,7 @@ def apply_ingress_policies(cfg: IngressNginxConfig, ex: IngressEx, static: Stati
         locations = []
         for loc in server.locations:
             own = minion_results.get((loc.minion.namespace, loc.minion.name)) if loc.minion else None
-            locations.append(_with_lines(loc, own or PolicyResult(), defaults))
+            locations.append(_with_lines(loc, own or PolicyResult(), defaults, server_headers(server)))
         unique = [] if sr.error else list(sr.locations)
         for m in minions:
             mr = minion_results.get((m.namespace, m.name))

@@ -218,3 +218,14 @@ def test_ingress_mtls_skips_the_hosts_without_tls_with_a_warning(staging: Stagin
     plain = text.split("server_name plain.example.com;")[1]
     assert "ssl_verify_client on;" in secure.split("server {")[0]
     assert "ssl_verify_client" not in plain and "return 500;" not in text
+
+
+def test_locations_with_cors_headers_keep_the_servers_own_headers(staging: Staging) -> None:
+    obj = ingress("hdr", "hdr.example.com", ["/"])
+    obj["metadata"]["annotations"] = {"nginx.org/hsts": "true",
+                                      "nginx.org/add-header": "X-Frame-Options: DENY"}
+    text, _ = render(staging, ex(staging, obj, [resolved(staging, "cors", {"cors": {"allowOrigin": ["*"]}})]))
+    location = text[text.index("    location / {"):]
+    assert 'add_header Strict-Transport-Security "$hsts_header_val" always;' in location
+    assert 'add_header X-Frame-Options "DENY";' in location
+    assert location.index("X-Frame-Options") < location.index("Access-Control-Allow-Origin")
