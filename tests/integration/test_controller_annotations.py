@@ -19,6 +19,11 @@ from tests.integration.policy_helpers import basic, htpasswd_secret
 pytestmark = pytest.mark.integration
 
 
+def get_with_headers(port: int, host: str, path: str, headers: dict[str, str]) -> Response:
+    """A GET with extra headers (other test modules import it from here)."""
+    return http_get(port, host, path, headers=headers)
+
+
 def mode_of(path: str) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
