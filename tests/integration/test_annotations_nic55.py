@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from ingressctl.http_serving import serve_in_background
-from tests.helpers import http_get, make_cert, wait_until
+from tests.helpers import make_cert, wait_until
 from tests.integration.harness import NS, Controller, Env, rule, still_healthy
+from tests.integration.test_controller_annotations import get_with_headers
 
 pytestmark = pytest.mark.integration
 
@@ -119,8 +120,8 @@ def test_add_header_from_annotation_and_config_map(env: Env) -> None:
     # ConfigMap http-redirect-code is the default of the redirects.
     env.ingress("plain", [rule("plain.example.com", ("/", "web"))],
                 annotations={"nginx.org/redirect-to-https": "true"})
-    r = wait_until(lambda: (x := http_get(c.http_port, "plain.example.com", "/a",
-                                          headers={"X-Forwarded-Proto": "http"})).status == 307 and x,
+    r = wait_until(lambda: (x := get_with_headers(c.http_port, "plain.example.com", "/a",
+                                                  {"X-Forwarded-Proto": "http"})).status == 307 and x,
                    "307 from the ConfigMap")
     assert r.headers["location"] == "https://plain.example.com/a"
 
@@ -163,7 +164,7 @@ def test_buffers_body_buffer_and_next_upstream_are_rendered_and_loaded(env: Env,
         "nginx.org/proxy-buffers": "8 8k", "nginx.org/proxy-next-upstream": "error timeout http_503",
         "nginx.org/proxy-next-upstream-timeout": "5s", "nginx.org/proxy-next-upstream-tries": "2"})
     r = c.wait_backend("buf.example.com", "/", "web")
-    body = http_get(c.http_port, "buf.example.com", "/up")
+    body = get_with_headers(c.http_port, "buf.example.com", "/up", {})
     assert r.status == 200 and body.status == 200
     conf = conf_of(c, "buf")
     for line in ("client_body_buffer_size 32k;", "proxy_busy_buffers_size 16k;", "proxy_buffers 8 8k;",
