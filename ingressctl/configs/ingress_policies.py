@@ -133,9 +133,11 @@ def apply_ingress_policies(cfg: IngressNginxConfig, ex: IngressEx, static: Stati
     minion_warnings: dict[str, list[str]] = {}
     http: list[str] = []
     minion_results: dict[tuple[str, str], PolicyResult] = {}
+    served = {(loc.minion.namespace, loc.minion.name)
+              for server in cfg.servers for loc in server.locations if loc.minion}
     for m in minions:
-        if m.policies is None:
-            continue
+        if m.policies is None or (m.namespace, m.name) not in served:
+            continue    # no annotation, or the minion serves no location here (left out, or lost its paths)
         r = _generate(m, static, LEVEL_LOCATION, tls=False, has_spec_tls=has_spec_tls)
         minion_results[(m.namespace, m.name)] = r
         if r.warnings:
