@@ -13,7 +13,7 @@ import pytest
 
 from ingressctl.keys import ResourceKey
 from tests.helpers import http_get, wait_until
-from tests.integration.harness import NS, Controller, Env
+from tests.integration.harness import NS, Controller, Env, rule
 from tests.integration.policy_helpers import (
     apikey_secret,
     apply_policy,
@@ -225,6 +225,8 @@ def test_rate_limit_scale_follows_the_controller_replicas(env: Env) -> None:
     apply_vs(env, virtual_server("cafe", HOST, upstreams=WEB, routes=[_route("/s", "scaled"),
                                                                     _route("/f", "fixed")]))
     apply_vs(env, virtual_server("other", "other.example.com", upstreams=WEB, routes=[_route("/", "fixed")]))
+    env.ingress("limited", [rule("ing.example.com", ("/", "web"))],
+                annotations={"nginx.org/limit-req-rate": "10r/s", "nginx.org/limit-req-scale": "true"})
     c = env.controller(external_service="ingressctl")
     c.wait_backend(HOST, "/s", "web")
     conf = Path(c.settings.nginx.conf_dir) / "conf.d" / f"vs_{NS}_cafe.conf"
@@ -232,7 +234,10 @@ def test_rate_limit_scale_follows_the_controller_replicas(env: Env) -> None:
     assert f"zone=pol_rl_{NS}_fixed_{NS}_cafe:1m rate=10r/s;" in conf.read_text()
     c.wait_idle()
     rendered = spy_renders(c)
+    ingress_conf = Path(c.settings.nginx.conf_dir) / "conf.d" / f"{NS}-limited.conf"
+    assert "rate=5r/s" in ingress_conf.read_text()
     _controller_slice(env, 4)
     wait_until(lambda: "rate=2r/s;" in conf.read_text(), "the rate scaled to 4 replicas")
+    wait_until(lambda: "rate=2r/s" in ingress_conf.read_text(), "the Ingress's rate scaled too")
     c.wait_idle()
     assert rendered == [ResourceKey("virtualserver", f"{NS}/cafe")]    # not the VirtualServer without scale
