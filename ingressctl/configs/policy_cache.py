@@ -59,6 +59,15 @@ def _d(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
+_KEYS_ZONE = re.compile(r"proxy_cache_path .* keys_zone=([^:\s]+):")
+
+
+def cache_zone_of(line: str) -> tuple[str, str] | None:
+    """(zone, line) of a `proxy_cache_path` line of `cache_path_line`; None for other lines."""
+    m = _KEYS_ZONE.match(line)
+    return (m.group(1), line) if m else None
+
+
 def cache_path_line(spec: Mapping[str, Any], zone: str, root: str) -> str:
     """See the module docstring."""
     params = [arg(os.path.join(root, zone))]

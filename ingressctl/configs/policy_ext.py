@@ -33,7 +33,7 @@ from ingressctl.configs.policy import (
     PolicyResult,
     register_policy_renderer,
 )
-from ingressctl.configs.policy_cache import cache_lines, cache_path_line, cache_zone_name
+from ingressctl.configs.policy_cache import NIC_CACHE_DIR, cache_lines, cache_path_line, cache_zone_name
 from ingressctl.configs.policy_cors import cors_lines, cors_origin, cors_origin_variable
 from ingressctl.configs.policy_extauth import (
     auth_service,
@@ -125,7 +125,8 @@ def render_cache(spec: Mapping[str, Any], ctx: PolicyContext) -> PolicyResult:
     if ctx.index > 0:
         return _ignored("Cache", ctx)
     zone = cache_zone_name(ctx.owner_namespace, ctx.owner_name, str(spec.get("cacheZoneName")), _vsr(ctx))
-    result = PolicyResult(http=[cache_path_line(spec, zone, ctx.cache_dir)], location=cache_lines(spec, zone))
+    root = ctx.cache_dir or NIC_CACHE_DIR
+    result = PolicyResult(http=[cache_path_line(spec, zone, root)], location=cache_lines(spec, zone))
     return _at_level(result, ctx)
 
 

@@ -136,3 +136,16 @@ def test_two_external_auth_policies_with_one_auth_uri_keep_the_first_location() 
     r = vs.route([{"name": "two"}], "/y")
     assert [loc.path for loc in vs.locations] == ['= "/_external_auth/auth"']
     assert "is already defined by another policy; ignored" in " ".join(r.warnings)
+
+
+def test_two_cache_policies_defining_one_zone_differently_fail_the_later_context() -> None:
+    small = ref("small", {"cache": {"cacheZoneName": "menu", "cacheZoneSize": "1m"}})
+    big = ref("big", {"cache": {"cacheZoneName": "menu", "cacheZoneSize": "10m"}})
+    vs = VSPolicies({"ns/small": small, "ns/big": big}, "ns", "cafe", tls=False)
+    assert vs.route([{"name": "small"}], "/a").error == ""
+    assert vs.route([{"name": "small"}], "/b").error == ""         # the same zone again: fine
+    r = vs.route([{"name": "big"}], "/c")
+    assert r.error == ("cache zone ns_cafe_vs_menu is already defined by another cache policy with other "
+                       "parameters")
+    assert [line for line in vs.http if line.startswith("proxy_cache_path")] == [
+        "proxy_cache_path /var/cache/nginx/ns_cafe_vs_menu keys_zone=ns_cafe_vs_menu:1m use_temp_path=off;"]
