@@ -26,10 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
+from ingressctl.configs.directive_values import StickyCookie
 from ingressctl.configs.ingress_ex import SecretReference
 from ingressctl.configs.policy import PolicyLocation, ResolvedPolicy
 from ingressctl.configs.policy_ext import policy_context_params
 from ingressctl.configs.policy_vs import VSPolicies
+from ingressctl.configs.vs_newer_nginx import NewerDirectives
 from ingressctl.keys import ResourceKey
 
 VS_KIND = "virtualserver"
@@ -80,6 +82,7 @@ class VSUpstream:
     servers: list[UpstreamServer]
     lb_method: str = ""
     keepalive: int = 0
+    sticky: StickyCookie | None = None   # sessionCookie, only on an NGINX with OSS `sticky cookie`
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,7 @@ class VSLocation:
     next_upstream: str = "error timeout"
     next_upstream_timeout: str = "0s"
     next_upstream_tries: int = 0
+    add_header_inherit: str = ""   # only on an NGINX that has the directive
 
 
 @dataclass(frozen=True)
@@ -164,8 +168,10 @@ class VSServer:
     ssl: bool = False
     ssl_certificate: str = ""            # "" with ssl: reject handshakes
     http2: bool = False
+    http2_directive: bool = False        # this NGINX wants `http2 on;` (1.25.1+), not `listen ... http2`
     tls_redirect: tuple[int, str] | None = None     # (code, variable compared with 'http')
     gunzip: bool = False
+    add_header_inherit: str = ""         # only on an NGINX that has the directive
     server_tokens: str = "on"
     return_500: bool = False
     policy_lines: list[str] = field(default_factory=list)                    # complete, safe directives
@@ -247,7 +253,9 @@ class _Generator:
         self.var_prefix = f"vs_{self.ns}_{self.name}".replace("-", "_")
         self.warnings: list[str] = []
         self.child_warnings: dict[str, list[str]] = {}
+        self.newer = NewerDirectives(static.capabilities, self.warnings)
         self.upstreams: dict[str, dict[str, Any]] = {}      # upstream block name -> its spec
+        self.upstream_labels: dict[str, str] = {}           # upstream block name -> how warnings name it
         self.endpoint_keys: dict[str, str] = {}             # upstream block name -> key in ex.endpoints
         self.vs_scope = self._register(_l(self.spec.get("upstreams")))
         self.split_clients: list[SplitClient] = []
@@ -283,6 +291,8 @@ class _Generator:
                 name = self.upstream_name(f"vsr_{vsr[0]}_{vsr[1]}_{local}")
                 key = vsr_endpoints_key(*vsr, local)
             scope[local] = name
+            self.upstream_labels[name] = (f"upstream {local}" if vsr is None
+                                          else f"upstream {local} of VirtualServerRoute {vsr[0]}/{vsr[1]}")
             self.upstreams[name] = _d(u)
             self.endpoint_keys[name] = key
         return scope
@@ -307,7 +317,8 @@ class _Generator:
             if u.get("use-cluster-ip") or lb == "round_robin":
                 lb = ""
             keepalive = int(u.get("keepalive", c.keepalive))
-            out.append(VSUpstream(name, servers, lb, keepalive))
+            out.append(VSUpstream(name, servers, lb, keepalive,
+                                  sticky=self.newer.sticky(self.upstream_labels[name], u)))
         return out
 
     # -------------------------------------------------------------------------------------- routes
@@ -351,6 +362,8 @@ class _Generator:
                          policy_lines: tuple[str, ...] = ()) -> VSLocation:
         loc = VSLocation(modifier=modifier, path=path, internal=internal, return_500=return_500,
                          policy_lines=list(policy_lines))
+        loc.add_header_inherit = self.newer.add_header_inherit(
+            f"add-header-inherit of route {route.get('path')}", route)
         snippets = route.get("location-snippets")
         if self.static.enable_snippets:
             loc.snippets = _lines(snippets) if snippets else list(self.config.location_snippets)
@@ -523,14 +536,18 @@ class _Generator:
             scope = self._register(_l(vsr_spec.get("upstreams")),
                                    (str(meta.get("namespace")), str(meta.get("name"))))
             # NIC: the delegating route's error pages, snippets and policies reach subroutes without theirs.
-            inherited = {k: rd[k] for k in ("errorPages", "location-snippets") if rd.get(k)}
+            inherited = {k: rd[k] for k in _INHERITED_ROUTE_FIELDS if rd.get(k)}
             vsr_key = (str(meta.get("namespace")), str(meta.get("name")))
             for subroute in _l(vsr_spec.get("subroutes")):
                 self.add_route({**inherited, **_d(subroute)}, scope, vsr_key, rd.get("policies"))
         server = VSServer(server_name=str(spec.get("host") or ""), http_port=static.http_port,
                           https_port=static.https_port, disable_ipv6=static.disable_ipv6, namespace=self.ns,
-                          name=self.name, gunzip=bool(spec.get("gunzip")), server_tokens=c.server_tokens,
+                          name=self.name, server_tokens=c.server_tokens,
                           return_500=bool(spec_policies.error), http2=c.http2,
+                          http2_directive=static.capabilities.has("http2_directive"),
+                          gunzip=bool(spec.get("gunzip")) and self.newer.module("spec.gunzip", "gunzip"),
+                          add_header_inherit=self.newer.add_header_inherit("spec.add-header-inherit",
+                                                                            spec),
                           policy_lines=spec_policies.server)
         tls = spec.get("tls")
         if tls is not None:
@@ -562,6 +579,11 @@ class _Generator:
         return VSConfig(self.build_upstreams(), self.split_clients, self.maps, http_snippets, server,
                         policy_http=self.policies.http,
                         child_warnings={k: v for k, v in self.child_warnings.items() if v})
+
+
+# What a delegating route hands to its VirtualServerRoute's subroutes without their own (policies go through
+# VSPolicies.subroute, NIC's rule).
+_INHERITED_ROUTE_FIELDS = ("errorPages", "location-snippets", "add-header-inherit")
 
 
 def _regex_escape(path: str) -> str:
