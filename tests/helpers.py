@@ -61,7 +61,7 @@ class Response:
 def http_get(port: int, host: str, path: str = "/", timeout: float = 10.0, cookie: str = "", *,
              headers: dict[str, str] | None = None, source: str | None = None) -> Response:
     """GET from 127.0.0.1, or from the client address `source` (any 127.0.0.0/8 address reaches a server
-    listening on loopback), with a cookie and extra request headers."""
+    listening on loopback), with a Cookie and extra request headers."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout,
                                       source_address=(source, 0) if source else None)
     try:

@@ -164,6 +164,7 @@ class StaticConfigParams:
     capabilities: Capabilities = UNKNOWN_NGINX
     stream: bool = False  # render a stream {} block (TransportServers are served)
     stream_module_path: str = ""  # the dynamic stream module to load_module ("" when built in)
+    dynamic_peers_module_path: str = ""  # the dynamic-peers module: endpoint changes without reloads
     tls_passthrough: bool = False  # HTTPS servers terminate TLS on passthrough_socket() behind the SNI split
     cache_dir: str = ""  # the cache Policies' zones live in <cache_dir>/<zone>; "" -> <run_dir>/cache
 
@@ -360,6 +361,7 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         ssl_protocols=config.ssl_protocols,
         stream=static.stream,
         stream_module_path=static.stream_module_path,
+        dynamic_peers_module_path=static.dynamic_peers_module_path,
         tls_passthrough=static.tls_passthrough,
         default_http_listener_port=static.http_port,
         default_https_listener_port=static.https_port,

@@ -274,6 +274,7 @@ class _Generator:
             (tls_secret is not None and tls_secret.path and not tls_secret.error)
             or (tls_secret is None and static.wildcard_tls_path))
         self.policies = VSPolicies(ex.policies, self.ns, self.name, tls=terminates_tls, replicas=replicas,
+                                   capabilities=static.capabilities.features(),
                                    context=policy_context_params(static, ex.policy_endpoints))
 
     def upstream_name(self, name: str) -> str:
@@ -543,12 +544,11 @@ class _Generator:
         server = VSServer(server_name=str(spec.get("host") or ""), http_port=static.http_port,
                           https_port=static.https_port, disable_ipv6=static.disable_ipv6, namespace=self.ns,
                           name=self.name, server_tokens=c.server_tokens,
-                          return_500=bool(spec_policies.error), http2=c.http2,
-                          http2_directive=static.capabilities.has("http2_directive"),
+                          return_500=bool(spec_policies.error), policy_lines=spec_policies.server,
+                          http2=c.http2, http2_directive=static.capabilities.has("http2_directive"),
                           gunzip=bool(spec.get("gunzip")) and self.newer.module("spec.gunzip", "gunzip"),
                           add_header_inherit=self.newer.add_header_inherit("spec.add-header-inherit",
-                                                                            spec),
-                          policy_lines=spec_policies.server)
+                                                                            spec))
         tls = spec.get("tls")
         if tls is not None:
             t = _d(tls)
