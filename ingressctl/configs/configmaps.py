@@ -214,6 +214,10 @@ def _bool(v: str) -> bool:
     return parsing.parse_bool(v.strip())
 
 
+MIN_WORKER_CONNECTIONS = 64
+"""The least `worker-connections` accepted: NGINX needs one per listening socket before any client."""
+
+
 def _int(minimum: int, maximum: int = 2**31 - 1) -> Callable[[str], int]:
     return lambda v: parsing.parse_int(v, minimum=minimum, maximum=maximum)
 
@@ -260,7 +264,8 @@ CONFIG_MAP_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "default-server-return": ("default_server_return", parsing.parse_default_server_return),
     "default-server-access-log-off": ("default_server_access_log_off", _bool),
     "worker-processes": ("worker_processes", parsing.parse_worker_processes),
-    "worker-connections": ("worker_connections", _int(1, 1 << 20)),
+    # NGINX refuses fewer connections than it has listening sockets (HTTP, HTTPS, IPv6, status, listeners).
+    "worker-connections": ("worker_connections", _int(MIN_WORKER_CONNECTIONS, 1 << 20)),
     "worker-rlimit-nofile": ("worker_rlimit_nofile", _int(1, 1 << 24)),
     "worker-shutdown-timeout": ("worker_shutdown_timeout", parsing.parse_time),
     "worker-cpu-affinity": ("worker_cpu_affinity", parsing.parse_worker_cpu_affinity),

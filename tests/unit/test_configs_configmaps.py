@@ -49,7 +49,7 @@ def test_parse_config_map_values() -> None:
     ("proxy-read-timeout", "60s; evil on"), ("proxy-read-timeout", "forever"),
     ("client-max-body-size", "1 m"),
     ("client-max-body-size", "1m}"), ("keepalive", "-1"), ("keepalive", "lots"), ("worker-processes", "0"),
-    ("worker-connections", "1e3"), ("http2", "yes"), ("lb-method", "hash $x;"), ("lb-method", "fastest"),
+    ("worker-connections", "1e3"), ("worker-connections", "1"), ("http2", "yes"), ("lb-method", "hash $x;"), ("lb-method", "fastest"),
     ("error-log-level", "verbose"), ("default-server-return", "301 nowhere"),
     ("default-server-return", "200 $x"), ("ssl-protocols", "TLSv1.2; x"),
     ("proxy-buffers", "8"),
