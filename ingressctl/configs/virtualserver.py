@@ -29,6 +29,7 @@ from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.directive_values import StickyCookie
 from ingressctl.configs.ingress_ex import SecretReference
 from ingressctl.configs.policy import PolicyLocation, ResolvedPolicy
+from ingressctl.configs.policy_ext import policy_context_params
 from ingressctl.configs.policy_vs import VSPolicies
 from ingressctl.configs.vs_newer_nginx import NewerDirectives
 from ingressctl.keys import ResourceKey
@@ -52,6 +53,7 @@ class VirtualServerEx:
     tls_secret: SecretReference | None = None    # None: no spec.tls.secret
     vsrs: list[dict[str, Any]] = field(default_factory=list)   # the VirtualServerRoutes delegated to
     policies: Mapping[str, ResolvedPolicy] = field(default_factory=dict)   # "ns/name" -> resolved Policy
+    policy_endpoints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)   # externalAuth Services
 
     @property
     def namespace(self) -> str:
@@ -272,7 +274,8 @@ class _Generator:
             (tls_secret is not None and tls_secret.path and not tls_secret.error)
             or (tls_secret is None and static.wildcard_tls_path))
         self.policies = VSPolicies(ex.policies, self.ns, self.name, tls=terminates_tls, replicas=replicas,
-                                   capabilities=static.capabilities.features())
+                                   capabilities=static.capabilities.features(),
+                                   context=policy_context_params(static, ex.policy_endpoints))
 
     def upstream_name(self, name: str) -> str:
         return f"vs_{self.ns}_{self.name}_{name}"
@@ -534,8 +537,7 @@ class _Generator:
             scope = self._register(_l(vsr_spec.get("upstreams")),
                                    (str(meta.get("namespace")), str(meta.get("name"))))
             # NIC: the delegating route's error pages, snippets and policies reach subroutes without theirs.
-            # Policies are resolved per subroute (their default namespace differs): see add_route.
-            inherited = {k: rd[k] for k in _INHERITED_ROUTE_FIELDS if rd.get(k) and k != "policies"}
+            inherited = {k: rd[k] for k in _INHERITED_ROUTE_FIELDS if rd.get(k)}
             vsr_key = (str(meta.get("namespace")), str(meta.get("name")))
             for subroute in _l(vsr_spec.get("subroutes")):
                 self.add_route({**inherited, **_d(subroute)}, scope, vsr_key, rd.get("policies"))
@@ -579,7 +581,9 @@ class _Generator:
                         child_warnings={k: v for k, v in self.child_warnings.items() if v})
 
 
-_INHERITED_ROUTE_FIELDS = ("errorPages", "location-snippets", "policies", "add-header-inherit")
+# What a delegating route hands to its VirtualServerRoute's subroutes without their own (policies go through
+# VSPolicies.subroute, NIC's rule).
+_INHERITED_ROUTE_FIELDS = ("errorPages", "location-snippets", "add-header-inherit")
 
 
 def _regex_escape(path: str) -> str:

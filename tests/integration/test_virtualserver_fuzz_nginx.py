@@ -59,11 +59,16 @@ def base_spec() -> dict[str, Any]:
              "errorPages": [{"codes": [502], "return": {"body": "err", "type": "text/html",
                                                         "headers": [{"name": "X-Err", "value": "v"}]}},
                             {"codes": [404], "redirect": {"url": "https://example.com/404"}}]},
+            # A route for "/": a fuzzed path that becomes "/" is then a duplicate (rejected) instead of
+            # legitimately replacing the catch-all 404 location (one directive fewer).
+            {"path": "/", "action": {"pass": "up"}},
         ],
     }
 
 
 Setter = Callable[[dict[str, Any], str], None]
+# The path fields keep their kind (modifier) when fuzzed; a value of another kind renders another route.
+PATH_KINDS = {"prefix path": "/", "exact path": "=", "regex path": "~"}
 
 
 def _route(i: int, *path: Any) -> Setter:
@@ -161,6 +166,8 @@ def check(staging: Staging, reference: list[Any], field: str, value: str) -> boo
     """False when rejected; True when rendered with the reference's shape and accepted by `nginx -t`."""
     if value == "":
         return False    # unsets an optional field (fewer directives by design); required ones are rejected
+    if field in PATH_KINDS and not value.startswith(PATH_KINDS[field]):
+        return False    # another kind of route (a regex route's rewrite becomes proxy_pass's URI)
     spec = copy.deepcopy(base_spec())
     FIELDS[field][0](spec, value)
     r = render(spec, staging.static)
