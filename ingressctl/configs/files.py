@@ -101,6 +101,9 @@ class ConfigFiles:
         self._main_old: object = _UNCHANGED  # nginx.conf at the last good reload, if changed since
         self._render_failures: dict[ResourceKey, str] = {}  # reported by the next reload_if_needed
         self.rejected: dict[ResourceKey, str] = {}  # resources whose latest config NGINX does not serve
+        # After prune_stale(), a conf.d file this engine does not track does not exist: written without the
+        # Manager's look-up of the old file.
+        self._pruned = False
         # The uid that owns the 0600 secret files (certificates and keys) when NGINX's workers must read
         # them (certificates loaded at handshakes under a root master); None: the writer's own.
         self.secret_owner: int | None = None
@@ -110,6 +113,7 @@ class ConfigFiles:
         for name in self._manager.list_configs():
             self._manager.delete_config(name)
             log.info("removed a config file this controller did not write", file=name + ".conf")
+        self._pruned = not self._files
 
     # ------------------------------------------------------------------ state
 
@@ -243,7 +247,7 @@ class ConfigFiles:
             self._manager.delete_config(name)
             self._files.pop(name, None)
         else:
-            self._manager.create_config(name, text)
+            self._manager.create_config(name, text, absent=self._pruned and name not in self._files)
             self._files[name] = digest or _digest(text)
 
     # ------------------------------------------------------------------ reload

@@ -28,7 +28,7 @@ class NginxValueError(ValueError):
 
 
 def _check(value: object, *, allow_variables: bool) -> str:
-    if not isinstance(value, str | int) or isinstance(value, bool):
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
         raise NginxValueError(f"expected a string, got {type(value).__name__}")
     text = str(value)
     bad = _CONTROL.search(text)

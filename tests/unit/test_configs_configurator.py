@@ -39,6 +39,7 @@ class FakeManager:
         self.reload_count = 0
         self.reload_attempts = 0
         self.writes = 0
+        self.absent_writes = 0  # writes the file engine declared to be of a missing file
         self.tests = 0
         self.timeout = False
         self.loaded: dict[str, str] = {}  # what the fake NGINX serves
@@ -47,7 +48,10 @@ class FakeManager:
     def list_configs(self) -> list[str]:
         return sorted(self.files)
 
-    def create_config(self, name: str, content: str) -> bool:
+    def create_config(self, name: str, content: str, *, absent: bool = False) -> bool:
+        # The file engine's promise: a file it calls absent does not exist (checked by every test here).
+        assert not absent or name not in self.files, f"{name} called absent but exists"
+        self.absent_writes += absent
         if self.files.get(name) == content:
             return False
         self.writes += 1
@@ -136,6 +140,28 @@ def test_constructor_writes_main_and_prunes_stale_files() -> None:
     c, _ = configurator(m)
     assert m.files == {} and "daemon off;" in m.main and "unix:/run/ic/nginx-502-server.sock" in m.main
     assert c.static.run_dir == "/run/ic" and c.static.conf_dir == "/etc/ic"
+
+
+def test_files_of_a_pruned_conf_dir_are_written_as_absent_until_they_exist() -> None:
+    m = FakeManager(stale={"old-ingress": "ok", "default-a": "stale"})
+    c, _ = configurator(m)  # prunes both: every later first write is of a missing file
+    c.add_or_update_ingress(ex("a"))
+    c.add_or_update_ingress(ex("b"))
+    assert m.absent_writes == 2
+    c.add_or_update_ingress(ex("a", content="changed"))  # exists now: the Manager compares with disk
+    assert m.absent_writes == 2 and m.writes == 3
+    c.delete_ingress("default/a")
+    c.add_or_update_ingress(ex("a"))  # removed, so missing again
+    assert m.absent_writes == 3
+
+
+def test_without_pruning_no_file_is_assumed_absent() -> None:
+    m = FakeManager(stale={"default-a": "left by a previous run"})
+    c = Configurator(m, StaticConfigParams(), ConfigParams(), TemplateExecutor(),  # type: ignore[arg-type]
+                     prune_stale_configs=False)
+    c.add_or_update_ingress(ex("a"))
+    c.add_or_update_ingress(ex("b"))
+    assert m.absent_writes == 0 and m.writes == 2
 
 
 def test_identical_render_causes_no_write_and_no_reload() -> None:

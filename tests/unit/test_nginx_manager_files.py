@@ -66,6 +66,29 @@ def test_change_detection_compares_with_disk_not_just_the_cache(mgr: Manager, tm
     assert mgr.create_main_config("main\n") is False
 
 
+def test_a_config_known_absent_is_written_without_looking_at_the_old_one(
+        mgr: Manager, monkeypatch: pytest.MonkeyPatch) -> None:
+    looked: list[str] = []
+    real_stat = os.stat
+
+    def spy_stat(path: str, *args: object, **kwargs: object) -> os.stat_result:
+        looked.append(str(path))
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "stat", spy_stat)
+    path = mgr.config_path("fresh")
+    assert mgr.create_config("fresh", "server { }\n", absent=True) is True
+    assert path not in looked
+    assert mgr.read_config("fresh") == "server { }\n" and mode_of(path) == 0o644
+    # The cache is filled as by any write: identical bytes later are no write.
+    assert mgr.create_config("fresh", "server { }\n") is False
+    assert path in looked
+    # A caller that was wrong (the file exists) still gets an atomic replacement with its bytes.
+    assert mgr.create_config("fresh", "server { listen 81; }\n", absent=True) is True
+    assert mgr.read_config("fresh") == "server { listen 81; }\n"
+    assert [e for e in os.listdir(os.path.dirname(path)) if e.startswith(".")] == []
+
+
 def test_delete_and_list_configs(mgr: Manager) -> None:
     mgr.create_config("ns-b", "b")
     mgr.create_config("ns-a", "a")
