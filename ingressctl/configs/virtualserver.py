@@ -45,6 +45,7 @@ class VirtualServerEx:
                                                  # upstreams under `vsr_endpoints_key`
     tls_secret: SecretReference | None = None    # None: no spec.tls.secret
     vsrs: list[dict[str, Any]] = field(default_factory=list)   # the VirtualServerRoutes delegated to
+    route_vsrs: dict[int, list[str]] = field(default_factory=dict)   # route index -> its VSRs' "ns/name"
 
     @property
     def namespace(self) -> str:
@@ -123,6 +124,8 @@ class VSLocation:
     buffering: bool = True
     buffers: str = ""
     buffer_size: str = ""
+    busy_buffers_size: str = ""          # NIC 5.2+ (HTTP upstreams only)
+    client_body_buffer_size: str = ""    # NIC 5.3+
     set_headers: list[Header] = field(default_factory=list)
     pass_request_headers: bool = True
     hide_headers: list[str] = field(default_factory=list)
@@ -204,6 +207,13 @@ def unescape(value: Any) -> str:
     """A user string as NGINX reads NIC's rendering of it: validation requires every `"` to be escaped as
     `\\"`; the template's quoting escapes again, so the escapes are undone first."""
     return re.sub(r'\\(["\\])', r"\1", str(value or ""))
+
+
+def service_ref(namespace: str, service: str) -> tuple[str, str]:
+    """An upstream's `service` as (namespace, name): `name` is in the resource's namespace, `ns/name` in
+    `ns`."""
+    ns, _, name = service.rpartition("/")
+    return (ns or namespace), name
 
 
 def vsr_endpoints_key(namespace: str, name: str, upstream: str) -> str:
@@ -299,12 +309,10 @@ class _Generator:
     # -------------------------------------------------------------------------------------- routes
 
     def _route_path(self, path: str) -> tuple[str, str]:
-        if path.startswith("~*"):
-            return "~*", path[2:].lstrip(" ")
-        if path.startswith("~"):
-            return "~", path[1:].lstrip(" ")
-        if path.startswith("="):
-            return "=", path[1:].lstrip(" ")
+        """The location's modifier and path (NIC 5.5 normalises `= /x`, `^~ /x`, `~ re` alike)."""
+        for modifier in ("^~", "~*", "~", "="):
+            if path.startswith(modifier):
+                return modifier, path[len(modifier):].lstrip(" \t")
         return "", path
 
     def _error_pages(self, pages: list[Any]) -> list[tuple[str, str, str]]:
@@ -354,7 +362,7 @@ class _Generator:
         up_name = scope.get(str(action.get("pass") or proxy.get("upstream") or ""), "")
         u = self.upstreams.get(up_name, {})
         c = self.config
-        loc.service = str(u.get("service") or "")
+        loc.service = service_ref(self.ns, str(u.get("service") or ""))[1]
         loc.grpc = u.get("type") == "grpc"
         keepalive = int(u.get("keepalive", c.keepalive))
         loc.keepalive = keepalive > 0
@@ -366,6 +374,8 @@ class _Generator:
         buffers = _d(u.get("buffers"))
         loc.buffers = f"{buffers['number']} {buffers['size']}" if buffers else c.proxy_buffers
         loc.buffer_size = str(u.get("buffer-size") or c.proxy_buffer_size)
+        loc.busy_buffers_size = str(u.get("busy-buffers-size") or "")
+        loc.client_body_buffer_size = str(u.get("client-body-buffer-size") or "")
         loc.next_upstream = str(u.get("next-upstream") or "error timeout")
         loc.next_upstream_timeout = str(u.get("next-upstream-timeout") or "0s")
         loc.next_upstream_tries = int(u.get("next-upstream-tries") or 0)
@@ -429,6 +439,23 @@ class _Generator:
             self.locations.append(self._action_location(modifier, plain, _d(route["action"]), route,
                                                         internal=False, **kw))
 
+    def _add_vsr(self, route: Mapping[str, Any], vsr: Mapping[str, Any]) -> None:
+        """The subroutes a VirtualServer route delegates to (by `route` or `routeSelector`): all of them under
+        a prefix path; under a regex or exact path the one with that path (regex routes may share a
+        VirtualServerRoute, each serving its own subroute)."""
+        meta, vsr_spec = _d(vsr.get("metadata")), _d(vsr.get("spec"))
+        scope = self._register(_l(vsr_spec.get("upstreams")),
+                               (str(meta.get("namespace")), str(meta.get("name"))))
+        modifier, plain = self._route_path(str(route.get("path") or ""))
+        # NIC: the delegating route's error pages, snippets and policies reach subroutes without theirs.
+        inherited = {k: route[k] for k in ("errorPages", "location-snippets", "policies") if route.get(k)}
+        for subroute in _l(vsr_spec.get("subroutes")):
+            sd = _d(subroute)
+            own = self._route_path(str(sd.get("path") or ""))
+            if modifier in ("~", "~*", "=") and own != (modifier, plain):
+                continue
+            self.add_route({**inherited, **sd}, scope)
+
     def _splits(self, route: Mapping[str, Any], splits: list[Any], kw: dict[str, Any]) -> str:
         i = self.splits_count
         self.splits_count += 1
@@ -490,22 +517,14 @@ class _Generator:
             self.warnings.append(f"Policy {p} is missing or invalid")
         vsrs = {f"{_d(v.get('metadata')).get('namespace')}/{_d(v.get('metadata')).get('name')}": v
                 for v in self.ex.vsrs}
-        for route in _l(spec.get("routes")):
+        for i, route in enumerate(_l(spec.get("routes"))):
             rd = _d(route)
-            if not rd.get("route"):
+            if not rd.get("route") and not rd.get("routeSelector"):
                 self.add_route(rd, self.vs_scope)
                 continue
-            vsr_ref = str(rd["route"])
-            vsr = vsrs.get(vsr_ref if "/" in vsr_ref else f"{self.ns}/{vsr_ref}")
-            if vsr is None:     # missing or unfit: the VirtualServer's warning says so; not served
-                continue
-            meta, vsr_spec = _d(vsr.get("metadata")), _d(vsr.get("spec"))
-            scope = self._register(_l(vsr_spec.get("upstreams")),
-                                   (str(meta.get("namespace")), str(meta.get("name"))))
-            # NIC: the delegating route's error pages, snippets and policies reach subroutes without theirs.
-            inherited = {k: rd[k] for k in ("errorPages", "location-snippets", "policies") if rd.get(k)}
-            for subroute in _l(vsr_spec.get("subroutes")):
-                self.add_route({**inherited, **_d(subroute)}, scope)
+            # Missing or unfit VirtualServerRoutes are not listed: the VirtualServer's warning says so.
+            for vsr_key in self.ex.route_vsrs.get(i, []):
+                self._add_vsr(rd, vsrs[vsr_key])
         server = VSServer(server_name=str(spec.get("host") or ""), http_port=static.http_port,
                           https_port=static.https_port, disable_ipv6=static.disable_ipv6, namespace=self.ns,
                           name=self.name, gunzip=bool(spec.get("gunzip")), server_tokens=c.server_tokens,

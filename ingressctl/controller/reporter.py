@@ -58,6 +58,32 @@ def added_event(key: str, warnings: list[str], error: str) -> tuple[str, str, st
     return EVENT_NORMAL, REASON_ADDED_OR_UPDATED, msg
 
 
+def custom_resource_added_event(key: str, resource_warnings: list[str], other_warnings: list[str],
+                                error: str) -> tuple[str, str, str]:
+    """NIC's event for an added or updated VirtualServer or VirtualServerRoute: the resource's own warnings
+    ("with warning(s): w1; w2"), then the configurator's ("; with warning(s): ..."), then an apply error
+    ("; but was not applied: ..."); NIC's text keeps its trailing space when there is nothing to add."""
+    detail = ""
+    event_type, reason = EVENT_NORMAL, REASON_ADDED_OR_UPDATED
+    if resource_warnings:
+        detail = "with warning(s): " + "; ".join(resource_warnings)
+    if other_warnings:
+        detail = f"{detail}; with warning(s): " + "; ".join(other_warnings)
+    if resource_warnings or other_warnings:
+        event_type, reason = EVENT_WARNING, REASON_ADDED_OR_UPDATED_WITH_WARNING
+    if error:
+        detail = f"{detail}; but was not applied: {error}"
+        event_type, reason = EVENT_WARNING, REASON_ADDED_OR_UPDATED_WITH_ERROR
+    return event_type, reason, f"Configuration for {key} was added or updated {detail}"
+
+
+class MessageStyle(Protocol):
+    """A kind whose events use NIC's custom-resource wording (its Configuration model implements it)."""
+
+    def rejected_message(self, key: str, detail: str) -> str:
+        """The Rejected text for `detail` ("with error: ..." or "with warning(s): ...")."""
+
+
 def keys_of(resource: Resource) -> list[ResourceKey]:
     """The resource's key and its children's."""
     return [resource.key_with_kind, *(k for k, _ in resource.children())]
@@ -118,8 +144,10 @@ class Reporter:
             # A resource rendered earlier in a batch: report it now.
             obj = self._get_object(k)
             if obj is not None:
-                self.event(obj, k.kind, EVENT_WARNING, REASON_ADDED_OR_UPDATED_WITH_ERROR,
-                           f"Configuration for {k.ns_name} was added or updated; but was not applied: {err}")
+                if self._style(k.kind) is None:
+                    self.event(obj, k.kind, *added_event(k.ns_name, [], err))
+                else:
+                    self.event(obj, k.kind, *custom_resource_added_event(k.ns_name, [], [], err))
 
     def report(self, applied: list[Applied], *, defer_status: bool) -> None:
         """Events for each applied resource (NIC 2.5), then status (now, or deferred to the start-up
@@ -130,10 +158,14 @@ class Reporter:
             with self._lock:
                 self._status_keys.update(keys)
             kind = res.key_with_kind.kind
-            self.event(res.obj, kind, *added_event(res.key, a.warnings, a.error))
+            self.event(res.obj, kind, *self._added_event(a))
             for ck, child in res.children():
-                self.event(child, ck.kind, *added_event(ck.ns_name, a.child_warnings.get(ck.ns_name, []),
-                                                        a.error))
+                child_ws = a.child_warnings.get(ck.ns_name, [])
+                if self._style(ck.kind) is None:
+                    self.event(child, ck.kind, *added_event(ck.ns_name, child_ws, a.error))
+                else:
+                    self.event(child, ck.kind,
+                               *custom_resource_added_event(ck.ns_name, child_ws, [], a.error))
             if a.error:
                 continue
             if defer_status:
@@ -147,7 +179,7 @@ class Reporter:
         for a in applied:
             if a.error:
                 res = a.resource
-                self.event(res.obj, res.key_with_kind.kind, *added_event(res.key, a.warnings, a.error))
+                self.event(res.obj, res.key_with_kind.kind, *self._added_event(a))
 
     def report_delete(self, ch: ResourceChange) -> None:
         """NIC's UpdateIngressStatusAndEventsOnDelete: only for a resource that still exists."""
@@ -162,8 +194,9 @@ class Reporter:
             msg = "with warning(s): " + "; ".join(res.warnings)
         else:
             return  # a class change: no event, no status change (NIC)
-        self.event(obj, key.kind, EVENT_WARNING, REASON_REJECTED,
-                   f"{res.key} was rejected: {msg}")
+        style = self._style(key.kind)
+        text = style.rejected_message(res.key, msg) if style is not None else f"{res.key} was rejected: {msg}"
+        self.event(obj, key.kind, EVENT_WARNING, REASON_REJECTED, text)
         if self._is_ready() and self.status.report_status_enabled_for(key):
             self._safe_status(self.status.clear, key)
 
@@ -172,6 +205,21 @@ class Reporter:
         for p in problems:
             self.event(p.obj, p.key.kind, EVENT_WARNING, p.reason, p.message)
             self._safe_status(self.status.clear, p.key)
+
+    def _style(self, kind: str) -> MessageStyle | None:
+        entry = self._kinds.get(kind)
+        model = entry.model if entry is not None else None
+        return model if callable(getattr(model, "rejected_message", None)) else None  # type: ignore[return-value]
+
+    def _added_event(self, a: Applied) -> tuple[str, str, str]:
+        res = a.resource
+        if self._style(res.key_with_kind.kind) is None:
+            return added_event(res.key, a.warnings, a.error)
+        own = list(res.warnings)
+        # The builder lists the resource's own warnings first, then the configurator's.
+        others = a.warnings[len(own):] if a.warnings[:len(own)] == own else \
+            [w for w in a.warnings if w not in own]
+        return custom_resource_added_event(res.key, own, others, a.error)
 
     def _safe_status(self, fn: Callable[[ResourceKey], bool], key: ResourceKey) -> None:
         try:

@@ -22,7 +22,14 @@ from typing import Any, Protocol
 
 from ingressctl.configs.ingress_ex import SecretReference
 from ingressctl.configs.renderers import Renderer
-from ingressctl.configs.virtualserver import VS_KIND, VS_TYPES, VSR_KIND, VirtualServerEx, vsr_endpoints_key
+from ingressctl.configs.virtualserver import (
+    VS_KIND,
+    VS_TYPES,
+    VSR_KIND,
+    VirtualServerEx,
+    service_ref,
+    vsr_endpoints_key,
+)
 from ingressctl.configs.vs_renderer import VirtualServerRenderer
 from ingressctl.controller.endpoints import BackendError, cluster_ip_endpoint, resolve_backend_endpoints
 from ingressctl.controller.handlers import _safe, resource_version, tombstone_key, unwrap
@@ -52,6 +59,10 @@ def _d(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
+def _labels(obj: dict[str, Any]) -> dict[str, Any]:
+    return _d(_d(obj.get("metadata")).get("labels"))
+
+
 class VirtualServerHandler:
     """See the module docstring (VirtualServers and VirtualServerRoutes alike)."""
 
@@ -67,7 +78,11 @@ class VirtualServerHandler:
 
     @_safe
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        if resource_version(old) == resource_version(new) or old.get("spec") == new.get("spec"):
+        if resource_version(old) == resource_version(new):
+            return
+        # A VirtualServerRoute's labels decide which `routeSelector`s attach it (NIC 5.4+).
+        if old.get("spec") == new.get("spec") and (
+                self._kind != VSR_KIND or _labels(old) == _labels(new)):
             return
         if vs_class_is_ours(old, self._class) or vs_class_is_ours(new, self._class):
             self._enqueue(Task(self._kind, object_key(new)))
@@ -102,8 +117,8 @@ class VirtualServerBuilder:
     def forget(self, key: ResourceKey) -> None:
         pass
 
-    def create_ex(self, vs: dict[str, Any], vsrs: list[dict[str, Any]] | None = None
-                  ) -> tuple[VirtualServerEx, list[str]]:
+    def create_ex(self, vs: dict[str, Any], vsrs: list[dict[str, Any]] | None = None,
+                  route_vsrs: dict[int, list[str]] | None = None) -> tuple[VirtualServerEx, list[str]]:
         meta, spec = _d(vs.get("metadata")), _d(vs.get("spec"))
         ns = str(meta.get("namespace") or "")
         warnings: list[str] = []
@@ -117,24 +132,26 @@ class VirtualServerBuilder:
                           f"VirtualServerRoute {vns}/{vname}: spec")
         secret = _d(spec.get("tls")).get("secret")
         ref = self._secrets.get_secret_reference(f"{ns}/{secret}") if secret else None
-        return VirtualServerEx(vs=vs, endpoints=endpoints, tls_secret=ref, vsrs=list(vsrs or [])), warnings
+        return VirtualServerEx(vs=vs, endpoints=endpoints, tls_secret=ref, vsrs=list(vsrs or []),
+                               route_vsrs=dict(route_vsrs or {})), warnings
 
     def _resolve(self, ns: str, upstreams: list[Any], key: Callable[[str], str],
                  endpoints: dict[str, list[str]], warnings: list[str], where: str) -> None:
         """Each upstream's endpoints, into `endpoints[key(name)]`."""
         for i, up in enumerate(upstreams):
             u = _d(up)
-            name, svc_name, port = str(u.get("name")), str(u.get("service")), u.get("port")
+            name, port = str(u.get("name")), u.get("port")
+            svc_ns, svc_name = service_ref(ns, str(u.get("service")))   # NIC 5.3+: `namespace/name`
             if u.get("subselector"):
                 warnings.append(f"{where}.upstreams[{i}].subselector is not supported: all ready endpoints "
                                 f"of service {svc_name} are used")
-            svc = self._caches.get_object("services", f"{ns}/{svc_name}")
+            svc = self._caches.get_object("services", f"{svc_ns}/{svc_name}")
             try:
                 if u.get("use-cluster-ip") and svc is not None:
                     endpoints[key(name)] = cluster_ip_endpoint(svc, int(port or 0))
                 else:
                     endpoints[key(name)] = resolve_backend_endpoints(
-                        ns, svc_name, int(port or 0), svc, self._caches.endpoint_slices(ns, svc_name))
+                        svc_ns, svc_name, int(port or 0), svc, self._caches.endpoint_slices(svc_ns, svc_name))
             except BackendError as e:
                 log.debug("virtualserver upstream without endpoints", upstream=name, error=str(e))
                 endpoints[key(name)] = []
@@ -142,7 +159,7 @@ class VirtualServerBuilder:
     def apply(self, resource: Resource) -> Applied:
         if not isinstance(resource, VirtualServerConfiguration):
             raise TypeError(f"not a VirtualServer: {resource.key_with_kind}")
-        ex, warnings = self.create_ex(resource.obj, [obj for _, obj in resource.vsrs])
+        ex, warnings = self.create_ex(resource.obj, [obj for _, obj in resource.vsrs], resource.route_vsrs)
         rendered = self._configurator.add_or_update(resource.key_with_kind, ex)
         return Applied(resource, list(resource.warnings) + warnings + list(rendered))
 

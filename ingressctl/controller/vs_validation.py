@@ -15,7 +15,7 @@ Guarantees:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ingressctl.configs import parsing
@@ -25,6 +25,7 @@ from ingressctl.controller.validation import (
     forbidden,
     invalid,
     is_dns1035_label,
+    is_dns1123_label,
     is_dns1123_subdomain,
     is_http_header_name,
     is_wildcard_dns1123_subdomain,
@@ -145,35 +146,113 @@ def validate_host(field: str, host: Any) -> list[FieldError]:
     return [invalid(field, host, m) for m in msgs]
 
 
+_PREFIX_MSG = "must start with / and must not include any whitespace character, `{`, `}` or `;`"
+
+
+def path_modifier(path: str) -> tuple[str, str]:
+    """A route path's NGINX modifier (`""`, `=`, `^~`, `~`, `~*`) and its path or regex, the whitespace
+    after the modifier removed (NIC 5.5's `NormalizePath`)."""
+    for modifier in ("^~", "~*", "~", "="):
+        if path.startswith(modifier):
+            return modifier, path[len(modifier):].lstrip(" \t")
+    return "", path
+
+
+def normalize_path(path: str) -> str:
+    """The form paths are compared in (duplicates, VirtualServerRoute fit): `= /x` equals `=/x`."""
+    modifier, rest = path_modifier(path)
+    return modifier + rest
+
+
+def modifier_category(path: str) -> str:
+    """NIC 5.5's categories of a path: regex (`~`, `~*`), exact, longest-prefix (`^~`) or prefix."""
+    modifier = path_modifier(path)[0]
+    return {"~": "regex", "~*": "regex", "=": "exact", "^~": "longest-prefix"}.get(modifier, "prefix")
+
+
+def _prefix_path_errors(field: str, original: str, path: str) -> list[FieldError]:
+    """NIC 5.5's prefix-path rule (shared with Ingress paths): no whitespace, `{`, `}`, `;` or `\\`, no
+    leading `//`, no `..` segment."""
+    if not _PREFIX_PATH.fullmatch(path):
+        return [invalid(field, original, _PREFIX_MSG)]
+    errs: list[FieldError] = []
+    if path.startswith("//"):
+        errs.append(invalid(field, original, "must not start with '//' (a protocol-relative URL)"))
+    if ".." in re.split(r"[/\\]", path):
+        errs.append(invalid(field, original, "must not contain '..' path segments"))
+    return errs
+
+
 def validate_path(field: str, path: Any) -> list[FieldError]:
-    """prefix `/p`, exact `=/p`, regex `~re` / `~*re` (NIC's path forms)."""
+    """prefix `/p`, exact `=/p`, longest-prefix `^~/p`, regex `~re` / `~*re` (NIC 5.5's path forms; whitespace
+    after the modifier is allowed and removed)."""
     if not isinstance(path, str) or not path:
         return [required(field)]
     if _CONTROL.search(path):
         return [invalid(field, path, "must not contain control characters")]
-    if path.startswith("="):
-        if not _PREFIX_PATH.fullmatch(path[1:]):
-            return [invalid(field, path, "must start with / and must not include any whitespace character, "
-                                         "`{`, `}` or `;`")]
-        return []
-    if path.startswith("~"):
-        regex = path[2:] if path.startswith("~*") else path[1:]
+    modifier, rest = path_modifier(path)
+    if modifier in ("=", "^~"):
+        return _prefix_path_errors(field, path, rest)
+    if modifier in ("~", "~*"):
         errs: list[FieldError] = []
-        if not _ESCAPED.fullmatch(regex):
+        if not _ESCAPED.fullmatch(rest):
             errs.append(invalid(field, path, 'a valid path must have all \'"\' escaped'))
         try:
-            re.compile(regex)
+            re.compile(rest)
         except re.error as e:
             errs.append(invalid(field, path, f"must be a valid regular expression: {e}"))
-        if regex.endswith("\\") and not regex.endswith("\\\\"):
+        if rest.endswith("\\") and not rest.endswith("\\\\"):
             errs.append(invalid(field, path, "must not end with a lone \\"))
         return errs
     if path.startswith("/"):
-        if not _PREFIX_PATH.fullmatch(path):
-            return [invalid(field, path, "must start with / and must not include any whitespace character, "
-                                         "`{`, `}` or `;`")]
+        return _prefix_path_errors(field, path, path)
+    return [invalid(field, path, "must start with /, ~, ^~ or =")]
+
+
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+
+
+def _label_key_errors(key: str) -> list[str]:
+    """Kubernetes' qualified name (`[prefix/]name`)."""
+    prefix, _, name = key.rpartition("/")
+    msgs = [] if _LABEL_NAME.fullmatch(name) and len(name) <= 63 else [
+        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+        "alphanumeric character"]
+    if prefix or key.startswith("/"):
+        msgs += [f"prefix part {m}" for m in is_dns1123_subdomain(prefix)]
+    return msgs
+
+
+def _validate_labels(field: str, labels: Any, *, allow_empty_values: bool = True) -> list[FieldError]:
+    """A label map (upstream `subselector`, `routeSelector.matchLabels`): qualified-name keys, label
+    values."""
+    if labels in (None, {}):
         return []
-    return [invalid(field, path, "must start with /, ~ or =")]
+    if not isinstance(labels, Mapping):
+        return [invalid(field, str(labels), "must be a map of labels")]
+    errs: list[FieldError] = []
+    for k, v in labels.items():
+        errs.extend(invalid(field, k, m) for m in _label_key_errors(str(k)))
+        value = v if isinstance(v, str) else ""
+        if not isinstance(v, str) or not _LABEL_VALUE.fullmatch(value) or len(value) > 63:
+            errs.append(invalid(f"{field}[{k}]", v, "a valid label must be an empty string or consist of "
+                                                   "alphanumeric characters, '-', '_' or '.', and must start "
+                                                   "and end with an alphanumeric character"))
+        elif not value and not allow_empty_values:
+            errs.append(required(f"{field}[{k}]", "label value must not be empty"))
+    return errs
+
+
+def _validate_service_name(field: str, service: str) -> list[FieldError]:
+    """NIC 5.3+: a Service of the resource's namespace (an RFC 1035 label) or `namespace/name` (the namespace
+    an RFC 1123 label)."""
+    if "/" not in service:
+        return [invalid(field, service, m) for m in is_dns1035_label(service)]
+    ns, _, name = service.partition("/")
+    errs = [invalid(field, service, f"namespace {m}") for m in is_dns1123_label(ns)]
+    errs.extend(invalid(field, service, m) for m in is_dns1035_label(name))
+    return errs
 
 
 def _validate_upstream(field: str, up: Mapping[str, Any]) -> list[FieldError]:
@@ -186,7 +265,7 @@ def _validate_upstream(field: str, up: Mapping[str, Any]) -> list[FieldError]:
     if not svc:
         errs.append(required(f"{field}.service"))
     else:
-        errs.extend(invalid(f"{field}.service", svc, m) for m in is_dns1035_label(str(svc)))
+        errs.extend(_validate_service_name(f"{field}.service", str(svc)))
     port = up.get("port")
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         errs.append(invalid(f"{field}.port", port, "must be between 1 and 65535, inclusive"))
@@ -201,6 +280,10 @@ def _validate_upstream(field: str, up: Mapping[str, Any]) -> list[FieldError]:
     errs.extend(_checked(f"{field}.client-max-body-size", up.get("client-max-body-size"),
                          parsing.parse_offset))
     errs.extend(_checked(f"{field}.buffer-size", up.get("buffer-size"), parsing.parse_size))
+    errs.extend(_checked(f"{field}.busy-buffers-size", up.get("busy-buffers-size"), parsing.parse_size))
+    errs.extend(_checked(f"{field}.client-body-buffer-size", up.get("client-body-buffer-size"),
+                         parsing.parse_size))
+    errs.extend(_validate_labels(f"{field}.subselector", up.get("subselector")))
     buffers = up.get("buffers")
     if buffers is not None:
         b = _d(buffers)
@@ -423,12 +506,21 @@ def validate_route(field: str, route: Mapping[str, Any], upstreams: set[str], *,
                    allow_route: bool = True) -> list[FieldError]:
     errs = validate_path(f"{field}.path", route.get("path"))
     action, splits, delegate = route.get("action"), _l(route.get("splits")), route.get("route")
+    selector = route.get("routeSelector")
     matches = _l(route.get("matches"))
-    chosen = [k for k, v in (("action", action), ("splits", splits), ("route", delegate)) if v]
+    chosen = [k for k, v in (("action", action), ("splits", splits), ("route", delegate),
+                             ("routeSelector", selector)) if v]
     if delegate and not allow_route:
         errs.append(forbidden(f"{field}.route", "is not allowed in a subroute"))
+    if selector and not allow_route:
+        errs.append(forbidden(f"{field}.routeSelector", "is not allowed in a subroute"))
     if len(chosen) != 1:
-        errs.append(invalid(field, "", "must specify exactly one of: `action`, `splits` or `route`"))
+        errs.append(invalid(field, "", "must specify exactly one of: `action`, `splits`, `route` or "
+                                       "`routeSelector`"))
+    elif matches and chosen[0] in ("route", "routeSelector"):
+        errs.append(invalid(field, "", "must specify exactly one of: `action` or `splits` with `matches`"))
+    if selector is not None and allow_route:
+        errs.extend(_validate_route_selector(f"{field}.routeSelector", selector))
     if action:
         errs.extend(_validate_action(f"{field}.action", _d(action), upstreams))
     if splits:
@@ -460,6 +552,14 @@ def validate_route(field: str, route: Mapping[str, Any], upstreams: set[str], *,
     return errs
 
 
+def _validate_route_selector(field: str, selector: Any) -> list[FieldError]:
+    """NIC 5.4+: `matchLabels` non-empty, label-valid, no empty value (`matchExpressions` is ignored)."""
+    labels = _d(selector).get("matchLabels")
+    if not isinstance(labels, Mapping) or not labels:
+        return [required(f"{field}.matchLabels", "must specify at least one label")]
+    return _validate_labels(f"{field}.matchLabels", labels, allow_empty_values=False)
+
+
 def validate_upstreams(field: str, upstreams: list[Any]) -> tuple[list[FieldError], set[str]]:
     errs: list[FieldError] = []
     names: set[str] = set()
@@ -471,10 +571,6 @@ def validate_upstreams(field: str, upstreams: list[Any]) -> tuple[list[FieldErro
             errs.append(duplicate(f"{field}[{i}].name", name))
         names.add(name)
     return errs, names
-
-
-def _normalised(path: str) -> str:
-    return path.replace(" ", "") if path[:1] in ("=", "~") else path
 
 
 def validate_virtual_server(obj: Mapping[str, Any]) -> list[FieldError]:
@@ -509,9 +605,11 @@ def validate_virtual_server(obj: Mapping[str, Any]) -> list[FieldError]:
         errs.extend(validate_route(f"spec.routes[{i}]", rd, upstreams))
         p = rd.get("path")
         if isinstance(p, str) and p:
-            if _normalised(p) in paths:
+            if normalize_path(p) in paths:
                 errs.append(duplicate(f"spec.routes[{i}].path", p))
-            paths.add(_normalised(p))
+            paths.add(normalize_path(p))
+    meta_ns = _s(_d(obj.get("metadata")).get("namespace"))
+    errs.extend(vsr_reference_errors(meta_ns, _l(spec.get("routes"))))
     for f in ("http-snippets", "server-snippets"):
         errs.extend(_control(f"spec.{f}", _s(spec.get(f)).replace("\n", "").replace("\t", "")))
     return errs
@@ -542,20 +640,52 @@ def validate_virtual_server_route(obj: Mapping[str, Any]) -> list[FieldError]:
         errs.extend(validate_route(f"spec.subroutes[{i}]", rd, upstreams, allow_route=False))
         p = rd.get("path")
         if isinstance(p, str) and p:
-            if _normalised(p) in paths:
+            if normalize_path(p) in paths:
                 errs.append(duplicate(f"spec.subroutes[{i}].path", p))
-            paths.add(_normalised(p))
+            paths.add(normalize_path(p))
+    if len({modifier_category(p) for p in paths}) > 1:
+        errs.append(invalid("spec.subroutes", ", ".join(sorted(paths)),
+                            "all subroutes must use the same path modifier type"))
     return errs
 
 
-def vsr_fit_errors(route_path: str, vsr: Mapping[str, Any]) -> list[str]:
-    """How a valid VirtualServerRoute fails the VirtualServer route delegating `route_path` to it (NIC):
-    under a prefix every subroute path starts with that prefix; under an exact or regex path there is exactly
-    one subroute, with that path."""
-    subroutes = [_d(r) for r in _l(_d(vsr.get("spec")).get("subroutes"))]
-    if route_path[:1] in ("=", "~"):
-        if len(subroutes) != 1 or _normalised(_s(subroutes[0].get("path"))) != _normalised(route_path):
-            return [f"spec.subroutes: must have exactly one subroute with the path {route_path!r}"]
+def vsr_fit_errors(route_paths: Sequence[str] | str, vsr: Mapping[str, Any]) -> list[str]:
+    """How a valid VirtualServerRoute fails the VirtualServer route(s) delegating to it (NIC 5.5's
+    `ValidateVirtualServerRouteForVirtualServer`): under regex routes its subroute paths are exactly those
+    routes' paths; under an exact path it has exactly one subroute, with that path; under a prefix (or `^~`)
+    path every subroute path starts with it. Paths are compared normalised (`= /x` is `=/x`)."""
+    paths = [route_paths] if isinstance(route_paths, str) else list(route_paths)
+    subroutes = [normalize_path(_s(_d(r).get("path"))) for r in _l(_d(vsr.get("spec")).get("subroutes"))]
+    first = normalize_path(paths[0]) if paths else ""
+    category = modifier_category(first)
+    if category == "regex":
+        want = {normalize_path(p) for p in paths}
+        errs = [f"spec.subroutes: Required value: must have a subroute with the path {p!r}"
+                for p in sorted(want - set(subroutes))]
+        errs += [f"spec.subroutes[{i}].path: Invalid value: {p!r}: must be the path of a VirtualServer route "
+                 "that references this VirtualServerRoute" for i, p in enumerate(subroutes) if p not in want]
+        return errs
+    if category == "exact":
+        if len(subroutes) != 1 or subroutes[0] != first:
+            return [f"spec.subroutes: must have exactly one subroute with the path {paths[0]!r}"]
         return []
-    return [f"spec.subroutes[{i}].path: Invalid value: {_s(r.get('path'))!r}: must start with {route_path!r}"
-            for i, r in enumerate(subroutes) if not _s(r.get("path")).startswith(route_path)]
+    return [f"spec.subroutes[{i}].path: Invalid value: {p!r}: must start with {first!r}"
+            for i, p in enumerate(subroutes) if not p.startswith(first)]
+
+
+def vsr_reference_errors(namespace: str, routes: list[Any]) -> list[FieldError]:
+    """NIC 5.5: routes of one VirtualServer that reference the same VirtualServerRoute must use the same kind
+    of path (regex, exact, `^~` or prefix)."""
+    seen: dict[str, str] = {}
+    errs: list[FieldError] = []
+    for i, route in enumerate(routes):
+        rd = _d(route)
+        ref, path = _s(rd.get("route")), _s(rd.get("path"))
+        if not ref or not path:
+            continue
+        key = ref if "/" in ref else f"{namespace}/{ref}"
+        category = modifier_category(path)
+        if seen.setdefault(key, category) != category:
+            errs.append(invalid(f"spec.routes[{i}].route", ref, "routes referencing the same "
+                                "VirtualServerRoute must all use the same path modifier type"))
+    return errs

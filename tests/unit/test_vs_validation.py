@@ -47,7 +47,7 @@ def test_a_valid_virtual_server_has_no_errors() -> None:
     ({"upstreams": [{"name": "tea", "service": "tea", "port": 80, "lb-method": "least_time header"}]},
      'spec.upstreams[0].lb-method: Invalid value: "least_time header": invalid load balancing method'),
     ({"routes": [{"path": "tea", "action": {"pass": "tea"}}]},
-     'spec.routes[0].path: Invalid value: "tea": must start with /, ~ or ='),
+     'spec.routes[0].path: Invalid value: "tea": must start with /, ~, ^~ or ='),
     ({"routes": [{"path": "/", "action": {"pass": "tea"}}, {"path": "/", "action": {"pass": "tea"}}]},
      'spec.routes[1].path: Duplicate value: "/"'),
     ({"routes": [{"path": "~ (", "action": {"pass": "tea"}}]},
