@@ -164,6 +164,7 @@ class VSServer:
     server_tokens: str = "on"
     return_500: bool = False
     catch_all_404: bool = True           # no route for "/": unrouted requests get 404 (not a static file)
+    grpc_errors: bool = False            # TLS with HTTP/2 and a gRPC location: NGINX errors as gRPC statuses
     snippets: list[str] = field(default_factory=list)
     locations: list[VSLocation] = field(default_factory=list)
     named_returns: list[NamedReturn] = field(default_factory=list)
@@ -554,6 +555,7 @@ class _Generator:
             if u.get("type") == "grpc" and not (server.ssl and c.http2):
                 self.warnings.append(f"gRPC cannot be configured for upstream {name}. gRPC requires enabled "
                                      "HTTP/2 and TLS termination.")
+        server.grpc_errors = server.ssl and c.http2 and any(loc.grpc for loc in self.locations)
         http_snippets = _lines(spec.get("http-snippets")) if static.enable_snippets else []
         return VSConfig(self.build_upstreams(), self.split_clients, self.maps, http_snippets, server)
 
