@@ -298,6 +298,7 @@ class App:
         s = self.settings
         if not s.controller.enable_custom_resources:
             return []
+        from ingressctl.app_stream import forbidden_ports
         from ingressctl.configs.templates import TemplateError
         from ingressctl.controller.vs_kind import (
             VIRTUALSERVERS,
@@ -317,7 +318,11 @@ class App:
         else:
             try:
                 template = s.nginx.virtualserver_template_path
-                kinds = [virtualserver_kind_factory(self.client, template_path=template),
+                # The GlobalConfiguration is watched with the TransportServers (its listeners serve both).
+                gc = (s.controller.global_configuration or "") if self._serve_transportservers else ""
+                vs = virtualserver_kind_factory(self.client, template_path=template, global_configuration=gc,
+                                                forbidden_ports=forbidden_ports(s))
+                kinds = [vs,
                          virtualserverroute_kind_factory(self.client)]
             except TemplateError as e:
                 raise StartupError(f"invalid template: {e}") from e

@@ -25,6 +25,7 @@ from typing import Any
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.ingress_ex import SecretReference
+from ingressctl.configs.transportserver import Listener
 from ingressctl.keys import ResourceKey
 
 VS_KIND = "virtualserver"
@@ -37,6 +38,15 @@ _MAP_SPECIAL = ("default", "hostnames", "include", "volatile")
 
 
 @dataclass(frozen=True)
+class CustomListeners:
+    """A VirtualServer's `spec.listener` resolved against the GlobalConfiguration: the server listens only on
+    the sides that resolved (NIC)."""
+
+    http: Listener | None = None
+    https: Listener | None = None
+
+
+@dataclass(frozen=True)
 class VirtualServerEx:
     """A VirtualServer with what the cluster says about its references."""
 
@@ -46,6 +56,7 @@ class VirtualServerEx:
     tls_secret: SecretReference | None = None    # None: no spec.tls.secret
     vsrs: list[dict[str, Any]] = field(default_factory=list)   # the VirtualServerRoutes delegated to
     route_vsrs: dict[int, list[str]] = field(default_factory=dict)   # route index -> its VSRs' "ns/name"
+    listeners: CustomListeners | None = None     # None: no `spec.listener` (the default ports)
 
     @property
     def namespace(self) -> str:
@@ -151,9 +162,8 @@ class NamedReturn:
 @dataclass
 class VSServer:
     server_name: str
-    http_port: int
-    https_port: int
-    disable_ipv6: bool
+    http_listens: list[str]              # `listen` addresses of plain HTTP
+    https_listens: list[str]             # `listen` addresses with `ssl` (used only when `ssl`)
     namespace: str
     name: str
     ssl: bool = False
@@ -457,6 +467,23 @@ class _Generator:
                 continue
             self.add_route({**inherited, **sd}, scope)
 
+    def _listens(self) -> tuple[list[str], list[str]]:
+        """The HTTP and HTTPS `listen` addresses: the default ports, or only the resolved custom listeners."""
+        static = self.static
+        custom = self.ex.listeners
+
+        def addresses(port: int, ipv4: str = "", ipv6: str = "") -> list[str]:
+            out = [f"{ipv4}:{port}" if ipv4 else str(port)]
+            if not static.disable_ipv6:
+                out.append(f"[{ipv6 or '::'}]:{port}")
+            return out
+
+        if custom is None:
+            return addresses(static.http_port), addresses(static.https_port)
+        http = addresses(custom.http.port, custom.http.ipv4, custom.http.ipv6) if custom.http else []
+        https = addresses(custom.https.port, custom.https.ipv4, custom.https.ipv6) if custom.https else []
+        return http, https
+
     def _splits(self, route: Mapping[str, Any], splits: list[Any], kw: dict[str, Any]) -> str:
         i = self.splits_count
         self.splits_count += 1
@@ -526,8 +553,9 @@ class _Generator:
             # Missing or unfit VirtualServerRoutes are not listed: the VirtualServer's warning says so.
             for vsr_key in self.ex.route_vsrs.get(i, []):
                 self._add_vsr(rd, vsrs[vsr_key])
-        server = VSServer(server_name=str(spec.get("host") or ""), http_port=static.http_port,
-                          https_port=static.https_port, disable_ipv6=static.disable_ipv6, namespace=self.ns,
+        http_listens, https_listens = self._listens()
+        server = VSServer(server_name=str(spec.get("host") or ""), http_listens=http_listens,
+                          https_listens=https_listens, namespace=self.ns,
                           name=self.name, gunzip=bool(spec.get("gunzip")), server_tokens=c.server_tokens,
                           return_500=bool(spec_policies), http2=c.http2)
         tls = spec.get("tls")

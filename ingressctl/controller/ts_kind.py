@@ -80,6 +80,9 @@ class Controller(Protocol):
     @property
     def informers(self) -> Any: ...
 
+    @property
+    def kinds(self) -> Any: ...
+
 
 # ------------------------------------------------------------------------------------------ listeners
 
@@ -334,6 +337,10 @@ class GlobalConfigurationSync:
                                          f"GlobalConfiguration {key} was added or updated")
         for ts in self._lbc.informers.list(TRANSPORTSERVER_KIND):
             self._lbc.sync_resource(ResourceKey(TRANSPORTSERVER_KIND, object_key(ts)))
+        # VirtualServers' `spec.listener` names its HTTP listeners.
+        if "virtualserver" in self._lbc.kinds:
+            for vs in self._lbc.informers.list("virtualserver"):
+                self._lbc.sync_resource(ResourceKey("virtualserver", object_key(vs)))
 
 
 def globalconfiguration_kind(lbc: Controller, listeners: ListenerSource) -> ResourceKind:

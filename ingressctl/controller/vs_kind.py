@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
 from ingressctl.configs.ingress_ex import SecretReference
@@ -26,17 +26,20 @@ from ingressctl.configs.virtualserver import (
     VS_KIND,
     VS_TYPES,
     VSR_KIND,
+    CustomListeners,
     VirtualServerEx,
     service_ref,
     vsr_endpoints_key,
 )
 from ingressctl.configs.vs_renderer import VirtualServerRenderer
 from ingressctl.controller.endpoints import BackendError, cluster_ip_endpoint, resolve_backend_endpoints
+from ingressctl.controller.globalconfiguration import Listeners
 from ingressctl.controller.handlers import _safe, resource_version, tombstone_key, unwrap
 from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
 from ingressctl.controller.model import Resource
 from ingressctl.controller.status import Address, safe_status_write
 from ingressctl.controller.task import Task
+from ingressctl.controller.ts_kind import GLOBALCONFIGURATION_KIND, ListenerSource
 from ingressctl.controller.vs_model import (
     VirtualServerConfiguration,
     VirtualServerModel,
@@ -118,7 +121,8 @@ class VirtualServerBuilder:
         pass
 
     def create_ex(self, vs: dict[str, Any], vsrs: list[dict[str, Any]] | None = None,
-                  route_vsrs: dict[int, list[str]] | None = None) -> tuple[VirtualServerEx, list[str]]:
+                  route_vsrs: dict[int, list[str]] | None = None,
+                  listeners: CustomListeners | None = None) -> tuple[VirtualServerEx, list[str]]:
         meta, spec = _d(vs.get("metadata")), _d(vs.get("spec"))
         ns = str(meta.get("namespace") or "")
         warnings: list[str] = []
@@ -133,7 +137,7 @@ class VirtualServerBuilder:
         secret = _d(spec.get("tls")).get("secret")
         ref = self._secrets.get_secret_reference(f"{ns}/{secret}") if secret else None
         return VirtualServerEx(vs=vs, endpoints=endpoints, tls_secret=ref, vsrs=list(vsrs or []),
-                               route_vsrs=dict(route_vsrs or {})), warnings
+                               route_vsrs=dict(route_vsrs or {}), listeners=listeners), warnings
 
     def _resolve(self, ns: str, upstreams: list[Any], key: Callable[[str], str],
                  endpoints: dict[str, list[str]], warnings: list[str], where: str) -> None:
@@ -159,7 +163,8 @@ class VirtualServerBuilder:
     def apply(self, resource: Resource) -> Applied:
         if not isinstance(resource, VirtualServerConfiguration):
             raise TypeError(f"not a VirtualServer: {resource.key_with_kind}")
-        ex, warnings = self.create_ex(resource.obj, [obj for _, obj in resource.vsrs], resource.route_vsrs)
+        ex, warnings = self.create_ex(resource.obj, [obj for _, obj in resource.vsrs], resource.route_vsrs,
+                                      resource.listeners)
         rendered = self._configurator.add_or_update(resource.key_with_kind, ex)
         return Applied(resource, list(resource.warnings) + warnings + list(rendered))
 
@@ -289,16 +294,29 @@ def _status_writer(client: StatusClient, lbc: ControllerLike, kind: str,
                                      rt=rt)
 
 
-def virtualserver_kind_factory(client: StatusClient, *, template_path: str | None = None
+def virtualserver_kind_factory(client: StatusClient, *, template_path: str | None = None,
+                               global_configuration: str = "", forbidden_ports: Collection[int] = ()
                                ) -> Callable[[ControllerLike], ResourceKind]:
     """The VirtualServer's registry entry's factory (the controller calls it with itself). The template is
     compiled here, so a broken `--virtualserver-template-path` fails before anything starts
-    (`TemplateError`)."""
+    (`TemplateError`). `global_configuration` ("namespace/name", `--global-configuration`) holds the HTTP
+    listeners `spec.listener` names; `forbidden_ports` are the ports its listeners may not use."""
     renderer: Renderer = VirtualServerRenderer(template_path)   # checked against the Configurator's protocol
 
     def factory(lbc: ControllerLike) -> ResourceKind:
         ingress_class = lbc.options.ingress_class
         lbc.configurator.register_renderer(renderer)
+
+        def cached_gc(key: str) -> dict[str, Any] | None:
+            return lbc.get_object(GLOBALCONFIGURATION_KIND, key)
+
+        source = ListenerSource(global_configuration, cached_gc, forbidden_ports)
+
+        def listeners() -> Listeners | None:
+            """None when no GlobalConfiguration is deployed (NIC's warning)."""
+            if not global_configuration or cached_gc(global_configuration) is None:
+                return None
+            return source()
 
         def handler(enqueue: Enqueue) -> EventHandler:
             return VirtualServerHandler(enqueue, ingress_class)
@@ -306,7 +324,7 @@ def virtualserver_kind_factory(client: StatusClient, *, template_path: str | Non
         return ResourceKind(name=VS_KIND, rt=VIRTUALSERVERS, handler=handler,
                             builder=VirtualServerBuilder(lbc, lbc.secret_store, lbc.configurator),
                             status=_status_writer(client, lbc, VS_KIND, VIRTUALSERVERS),
-                            model=VirtualServerModel(ingress_class), metric_types=VS_TYPES)
+                            model=VirtualServerModel(ingress_class, listeners), metric_types=VS_TYPES)
 
     return factory
 

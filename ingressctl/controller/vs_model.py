@@ -11,11 +11,13 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingressctl.configs.virtualserver import VS_KIND, VSR_KIND, service_ref
+from ingressctl.configs.transportserver import PROTOCOL_HTTP, Listener
+from ingressctl.configs.virtualserver import VS_KIND, VSR_KIND, CustomListeners, service_ref
+from ingressctl.controller.globalconfiguration import Listeners
 from ingressctl.controller.model import Claims, ConfigurationProblem, Entry, Resource, host_label
 from ingressctl.controller.validation import aggregate_message
 from ingressctl.controller.vs_validation import (
@@ -66,6 +68,7 @@ class VirtualServerConfiguration:
     warnings: list[str] = field(default_factory=list)
     vsrs: list[tuple[ResourceKey, dict[str, Any]]] = field(default_factory=list)  # delegated, valid, fitting
     route_vsrs: dict[int, list[str]] = field(default_factory=dict)   # route index -> its VSRs' "ns/name"
+    listeners: CustomListeners | None = None    # None: no `spec.listener` (the default ports)
 
     @property
     def key_with_kind(self) -> ResourceKey:
@@ -76,7 +79,7 @@ class VirtualServerConfiguration:
                 and other.valid_hosts == self.valid_hosts and other.warnings == self.warnings
                 and other.obj.get("spec") == self.obj.get("spec")
                 and [(k, o.get("spec")) for k, o in other.vsrs] == [(k, o.get("spec")) for k, o in self.vsrs]
-                and other.route_vsrs == self.route_vsrs)
+                and other.route_vsrs == self.route_vsrs and other.listeners == self.listeners)
 
     def children(self) -> list[tuple[ResourceKey, dict[str, Any]]]:
         return list(self.vsrs)
@@ -104,6 +107,31 @@ class CustomResourceMessages:
         return f"{HOST_TAKEN}: {details}" if details else HOST_TAKEN
 
 
+def resolve_listeners(listener: Mapping[str, Any], gc: Listeners | None,
+                      warnings: list[str]) -> CustomListeners:
+    """NIC 3.x+'s `spec.listener`: each side names a GlobalConfiguration listener of protocol HTTP, `http` one
+    without and `https` one with `ssl`. A side that does not resolve gets no listener, with NIC's warning."""
+    if gc is None:
+        warnings.append("Listeners defined, but no GlobalConfiguration is deployed")
+        return CustomListeners()
+    sides: dict[str, Listener | None] = {}
+    for side, ssl in (("http", False), ("https", True)):
+        name = _s(listener.get(side))
+        sides[side] = None
+        if not name:
+            continue
+        found = gc.find(name, PROTOCOL_HTTP)
+        if found is None:
+            warnings.append(f"Listener {name} is not defined in GlobalConfiguration")
+        elif found.ssl != ssl:
+            enabled = "enabled" if found.ssl else "disabled"
+            warnings.append(f"Listener {name} can't be use in `listener.{side}` context as SSL is {enabled} "
+                            "for that listener.")
+        else:
+            sides[side] = found
+    return CustomListeners(sides["http"], sides["https"])
+
+
 def vs_class_is_ours(obj: Mapping[str, Any], ingress_class: str) -> bool:
     """NIC's rule for custom resources: an empty class, or ours."""
     cls = _d(obj.get("spec")).get("ingressClassName") or ""
@@ -117,8 +145,11 @@ class VirtualServerModel(CustomResourceMessages):
     api_kind = "VirtualServer"
     child_kinds = (VSR_KIND,)
 
-    def __init__(self, ingress_class: str) -> None:
+    def __init__(self, ingress_class: str,
+                 listeners: Callable[[], Listeners | None] = lambda: None) -> None:
+        """`listeners`: the watched GlobalConfiguration's listeners (None: none is deployed)."""
         self._class = ingress_class
+        self._listeners = listeners
 
     def is_ours(self, obj: Mapping[str, Any]) -> bool:
         return vs_class_is_ours(obj, self._class)
@@ -203,7 +234,11 @@ class VirtualServerModel(CustomResourceMessages):
                                                  f"VirtualServerRoute {key}: spec"))
                     vsrs.append((child.key, child.obj))
                 route_vsrs.setdefault(i, []).append(key)
-        return VirtualServerConfiguration(entry.obj, entry.key.ns_name, valid_hosts, ws, vsrs, route_vsrs)
+        listeners = None
+        if spec.get("listener") is not None:
+            listeners = resolve_listeners(_d(spec.get("listener")), self._listeners(), ws)
+        return VirtualServerConfiguration(entry.obj, entry.key.ns_name, valid_hosts, ws, vsrs, route_vsrs,
+                                          listeners)
 
     @staticmethod
     def _conflicting_subroute(vsr: Mapping[str, Any], key: str, owner: dict[str, str]) -> str:

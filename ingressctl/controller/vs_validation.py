@@ -592,6 +592,12 @@ def validate_virtual_server(obj: Mapping[str, Any]) -> list[FieldError]:
             errs.append(not_supported("spec.tls.redirect.basedOn", based, ["scheme", "x-forwarded-proto"]))
         if t.get("cert-manager"):
             errs.append(forbidden("spec.tls.cert-manager", "cert-manager support is not enabled"))
+    listener = spec.get("listener")
+    if listener is not None:
+        for side in ("http", "https"):
+            name = _d(listener).get(side)
+            if name not in (None, ""):
+                errs.extend(invalid(f"spec.listener.{side}", name, m) for m in is_dns1035_label(_s(name)))
     if _d(spec.get("externalDNS")).get("enable"):
         errs.append(forbidden("spec.externalDNS.enable", "external DNS support is not enabled"))
     if spec.get("dos"):
