@@ -41,7 +41,8 @@ def base_spec() -> dict[str, Any]:
         "upstreams": [{"name": "up", "service": "svc", "port": 80, "lb-method": "least_conn",
                        "fail-timeout": "5s", "connect-timeout": "3s", "next-upstream": "error timeout",
                        "client-max-body-size": "2m", "buffer-size": "8k",
-                       "buffers": {"number": 4, "size": "8k"}}],
+                       "buffers": {"number": 4, "size": "8k"}, "busy-buffers-size": "16k",
+                       "client-body-buffer-size": "16k"}],
         "routes": [
             {"path": "/pass", "action": {"pass": "up"}},
             {"path": "=/exact", "action": {"return": {"code": 200, "type": "text/plain", "body": "body",
@@ -59,6 +60,7 @@ def base_spec() -> dict[str, Any]:
              "errorPages": [{"codes": [502], "return": {"body": "err", "type": "text/html",
                                                         "headers": [{"name": "X-Err", "value": "v"}]}},
                             {"codes": [404], "redirect": {"url": "https://example.com/404"}}]},
+            {"path": "^~ /lp", "action": {"pass": "up"}},
         ],
     }
 
@@ -91,6 +93,9 @@ FIELDS: dict[str, tuple[Setter, str]] = {
     "upstream.next-upstream": (_up("next-upstream"), "error timeout"),
     "upstream.client-max-body-size": (_up("client-max-body-size"), "2m"),
     "upstream.buffer-size": (_up("buffer-size"), "8k"),
+    "upstream.busy-buffers-size": (_up("busy-buffers-size"), "16k"),
+    "upstream.client-body-buffer-size": (_up("client-body-buffer-size"), "16k"),
+    "longest-prefix path": (_route(5, "path"), "^~ /lp"),
     "prefix path": (_route(0, "path"), "/pass"),
     "exact path": (_route(1, "path"), "=/exact"),
     "regex path": (_route(2, "path"), "~ ^/re/(.*)"),
