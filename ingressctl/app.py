@@ -305,6 +305,7 @@ class App:
             virtualserver_kind_factory,
             virtualserverroute_kind_factory,
         )
+        from ingressctl.controller.vs_pods import pod_kind_factory
         from ingressctl.k8s.client import ApiError
 
         namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
@@ -322,8 +323,7 @@ class App:
                 gc = (s.controller.global_configuration or "") if self._serve_transportservers else ""
                 vs = virtualserver_kind_factory(self.client, template_path=template, global_configuration=gc,
                                                 forbidden_ports=forbidden_ports(s))
-                kinds = [vs,
-                         virtualserverroute_kind_factory(self.client)]
+                kinds = [vs, virtualserverroute_kind_factory(self.client), pod_kind_factory()]
             except TemplateError as e:
                 raise StartupError(f"invalid template: {e}") from e
         if not self._serve_transportservers:

@@ -293,16 +293,21 @@ class GlobalConfigurationHandler:
         self._maybe(tombstone_key(obj) or object_key(unwrap(obj)))
 
 
-class _NoBuilder:
+class NoBuilder:
+    """The builder of a kind that only feeds other kinds (GlobalConfiguration, Pod)."""
+
+    def __init__(self, api_kind: str = "GlobalConfiguration") -> None:
+        self._api_kind = api_kind
+
     def apply(self, resource: Resource) -> Applied:
-        raise TypeError("a GlobalConfiguration is not a configuration resource")
+        raise TypeError(f"a {self._api_kind} is not a configuration resource")
 
     def forget(self, key: ResourceKey) -> None:
         pass
 
 
-class _NoStatus:
-    """GlobalConfigurations have no status (NIC)."""
+class NoStatus:
+    """The status writer of a kind without status (GlobalConfigurations have none, NIC)."""
 
     writes = 0
 
@@ -350,5 +355,5 @@ def globalconfiguration_kind(lbc: Controller, listeners: ListenerSource) -> Reso
         return GlobalConfigurationHandler(enqueue, listeners.key)
 
     return ResourceKind(name=GLOBALCONFIGURATION_KIND, rt=GLOBALCONFIGURATIONS, handler=handler,
-                        builder=_NoBuilder(), status=_NoStatus(),
+                        builder=NoBuilder(), status=NoStatus(),
                         sync=GlobalConfigurationSync(lbc, listeners))

@@ -46,6 +46,7 @@ from ingressctl.controller.vs_model import (
     VirtualServerRouteModel,
     vs_class_is_ours,
 )
+from ingressctl.controller.vs_pods import POD_KIND, subselected_slices
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.keys import ResourceKey, object_key, split_key
 from ingressctl.logging import get_logger
@@ -127,38 +128,40 @@ class VirtualServerBuilder:
         ns = str(meta.get("namespace") or "")
         warnings: list[str] = []
         endpoints: dict[str, list[str]] = {}
-        self._resolve(ns, spec.get("upstreams") or [], lambda up: up, endpoints, warnings, "spec")
+        self._resolve(ns, spec.get("upstreams") or [], lambda up: up, endpoints)
         for vsr in vsrs or []:
             vm = _d(vsr.get("metadata"))
             vns, vname = str(vm.get("namespace") or ""), str(vm.get("name") or "")
             self._resolve(vns, _d(vsr.get("spec")).get("upstreams") or [],
-                          functools.partial(vsr_endpoints_key, vns, vname), endpoints, warnings,
-                          f"VirtualServerRoute {vns}/{vname}: spec")
+                          functools.partial(vsr_endpoints_key, vns, vname), endpoints)
         secret = _d(spec.get("tls")).get("secret")
         ref = self._secrets.get_secret_reference(f"{ns}/{secret}") if secret else None
         return VirtualServerEx(vs=vs, endpoints=endpoints, tls_secret=ref, vsrs=list(vsrs or []),
                                route_vsrs=dict(route_vsrs or {}), listeners=listeners), warnings
 
     def _resolve(self, ns: str, upstreams: list[Any], key: Callable[[str], str],
-                 endpoints: dict[str, list[str]], warnings: list[str], where: str) -> None:
+                 endpoints: dict[str, list[str]]) -> None:
         """Each upstream's endpoints, into `endpoints[key(name)]`."""
-        for i, up in enumerate(upstreams):
+        for up in upstreams:
             u = _d(up)
             name, port = str(u.get("name")), u.get("port")
             svc_ns, svc_name = service_ref(ns, str(u.get("service")))   # NIC 5.3+: `namespace/name`
-            if u.get("subselector"):
-                warnings.append(f"{where}.upstreams[{i}].subselector is not supported: all ready endpoints "
-                                f"of service {svc_name} are used")
             svc = self._caches.get_object("services", f"{svc_ns}/{svc_name}")
             try:
                 if u.get("use-cluster-ip") and svc is not None:
                     endpoints[key(name)] = cluster_ip_endpoint(svc, int(port or 0))
                 else:
-                    endpoints[key(name)] = resolve_backend_endpoints(
-                        svc_ns, svc_name, int(port or 0), svc, self._caches.endpoint_slices(svc_ns, svc_name))
+                    slices = self._caches.endpoint_slices(svc_ns, svc_name)
+                    if u.get("subselector"):    # NIC: only the endpoints on Pods with these labels too
+                        slices = subselected_slices(slices, svc_ns, _d(u["subselector"]), self._pod)
+                    endpoints[key(name)] = resolve_backend_endpoints(svc_ns, svc_name, int(port or 0), svc,
+                                                                     slices)
             except BackendError as e:
                 log.debug("virtualserver upstream without endpoints", upstream=name, error=str(e))
                 endpoints[key(name)] = []
+
+    def _pod(self, key: str) -> dict[str, Any] | None:
+        return self._caches.get_object(POD_KIND, key)
 
     def apply(self, resource: Resource) -> Applied:
         if not isinstance(resource, VirtualServerConfiguration):
