@@ -18,11 +18,13 @@ Guarantees:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ingressctl.configs import parsing
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.ingress_ex import SecretReference
 from ingressctl.configs.transportserver import Listener
@@ -34,6 +36,9 @@ VS_TYPES = ("total",)
 
 _DEFAULT_HEADERS = (("X-Real-IP", "$remote_addr"), ("X-Forwarded-For", "$proxy_add_x_forwarded_for"),
                     ("X-Forwarded-Host", "$host"), ("X-Forwarded-Port", "$server_port"))
+# The codes NGINX's errors map to gRPC statuses in gRPC locations (the template's GRPC_ERROR_PAGES).
+GRPC_ERROR_CODES = frozenset({400, 401, 403, 404, 405, 408, 413, 414, 415, 426, 429, 495, 496, 497, 500, 501,
+                              502, 503, 504})
 _MAP_SPECIAL = ("default", "hostnames", "include", "volatile")
 
 
@@ -387,6 +392,8 @@ class _Generator:
         loc.buffer_size = str(u.get("buffer-size") or c.proxy_buffer_size)
         loc.busy_buffers_size = str(u.get("busy-buffers-size") or "")
         loc.client_body_buffer_size = str(u.get("client-body-buffer-size") or "")
+        if not loc.grpc:
+            self._check_buffers(loc, up_name)
         loc.next_upstream = str(u.get("next-upstream") or "error timeout")
         loc.next_upstream_timeout = str(u.get("next-upstream-timeout") or "0s")
         loc.next_upstream_tries = int(u.get("next-upstream-tries") or 0)
@@ -466,6 +473,40 @@ class _Generator:
             if modifier in ("~", "~*", "=") and own != (modifier, plain):
                 continue
             self.add_route({**inherited, **sd}, scope)
+
+    def _check_buffers(self, loc: VSLocation, upstream: str) -> None:
+        """NGINX refuses some combinations of `buffers`, `buffer-size` and `busy-buffers-size`: with
+        -enable-directive-autoadjust they are rebalanced (NIC 5.2+), otherwise left out (NGINX's defaults
+        apply), each time with a warning per upstream."""
+        page = os.sysconf("SC_PAGESIZE") if hasattr(os, "sysconf") else 4096
+        problem = parsing.buffers_problem(loc.buffers, loc.buffer_size, "", page,
+                                          proxy_busy_buffers_size=loc.busy_buffers_size)
+        if not problem:
+            return
+        if self.static.enable_directive_autoadjust:
+            loc.buffers, loc.buffer_size, loc.busy_buffers_size, _ = parsing.balance_proxy_buffers(
+                loc.buffers, loc.buffer_size, loc.busy_buffers_size, "", page)
+            warning = f"the proxy buffers of upstream {upstream} were adjusted ({problem})"
+        else:
+            loc.buffers = loc.buffer_size = loc.busy_buffers_size = ""
+            warning = (f"the proxy buffers of upstream {upstream} are ignored (NGINX would refuse them: "
+                       f"{problem})")
+        if warning not in self.warnings:
+            self.warnings.append(warning)
+
+    def _grpc_error_page_warnings(self) -> None:
+        """NIC: in gRPC locations NGINX's errors become gRPC statuses; error pages for those codes are
+        ignored, with a warning."""
+        for loc in self.locations:
+            if not loc.grpc or not loc.error_pages:
+                continue
+            used = {int(c) for codes, _, _ in loc.error_pages for c in codes.split()}
+            codes = " ".join(str(c) for c in sorted(used & GRPC_ERROR_CODES))
+            if codes:
+                upstream = loc.proxy_pass.split("://", 1)[-1]
+                self.warnings.append(f"The error page configuration for the upstream {upstream} is ignored "
+                                     f"for status code(s) [{codes}], which cannot be used for GRPC "
+                                     "upstreams.")
 
     def _listens(self) -> tuple[list[str], list[str]]:
         """The HTTP and HTTPS `listen` addresses: the default ports, or only the resolved custom listeners."""
@@ -584,6 +625,8 @@ class _Generator:
                 self.warnings.append(f"gRPC cannot be configured for upstream {name}. gRPC requires enabled "
                                      "HTTP/2 and TLS termination.")
         server.grpc_errors = server.ssl and c.http2 and any(loc.grpc for loc in self.locations)
+        if server.grpc_errors:
+            self._grpc_error_page_warnings()
         http_snippets = _lines(spec.get("http-snippets")) if static.enable_snippets else []
         return VSConfig(self.build_upstreams(), self.split_clients, self.maps, http_snippets, server)
 

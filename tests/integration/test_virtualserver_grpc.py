@@ -99,6 +99,24 @@ def test_grpc_through_nginx_with_tls_and_http2(env: Env, greeter: GreeterServer)
                       "UNAVAILABLE without endpoints")
 
 
+def test_grpc_error_pages_for_mapped_codes_are_a_warning(env: Env, greeter: GreeterServer) -> None:
+    cert_pem = _setup(env, greeter, http2=True)
+    apply_vs(env, virtual_server("grpc", HOST, tls={"secret": "grpc-tls"},
+                                 upstreams=[{"name": "greeter", "service": "greeter", "port": 80,
+                                             "type": "grpc"}],
+                                 routes=[{"path": "/helloworld.Greeter", "action": {"pass": "greeter"},
+                                          "errorPages": [{"codes": [502, 418],
+                                                          "return": {"code": 200, "body": "sorry"}}]}]))
+    c = env.controller(nginx_configmaps=f"{NS}/nginx-config")
+    st = wait_vs_state(env, "grpc", "Warning", "AddedOrUpdatedWithWarning")
+    assert st["message"].endswith(
+        f"; with warning(s): The error page configuration for the upstream vs_{NS}_grpc_greeter is ignored "
+        "for status code(s) [502], which cannot be used for GRPC upstreams.")
+    env.endpoints("greeter", [])
+    assert wait_until(lambda: _call(c, cert_pem, b"x") == (grpc.StatusCode.UNAVAILABLE, "unavailable"),
+                      "the gRPC mapping wins over the error page")
+
+
 def test_grpc_without_http2_is_a_warning(env: Env, greeter: GreeterServer) -> None:
     _setup(env, greeter, http2=False)
     env.controller(nginx_configmaps=f"{NS}/nginx-config")

@@ -235,3 +235,12 @@ def test_upstream_buffer_fields_reach_nginx(env: Env) -> None:
     conf = _conf(c, "vs_buf_buf.conf")
     assert "proxy_busy_buffers_size 16k;" in conf and "client_body_buffer_size 64k;" in conf
     wait_vs_state(env, "buf", "Valid", "AddedOrUpdated", namespace="buf")
+    # A combination NGINX refuses is left out with a warning, never a failed reload.
+    apply_vs(env, virtual_server("buf", CAFE, namespace="buf", upstreams=[
+        {"name": "web", "service": "web", "port": 80, "buffer-size": "8k", "busy-buffers-size": "1k"}],
+        routes=[{"path": "/", "action": {"pass": "web"}}]))
+    st = wait_vs_state(env, "buf", "Warning", "AddedOrUpdatedWithWarning", namespace="buf")
+    assert ("the proxy buffers of upstream vs_buf_buf_web are ignored (NGINX would refuse them: "
+            in st["message"])
+    assert "proxy_busy_buffers_size" not in _conf(c, "vs_buf_buf.conf")
+    assert c.get(CAFE, "/").backend == "web"
