@@ -6,7 +6,13 @@ Guarantees:
   validated by `vs_validation` (all errors at once, NIC's field-error text); it claims its one host (shared
   with Ingresses: oldest wins, then the greater UID), its upstream Services and its TLS Secret.
 - A configured VirtualServer (`VirtualServerConfiguration`) carries the host warnings from the Configuration
-  plus the NGINX Plus fields it uses (accepted and ignored, so its state is Warning).
+  plus the NGINX Plus fields it uses (accepted and ignored, so its state is Warning), the VirtualServerRoutes
+  each route delegates to (by name, or by `routeSelector` labels among the VirtualServerRoutes of its host in
+  every watched namespace; NIC 5.5's path rules and duplicate handling) and its `spec.listener` resolved
+  against the GlobalConfiguration (NIC's warnings for a side that does not resolve).
+- Upstream Services may live in another namespace (`namespace/name`): they are claimed there, so their
+  changes re-render the VirtualServer.
+- Events, problems and status use NIC's custom-resource wording (`CustomResourceMessages`).
 """
 
 from __future__ import annotations
@@ -189,6 +195,7 @@ class VirtualServerModel(CustomResourceMessages):
         route_vsrs: dict[int, list[str]] = {}
         attached: dict[str, int] = {}           # VSR key -> the route it is attached to first
         subroute_owner: dict[str, str] = {}     # normalised subroute path -> VSR key
+        unfit: set[str] = set()
         vs_key = entry.key.ns_name
         for i, route in enumerate(routes):
             path = _s(route.get("path"))
@@ -215,6 +222,8 @@ class VirtualServerModel(CustomResourceMessages):
             else:
                 continue
             for key, paths in candidates:
+                if key in unfit:        # a regex VirtualServerRoute shared by several routes: said once
+                    continue
                 child = by_key[key]
                 shared_regex = bool(ref) and modifier_category(path) == "regex"
                 if key in attached and attached[key] != i and not shared_regex:
@@ -223,6 +232,8 @@ class VirtualServerModel(CustomResourceMessages):
                 fit = vsr_fit_errors(paths, child.obj)
                 if fit:
                     ws.append(f"VirtualServerRoute {key} is invalid: {'; '.join(fit)}")
+                    if shared_regex:
+                        unfit.add(key)
                     continue
                 if key not in attached:
                     clash = self._conflicting_subroute(child.obj, key, subroute_owner)

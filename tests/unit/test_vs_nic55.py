@@ -139,3 +139,11 @@ def test_one_vsr_twice_is_kept_once_and_regex_routes_share_one() -> None:
                    vsr("a", "ns-a", ["/tea/x"], {"app": "tea"}), vsr("b", "ns-b", ["/tea/x"], {"app": "tea"}))
     assert clash.route_vsrs == {0: ["ns-a/a"]}
     assert clash.warnings == ["path /tea/x has conflicting subroutes on VirtualServerRoute ns-b/b"]
+
+
+def test_an_unfit_vsr_shared_by_regex_routes_is_reported_once() -> None:
+    cfg = _build(vs([{"path": "~ ^/a", "route": "r"}, {"path": "~ ^/b", "route": "r"}]),
+                 vsr("r", "demo", ["~ ^/a"]))
+    assert cfg.route_vsrs == {}
+    assert cfg.warnings == ["VirtualServerRoute demo/r is invalid: spec.subroutes: Required value: must have "
+                            "a subroute with the path '~^/b'"]
