@@ -33,6 +33,7 @@ from ingressctl.controller.globalconfiguration import Listeners, parse_listeners
 from ingressctl.controller.handlers import resource_version, tombstone_key, unwrap
 from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
 from ingressctl.controller.model import Resource
+from ingressctl.controller.reporter import custom_resource_added_event
 from ingressctl.controller.status import safe_status_write
 from ingressctl.controller.task import Task
 from ingressctl.controller.ts_model import TransportServerConfiguration, TransportServerModel
@@ -211,14 +212,10 @@ class TransportServerStatus:
         rkey = ResourceKey(TRANSPORTSERVER_KIND, key)
         res = self._lbc.configuration.get_resource(rkey)
         if res is not None:
-            rejected = self._lbc.configurator.rejected.get(rkey)
-            if rejected:
-                return STATE_INVALID, "AddedOrUpdatedWithError", \
-                    f"Configuration for {key} was added or updated; but was not applied: {rejected}"
-            if res.warnings:
-                return STATE_WARNING, "AddedOrUpdatedWithWarning", \
-                    f"Configuration for {key} was added or updated with warning(s): {'; '.join(res.warnings)}"
-            return STATE_VALID, "AddedOrUpdated", f"Configuration for {key} was added or updated"
+            rejected = self._lbc.configurator.rejected.get(rkey) or ""
+            _, reason, message = custom_resource_added_event(key, list(res.warnings), [], rejected)
+            state = STATE_INVALID if rejected else STATE_WARNING if res.warnings else STATE_VALID
+            return state, reason, message
         problem = self._lbc.configuration.host_problems().get(rkey)
         if problem is not None:
             return STATE_WARNING, "Rejected", problem.message

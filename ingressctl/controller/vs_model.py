@@ -24,7 +24,7 @@ from typing import Any
 from ingressctl.configs.transportserver import PROTOCOL_HTTP, Listener
 from ingressctl.configs.virtualserver import VS_KIND, VSR_KIND, CustomListeners, service_ref
 from ingressctl.controller.globalconfiguration import Listeners
-from ingressctl.controller.model import Claims, ConfigurationProblem, Entry, Resource, host_label
+from ingressctl.controller.model import Claims, ConfigurationProblem, CustomResourceMessages, Entry, Resource
 from ingressctl.controller.validation import aggregate_message
 from ingressctl.controller.vs_validation import (
     modifier_category,
@@ -92,25 +92,6 @@ class VirtualServerConfiguration:
 
     def lost_all_hosts(self, obj: dict[str, Any], warnings: list[str]) -> VirtualServerConfiguration:
         return VirtualServerConfiguration(obj, self.key, {h: False for h in self.valid_hosts}, warnings)
-
-
-HOST_TAKEN = "Host is taken by another resource"
-
-
-class CustomResourceMessages:
-    """NIC's wording for a custom resource's Rejected events and problems."""
-
-    api_kind = ""
-
-    def rejected_message(self, key: str, detail: str) -> str:
-        """"VirtualServer ns/name was rejected with error: ..." (or "... with warning(s): ...")."""
-        return f"{self.api_kind} {key} was rejected {detail}"
-
-    def host_taken_message(self, taken: Mapping[str, tuple[str, str] | None]) -> str:
-        """NIC's "Host is taken by another resource", followed by the resource (name, kind) holding it."""
-        details = ", ".join(f"{host_label(h)} by {w[1]} {w[0]}" if w else host_label(h)
-                            for h, w in taken.items())
-        return f"{HOST_TAKEN}: {details}" if details else HOST_TAKEN
 
 
 def resolve_listeners(listener: Mapping[str, Any], gc: Listeners | None,
