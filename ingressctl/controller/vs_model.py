@@ -26,13 +26,11 @@ from ingressctl.configs.virtualserver import VS_KIND, VSR_KIND, CustomListeners,
 from ingressctl.controller.globalconfiguration import Listeners
 from ingressctl.controller.model import Claims, ConfigurationProblem, CustomResourceMessages, Entry, Resource
 from ingressctl.controller.validation import aggregate_message
+from ingressctl.controller.vs_paths import modifier_category, normalize_path, vsr_fit_errors
 from ingressctl.controller.vs_validation import (
-    modifier_category,
-    normalize_path,
     plus_only_warnings,
     validate_virtual_server,
     validate_virtual_server_route,
-    vsr_fit_errors,
 )
 from ingressctl.keys import ResourceKey
 

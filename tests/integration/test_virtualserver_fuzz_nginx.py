@@ -24,7 +24,8 @@ from ingressctl.configs.renderers import RenderContext
 from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
 from ingressctl.configs.virtualserver import VirtualServerEx
 from ingressctl.configs.vs_renderer import VirtualServerRenderer
-from ingressctl.controller.vs_validation import path_modifier, validate_virtual_server
+from ingressctl.controller.vs_paths import path_modifier
+from ingressctl.controller.vs_validation import validate_virtual_server
 from tests.integration.test_annotations_fuzz_nginx import Staging
 from tests.unit.test_injection_fuzz import HOSTILE, INJECTIONS, Rendered, Stmt, parse_tree
 

@@ -10,12 +10,8 @@ import pytest
 
 from ingressctl.controller.model import make_entry
 from ingressctl.controller.vs_model import VirtualServerModel, VirtualServerRouteModel
-from ingressctl.controller.vs_validation import (
-    normalize_path,
-    validate_virtual_server,
-    validate_virtual_server_route,
-    vsr_fit_errors,
-)
+from ingressctl.controller.vs_paths import normalize_path, vsr_fit_errors
+from ingressctl.controller.vs_validation import validate_virtual_server, validate_virtual_server_route
 from ingressctl.keys import ResourceKey
 
 HOST = "cafe.example.com"

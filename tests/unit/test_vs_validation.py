@@ -9,11 +9,11 @@ import pytest
 from ingressctl.controller.model import make_entry
 from ingressctl.controller.validation import aggregate_message
 from ingressctl.controller.vs_model import VirtualServerModel, VirtualServerRouteModel
+from ingressctl.controller.vs_paths import vsr_fit_errors
 from ingressctl.controller.vs_validation import (
     plus_only_warnings,
     validate_virtual_server,
     validate_virtual_server_route,
-    vsr_fit_errors,
 )
 from ingressctl.keys import ResourceKey
 
