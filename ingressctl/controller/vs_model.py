@@ -26,7 +26,14 @@ from ingressctl.configs.virtualserver import VS_KIND, VSR_KIND, CustomListeners,
 from ingressctl.controller.globalconfiguration import Listeners
 from ingressctl.controller.model import Claims, ConfigurationProblem, CustomResourceMessages, Entry, Resource
 from ingressctl.controller.validation import aggregate_message
-from ingressctl.controller.vs_paths import modifier_category, normalize_path, vsr_fit_errors
+from ingressctl.controller.vs_paths import (
+    as_dict,
+    as_list,
+    as_str,
+    modifier_category,
+    normalize_path,
+    vsr_fit_errors,
+)
 from ingressctl.controller.vs_validation import (
     plus_only_warnings,
     validate_virtual_server,
@@ -34,17 +41,7 @@ from ingressctl.controller.vs_validation import (
 )
 from ingressctl.keys import ResourceKey
 
-
-def _d(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def _l(v: Any) -> list[Any]:
-    return v if isinstance(v, list) else []
-
-
-def _s(v: Any) -> str:
-    return v if isinstance(v, str) else ""
+_d, _l, _s = as_dict, as_list, as_str
 
 
 def upstream_services(namespace: str, spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

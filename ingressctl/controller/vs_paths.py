@@ -24,16 +24,20 @@ ESCAPED = re.compile(r'([^"\\]|\\.)*')              # every `"` escaped
 _PREFIX_PATH = re.compile(r"/[^\s{};\\]*")
 
 
-def _d(v: Any) -> dict[str, Any]:
+def as_dict(v: Any) -> dict[str, Any]:
+    """`v` if it is a mapping of the parsed object, else empty (objects are not schema-checked here)."""
     return v if isinstance(v, dict) else {}
 
 
-def _l(v: Any) -> list[Any]:
+def as_list(v: Any) -> list[Any]:
     return v if isinstance(v, list) else []
 
 
-def _s(v: Any) -> str:
+def as_str(v: Any) -> str:
     return v if isinstance(v, str) else ""
+
+
+_d, _l, _s = as_dict, as_list, as_str
 
 
 _PREFIX_MSG = "must start with / and must not include any whitespace character, `{`, `}` or `;`"

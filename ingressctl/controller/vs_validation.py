@@ -35,6 +35,9 @@ from ingressctl.controller.validation import (
 from ingressctl.controller.vs_paths import CONTROL as _CONTROL
 from ingressctl.controller.vs_paths import ESCAPED as _ESCAPED
 from ingressctl.controller.vs_paths import (
+    as_dict,
+    as_list,
+    as_str,
     modifier_category,
     normalize_path,
     validate_path,
@@ -73,16 +76,7 @@ VAR_PREFIXES = ("arg_", "http_", "cookie_")
 PLUS_UPSTREAM_FIELDS = ("healthCheck", "slow-start", "sessionCookie", "queue", "ntlm", "backup", "backupPort")
 
 
-def _d(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def _l(v: Any) -> list[Any]:
-    return v if isinstance(v, list) else []
-
-
-def _s(v: Any) -> str:
-    return v if isinstance(v, str) else ""
+_d, _l, _s = as_dict, as_list, as_str
 
 
 def _control(field: str, value: str) -> list[FieldError]:
