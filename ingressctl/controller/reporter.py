@@ -60,7 +60,8 @@ def added_event(key: str, warnings: list[str], error: str) -> tuple[str, str, st
 
 def custom_resource_added_event(key: str, resource_warnings: list[str], other_warnings: list[str],
                                 error: str) -> tuple[str, str, str]:
-    """NIC's event for an added or updated VirtualServer or VirtualServerRoute: the resource's own warnings
+    """NIC's event for an added or updated custom resource (VirtualServer, VirtualServerRoute,
+    TransportServer): the resource's own warnings
     ("with warning(s): w1; w2"), then the configurator's ("; with warning(s): ..."), then an apply error
     ("; but was not applied: ..."); NIC's text keeps its trailing space when there is nothing to add."""
     detail = ""
@@ -144,10 +145,7 @@ class Reporter:
             # A resource rendered earlier in a batch: report it now.
             obj = self._get_object(k)
             if obj is not None:
-                if self._style(k.kind) is None:
-                    self.event(obj, k.kind, *added_event(k.ns_name, [], err))
-                else:
-                    self.event(obj, k.kind, *custom_resource_added_event(k.ns_name, [], [], err))
+                self.event(obj, k.kind, *self._added(k.kind, k.ns_name, [], [], err))
 
     def report(self, applied: list[Applied], *, defer_status: bool) -> None:
         """Events for each applied resource (NIC 2.5), then status (now, or deferred to the start-up
@@ -161,11 +159,7 @@ class Reporter:
             self.event(res.obj, kind, *self._added_event(a))
             for ck, child in res.children():
                 child_ws = a.child_warnings.get(ck.ns_name, [])
-                if self._style(ck.kind) is None:
-                    self.event(child, ck.kind, *added_event(ck.ns_name, child_ws, a.error))
-                else:
-                    self.event(child, ck.kind,
-                               *custom_resource_added_event(ck.ns_name, child_ws, [], a.error))
+                self.event(child, ck.kind, *self._added(ck.kind, ck.ns_name, child_ws, [], a.error))
             if a.error:
                 continue
             if defer_status:
@@ -211,15 +205,22 @@ class Reporter:
         model = entry.model if entry is not None else None
         return model if callable(getattr(model, "rejected_message", None)) else None  # type: ignore[return-value]
 
+    def _added(self, kind: str, key: str, own: list[str], others: list[str],
+               error: str) -> tuple[str, str, str]:
+        """The added-or-updated event in the kind's wording (the Ingress's joins all warnings)."""
+        if self._style(kind) is None:
+            return added_event(key, own + others, error)
+        return custom_resource_added_event(key, own, others, error)
+
     def _added_event(self, a: Applied) -> tuple[str, str, str]:
         res = a.resource
-        if self._style(res.key_with_kind.kind) is None:
-            return added_event(res.key, a.warnings, a.error)
         own = list(res.warnings)
-        # The builder lists the resource's own warnings first, then the configurator's.
+        # The builders list the resource's own warnings first, then the configurator's.
         others = a.warnings[len(own):] if a.warnings[:len(own)] == own else \
             [w for w in a.warnings if w not in own]
-        return custom_resource_added_event(res.key, own, others, a.error)
+        if self._style(res.key_with_kind.kind) is None:
+            own, others = list(a.warnings), []
+        return self._added(res.key_with_kind.kind, res.key, own, others, a.error)
 
     def _safe_status(self, fn: Callable[[ResourceKey], bool], key: ResourceKey) -> None:
         try:
