@@ -2,15 +2,18 @@
 
 Guarantees:
 - `VirtualServerHandler` enqueues VirtualServers of our class (empty class or `--ingress-class`); an update
-  only when the spec or the class changed (NIC: status writes never retrigger a sync); deletes always.
+  only when the spec or the class changed (NIC: status writes never retrigger a sync), or, for a
+  VirtualServerRoute, its labels (`routeSelector`); deletes always.
 - `VirtualServerBuilder.apply` resolves every upstream from the informer caches (ready EndpointSlice
-  endpoints of the Service port, or the cluster IP with `use-cluster-ip`), the TLS Secret from the
-  LocalSecretStore, and hands the `VirtualServerEx` to the Configurator (`conf.d/vs_<ns>_<name>.conf`).
+  endpoints of the Service port, in the upstream's own namespace or the one `namespace/name` names, only
+  those on Pods matching a `subselector`, or the cluster IP with `use-cluster-ip`), the TLS Secret from
+  the LocalSecretStore, and hands the `VirtualServerEx` to the Configurator (`conf.d/vs_<ns>_<name>.conf`).
   An upstream whose Service or port is missing answers 502.
-- `VirtualServerStatusWriter` writes `status.state/reason/message/externalEndpoints` from the latest event
-  the reporter recorded for the VirtualServer (NIC derives a CR's state from its event reason): only by the
-  leader (custom-resource status does not depend on `--report-ingress-status`), only when something changed,
-  with one retry after a fresh read on a failed write.
+- `VirtualServerStatusWriter` writes `status.state/reason/message/externalEndpoints` (and a
+  VirtualServerRoute's `referencedBy`, its VirtualServer) from the latest event the reporter recorded for
+  it (NIC derives a CR's state from its event reason): only by the leader (custom-resource status does not
+  depend on `--report-ingress-status`), only when something changed, with one retry after a fresh read on a
+  failed write.
 """
 
 from __future__ import annotations
@@ -196,14 +199,18 @@ class VirtualServerStatusWriter:
 
     def __init__(self, client: StatusClient, *, get_cached: Callable[[str], dict[str, Any] | None],
                  is_leader: Callable[[], bool], addresses: Callable[[], list[Address]],
-                 rt: ResourceType = VIRTUALSERVERS) -> None:
+                 rt: ResourceType = VIRTUALSERVERS,
+                 referenced_by: Callable[[str], str] | None = None) -> None:
+        """`referenced_by` (VirtualServerRoutes): the VirtualServer ("namespace/name") a VirtualServerRoute is
+        configured in now, "" for none; read when an event is observed (on the sync thread)."""
         self._rt = rt
         self._client = client
         self._get_cached = get_cached
         self._is_leader = is_leader
         self._addresses = addresses
         self._lock = threading.Lock()
-        self._outcomes: dict[str, tuple[str, str, str]] = {}    # key -> (state, reason, message)
+        self._outcomes: dict[str, tuple[str, str, str, str]] = {}   # key -> (state, reason, message, by)
+        self._referenced_by = referenced_by
         self._writes = 0
 
     @property
@@ -213,8 +220,10 @@ class VirtualServerStatusWriter:
 
     def observe_event(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
         """The reporter's latest event on a VirtualServer: the state the next status write reports."""
+        key = object_key(obj)
+        by = self._referenced_by(key) if self._referenced_by is not None else ""
         with self._lock:
-            self._outcomes[object_key(obj)] = (state_of(event_type, reason, message), reason, message)
+            self._outcomes[key] = (state_of(event_type, reason, message), reason, message, by)
 
     def update_status(self, key: str) -> bool:
         return self._write(key)
@@ -230,15 +239,20 @@ class VirtualServerStatusWriter:
             outcome = self._outcomes.get(key)
         if outcome is None:
             return None
-        state, reason, message = outcome
-        return {"state": state, "reason": reason, "message": message,
-                "externalEndpoints": [dict(a) for a in self._addresses()]}
+        state, reason, message, by = outcome
+        desired = {"state": state, "reason": reason, "message": message,
+                   "externalEndpoints": [dict(a) for a in self._addresses()]}
+        if self._referenced_by is not None:     # NIC: a VirtualServerRoute names its VirtualServer
+            desired["referencedBy"] = by
+        return desired
 
-    @staticmethod
-    def _current(obj: dict[str, Any]) -> dict[str, Any]:
+    def _current(self, obj: dict[str, Any]) -> dict[str, Any]:
         st = _d(obj.get("status"))
-        return {"state": st.get("state", ""), "reason": st.get("reason", ""),
-                "message": st.get("message", ""), "externalEndpoints": st.get("externalEndpoints") or []}
+        current = {"state": st.get("state", ""), "reason": st.get("reason", ""),
+                   "message": st.get("message", ""), "externalEndpoints": st.get("externalEndpoints") or []}
+        if self._referenced_by is not None:
+            current["referencedBy"] = st.get("referencedBy", "")
+        return current
 
     def _write(self, key: str) -> bool:
         if not self._is_leader():
@@ -281,6 +295,7 @@ class ControllerLike(Protocol):
     """What the VirtualServer kind needs from the LoadBalancerController."""
 
     configurator: Any   # the Configurator (register_renderer, add_or_update)
+    configuration: Any  # the Configuration (host owners, configured resources)
     secret_store: Any
     status: Any
     options: Any
@@ -290,11 +305,22 @@ class ControllerLike(Protocol):
     def endpoint_slices(self, namespace: str, service: str) -> list[dict[str, Any]]: ...
 
 
-def _status_writer(client: StatusClient, lbc: ControllerLike, kind: str,
-                   rt: ResourceType) -> VirtualServerStatusWriter:
+def _status_writer(client: StatusClient, lbc: ControllerLike, kind: str, rt: ResourceType,
+                   referenced_by: Callable[[str], str] | None = None) -> VirtualServerStatusWriter:
     return VirtualServerStatusWriter(client, get_cached=lambda key: lbc.get_object(kind, key),
                                      is_leader=lbc.status.is_leader, addresses=lbc.status.external_endpoints,
-                                     rt=rt)
+                                     rt=rt, referenced_by=referenced_by)
+
+
+def vsr_referenced_by(lbc: ControllerLike, key: str) -> str:
+    """The VirtualServer ("namespace/name") the VirtualServerRoute `key` is configured in, "" for none."""
+    vsr = lbc.get_object(VSR_KIND, key)
+    owner = lbc.configuration.host_owner(str(_d(_d(vsr).get("spec")).get("host"))) if vsr else None
+    if owner is None or owner.kind != VS_KIND:
+        return ""
+    res = lbc.configuration.get_resource(owner)
+    attached = res is not None and any(k.ns_name == key for k, _ in res.children())
+    return owner.ns_name if attached else ""
 
 
 def virtualserver_kind_factory(client: StatusClient, *, template_path: str | None = None,
@@ -343,7 +369,8 @@ def virtualserverroute_kind_factory(client: StatusClient) -> Callable[[Controlle
 
         return ResourceKind(name=VSR_KIND, rt=VIRTUALSERVERROUTES, handler=handler,
                             builder=VirtualServerRouteBuilder(),
-                            status=_status_writer(client, lbc, VSR_KIND, VIRTUALSERVERROUTES),
+                            status=_status_writer(client, lbc, VSR_KIND, VIRTUALSERVERROUTES,
+                                                  functools.partial(vsr_referenced_by, lbc)),
                             model=VirtualServerRouteModel(ingress_class), metric_types=VS_TYPES)
 
     return factory
