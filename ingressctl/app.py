@@ -43,11 +43,11 @@ change when the failure is a path or port one (`ingressctl.startup_hints`); `run
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
 import os
 import signal
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -62,6 +62,7 @@ from ingressctl.settings import Settings
 if TYPE_CHECKING:
     from ingressctl.configs.config import IngressNginxConfig
     from ingressctl.metrics import ControllerMetrics, LatencyMetricsCollector
+    from ingressctl.nginx.capabilities import Capabilities
 
 log = get_logger(__name__)
 
@@ -146,9 +147,6 @@ class App:
                 raise StartupError(f"cannot load the Kubernetes configuration: {e}") from e
         self._validate_ingress_class()
         config_data = self._read_config_map()
-        params, errors = parse_config_map(config_data)
-        for key, err in errors:
-            log.warning("invalid ConfigMap value ignored", key=key, error=err)
 
         binary = s.nginx.binary
         if s.nginx.debug:
@@ -165,10 +163,15 @@ class App:
                                    connectable_sockets=s.controller.enable_tls_passthrough)
         except ValueError as e:
             raise StartupError(f"invalid NGINX paths: {e}") from e
+        capabilities = self._capabilities(binary)
         if s.serving.enable_prometheus_metrics:
-            self._create_metrics()
-        static = dataclasses.replace(StaticConfigParams.from_settings(s), nginx_version=self._nginx_version(),
-                                     stub_status_module=self._has_stub_status())
+            self._create_metrics(capabilities.has("stub_status"))
+        static = dataclasses.replace(StaticConfigParams.from_settings(s), capabilities=capabilities)
+        # ConfigMap values are checked against what this NGINX can load.
+        parse = functools.partial(parse_config_map, capabilities=static.capabilities)
+        params, errors = parse(config_data)
+        for key, err in errors:
+            log.warning("invalid ConfigMap value ignored", key=key, error=err)
         if s.controller.enable_custom_resources and self._transportservers_served():
             from ingressctl.app_stream import StreamSetupError, with_stream
 
@@ -268,7 +271,7 @@ class App:
             self.client, configuration=configuration, configurator=self.configurator,
             secret_store=LocalSecretStore(self.configurator), status_updater=self.status,
             recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
-            kinds=self._custom_resource_kinds(is_leader),
+            kinds=self._custom_resource_kinds(is_leader), parse_config_map=parse,
         )
         if self.metrics is not None:
             for kind in self.controller.kinds:
@@ -382,7 +385,7 @@ class App:
 
     # ------------------------------------------------------------------------------------------ metrics
 
-    def _create_metrics(self) -> None:
+    def _create_metrics(self, stub_status: bool) -> None:
         from ingressctl.metrics import ControllerMetrics
 
         s = self.settings
@@ -395,7 +398,7 @@ class App:
                 s.controller.ingress_class, run_dir=s.nginx.run_dir, host=self._health_host,
                 port=s.serving.prometheus_metrics_listen_port,
                 enable_latency=s.serving.enable_latency_metrics,
-                master_pid=lambda: manager.master_pid)
+                master_pid=lambda: manager.master_pid, stub_status=stub_status)
         except ValueError as e:
             raise StartupError(f"cannot set up metrics: {e}") from e
         manager.on_reload = self.metrics.manager.on_reload
@@ -480,32 +483,24 @@ class App:
         data = cm.get("data") or {}
         return {str(k): str(v) for k, v in data.items()}
 
-    def _has_stub_status(self) -> bool:
-        """Whether this NGINX has the stub_status module; without it the stub_status metrics and
-        --nginx-status are unavailable (said in the log) and the main config leaves them out."""
-        try:
-            found = "--with-http_stub_status_module" in self.manager.configure_arguments()
-        except (OSError, subprocess.TimeoutExpired) as e:
-            log.warning("cannot read the NGINX build options (nginx -V); assuming stub_status", error=str(e))
-            return True
-        if not found:
-            log.warning("this NGINX has no stub_status module: the stub_status metrics and --nginx-status "
-                        "are unavailable", binary=self.settings.nginx.binary)
-        return found
-
-    def _nginx_version(self) -> tuple[int, ...]:
-        """The running NGINX's version, which decides the directives newer than 1.22 (e.g. `sticky cookie`);
-        () when `nginx -V` fails (such directives are then left out, with a warning on the resource)."""
-        from ingressctl.configs.directive_values import parse_nginx_version
+    def _capabilities(self, binary: str) -> Capabilities:
+        """The running NGINX's version and modules (`nginx -V`), which decide the directives newer than
+        NGINX 1.22 and the module-backed features; when `nginx -V` fails, the defaults (no newer directive).
+        Without stub_status, the stub_status metrics and --nginx-status are unavailable (said in the log)."""
+        from ingressctl.nginx.capabilities import Capabilities, CapabilitiesError
+        from ingressctl.nginx.capabilities import detect as detect_capabilities
 
         try:
-            text = self.manager.version()
-        except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
-            log.warning("cannot read the NGINX version; directives newer than NGINX 1.22 are left out",
-                        error=str(e))
-            return ()
-        log.info("nginx version", version=text)
-        return parse_nginx_version(text)
+            caps = detect_capabilities(binary, timeout=self.settings.nginx.reload_timeout_ms / 1000)
+        except CapabilitiesError as e:
+            log.warning("cannot read the NGINX version and modules; directives newer than NGINX 1.22 are "
+                        "left out", error=str(e))
+            return Capabilities()
+        log.info("nginx capabilities", capabilities=caps.describe())
+        if not caps.has("stub_status"):
+            log.warning("this NGINX has no stub_status module (ngx_http_stub_status_module): the "
+                        "stub_status metrics and --nginx-status are left out", binary=binary)
+        return caps
 
     def _special_secret(self, ref: str | None) -> bytes | None:
         """Fetch and validate a special TLS Secret (default server, wildcard); returns its PEM content."""

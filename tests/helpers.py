@@ -58,10 +58,11 @@ class Response:
         return self.headers.get("x-backend", "")
 
 
-def http_get(port: int, host: str, path: str = "/", timeout: float = 10.0) -> Response:
+def http_get(port: int, host: str, path: str = "/", timeout: float = 10.0, cookie: str = "") -> Response:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request("GET", path, headers={"Host": host, "Connection": "close"})
+        conn.request("GET", path, headers={"Host": host, "Connection": "close",
+                                           **({"Cookie": cookie} if cookie else {})})
         r = conn.getresponse()
         body = r.read().decode(errors="replace")
         return Response(r.status, body, {k.lower(): v for k, v in r.getheaders()})

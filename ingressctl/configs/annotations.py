@@ -51,6 +51,7 @@ REWRITE_TARGET = "nginx.org/rewrite-target"
 PROXY_REDIRECT_FROM = "nginx.org/proxy-redirect-from"
 PROXY_REDIRECT_TO = "nginx.org/proxy-redirect-to"
 STICKY_COOKIE_SERVICES = "nginx.org/sticky-cookie-services"
+ADD_HEADER_INHERIT = "nginx.org/add-header-inherit"
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,8 @@ ANNOTATIONS: tuple[Annotation, ...] = (
     Annotation(SSL_REDIRECT, "ssl_redirect", parsing.parse_bool),
     Annotation(_org("http-redirect-code"), "http_redirect_code", directive_values.parse_http_redirect_code),
     Annotation(_org("add-header"), "add_headers", directive_values.parse_add_headers),
+    Annotation(ADD_HEADER_INHERIT, "add_header_inherit", directive_values.parse_add_header_inherit),
+    Annotation(_org("custom-http-errors"), "custom_http_errors", directive_values.parse_custom_http_errors),
     Annotation(_org("app-root"), "app_root", directive_values.parse_app_root),
     Annotation(_org("client-body-buffer-size"), "client_body_buffer_size", parsing.parse_size),
     Annotation(_org("proxy-busy-buffers-size"), "proxy_busy_buffers_size", parsing.parse_size),

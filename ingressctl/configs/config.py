@@ -158,6 +158,9 @@ class Location:
     rewrite_target: str = ""
     add_headers: tuple[AddHeader, ...] = ()  # a minion's nginx.org/add-header
     proxy_redirect: tuple[str, str] = ("", "")  # a minion's (from, to); ("default", "") is emitted here
+    add_header_inherit: str = ""  # a minion's nginx.org/add-header-inherit (NGINX 1.29.3+)
+    custom_http_errors: tuple[int, ...] = ()  # a minion's nginx.org/custom-http-errors
+    skip_custom_http_errors: bool = False  # the default backend's own `/`: never intercepted
     exact_regex: bool = False  # a regex location of an Exact path: listed before the other regex locations
     # Proxies to the class-wide catch-all (`$ingressctl_catch_all`, the upstream nginx.conf names) instead of
     # `upstream`: the `/` of a server without one while a catch-all exists.
@@ -177,6 +180,7 @@ class Server:
     ssl_redirect: bool = False  # `if ($scheme = http)` -> 301 to https://$host:<first ssl port>
     redirect_to_https: bool = False  # X-Forwarded-Proto http -> 301
     http2: bool = False
+    http2_directive: bool = False  # this NGINX wants `http2 on;` (1.25.1+), not `listen ... http2`
     server_tokens: str = "on"
     disable_ipv6: bool = False
     snippets: tuple[str, ...] = ()
@@ -196,6 +200,9 @@ class Server:
     http_redirect_code: int = 301
     add_headers: tuple[AddHeader, ...] = ()
     app_root: str = ""  # `/` redirects (302) here
+    add_header_inherit: str = ""  # nginx.org/add-header-inherit (NGINX 1.29.3+)
+    custom_http_errors: tuple[int, ...] = ()  # nginx.org/custom-http-errors (standalone or master)
+    custom_error_backend: str = ""  # the upstream of `location @custom_default_backend` ("" = none)
     proxy_redirect: tuple[str, str] = ("", "")  # (from, to); "default" emits nothing at server level
     ssl_ciphers: str = ""
     ssl_prefer_server_ciphers: bool = False
@@ -227,6 +234,18 @@ class IngressNginxConfig:
 
 
 @dataclass(frozen=True)
+class OtelConfig:
+    """`load_module` of NGINX's otel module, `otel_exporter {}`, `otel_service_name`, `otel_trace on`."""
+
+    module_path: str  # "" when built in
+    endpoint: str
+    header_name: str = ""
+    header_value: str = ""
+    service_name: str = ""
+    trace: bool = False
+
+
+@dataclass(frozen=True)
 class MainConfig:
     """Everything `nginx.conf.j2` renders.
 
@@ -254,6 +273,7 @@ class MainConfig:
     variables_hash_max_size: int = 1024
     server_tokens: str = "on"
     http2: bool = False
+    http2_directive: bool = False  # this NGINX wants `http2 on;` (1.25.1+), not `listen ... http2`
     ssl_protocols: str = "TLSv1.2 TLSv1.3"
     default_http_listener_port: int = 80
     default_https_listener_port: int = 443
@@ -273,6 +293,8 @@ class MainConfig:
     ssl_ciphers: str = ""
     ssl_prefer_server_ciphers: bool = False
     add_headers: tuple[AddHeader, ...] = ()  # ConfigMap add-header (http level)
+    add_header_inherit: str = ""  # ConfigMap add-header-inherit (only when this NGINX has the directive)
+    otel: OtelConfig | None = None  # ConfigMap otel-* (only when this NGINX has the otel module)
     client_body_buffer_size: str = ""
     ssl_dhparam: str = ""  # path of the DH parameters file
     upstream_zone: str = UPSTREAM_ZONE

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ingressctl.configs import directive_values, parsing
-from ingressctl.configs.config import MainConfig
+from ingressctl.configs.capability_params import CAPABILITY_KEYS, check_otel, drop_unloadable
+from ingressctl.configs.config import MainConfig, OtelConfig
 from ingressctl.configs.directive_values import AddHeader, StickyCookie
+from ingressctl.nginx.capabilities import UNKNOWN_NGINX, Capabilities
 from ingressctl.settings import Settings
 
 
@@ -116,6 +118,15 @@ class ConfigParams:
     ssl_ciphers: str = ""
     ssl_prefer_server_ciphers: bool = False
     http_add_headers: tuple[AddHeader, ...] = ()  # ConfigMap add-header: http level
+    http_add_header_inherit: str = ""  # ConfigMap add-header-inherit: http level (NGINX 1.29.3+)
+    add_header_inherit: str = ""  # annotation only: server (a minion's: its locations)
+    custom_http_errors: tuple[int, ...] = ()  # annotation only: intercepted codes -> spec.defaultBackend
+    # OpenTelemetry (NGINX's otel module): rendered only with an endpoint and a NGINX that has the module
+    otel_exporter_endpoint: str = ""
+    otel_exporter_header_name: str = ""
+    otel_exporter_header_value: str = ""
+    otel_service_name: str = ""
+    otel_trace_in_http: bool = False
     ssl_dhparam_file: str = ""  # PEM content; the Configurator writes it to secrets/dhparam.pem
     access_log: str = ""  # "" -> /dev/stdout main; else a syslog destination
     log_format_escaping: str = ""
@@ -148,8 +159,8 @@ class StaticConfigParams:
     secrets_dir: str = ""  # "" -> <conf_dir>/secrets
     worker_user: str = ""  # `user` for worker processes; set it when NGINX's master runs as root
     enable_directive_autoadjust: bool = False  # rebalance proxy buffer settings NGINX would refuse
-    nginx_version: tuple[int, ...] = ()  # of the running NGINX; () = unknown (no directives newer than 1.22)
-    stub_status_module: bool = True  # this NGINX has stub_status (the metrics and --nginx-status need it)
+    # The running NGINX's version and modules; the default knows no version (no directive newer than 1.22).
+    capabilities: Capabilities = UNKNOWN_NGINX
     stream: bool = False  # render a stream {} block (TransportServers are served)
     stream_module_path: str = ""  # the dynamic stream module to load_module ("" when built in)
     tls_passthrough: bool = False  # HTTPS servers terminate TLS on passthrough_socket() behind the SNI split
@@ -172,6 +183,16 @@ class StaticConfigParams:
             disable_ipv6=n.disable_ipv6 or not ipv6_available(),
             default_server_access_log_off=n.default_server_access_log_off,
         )
+
+
+def _otel(static: StaticConfigParams, config: ConfigParams) -> OtelConfig | None:
+    """The main config's OpenTelemetry part: only with an endpoint and an NGINX that has the module."""
+    if not config.otel_exporter_endpoint or not static.capabilities.has("otel"):
+        return None
+    return OtelConfig(module_path=static.capabilities.load_module("otel"),
+                      endpoint=config.otel_exporter_endpoint, header_name=config.otel_exporter_header_name,
+                      header_value=config.otel_exporter_header_value, service_name=config.otel_service_name,
+                      trace=config.otel_trace_in_http)
 
 
 def ipv6_available() -> bool:
@@ -260,7 +281,14 @@ CONFIG_MAP_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "http-snippets": ("http_snippets", parsing.parse_lines),
     "main-template": ("main_template", _text),
     "ingress-template": ("ingress_template", _text),
+    **CAPABILITY_KEYS,
 }
+# NGINX Plus keys: on open-source NGINX NIC reports them as invalid values (an InvalidValue event).
+PLUS_ONLY_KEYS = frozenset({
+    "resolver-addresses", "resolver-ipv6", "resolver-valid", "resolver-timeout",
+    "zone-sync", "zone-sync-port",
+    "zone-sync-resolver-addresses", "zone-sync-resolver-ipv6", "zone-sync-resolver-valid",
+})
 # An error in any of these keeps the defaults of all of them (NIC).
 HSTS_KEYS = ("hsts", "hsts-max-age", "hsts-include-subdomains", "hsts-behind-proxy")
 
@@ -271,12 +299,17 @@ def value_error(value: str, detail: str) -> str:
     return f"invalid value {json.dumps(shown, ensure_ascii=False)}: {detail}"
 
 
-def parse_config_map(data: Mapping[str, str] | None) -> tuple[ConfigParams, list[tuple[str, str]]]:
-    """ConfigMap `data` -> (params, [(key, error), ...]). A bad value keeps the default for its key."""
+def parse_config_map(data: Mapping[str, str] | None, capabilities: Capabilities = UNKNOWN_NGINX,
+                     ) -> tuple[ConfigParams, list[tuple[str, str]]]:
+    """ConfigMap `data` -> (params, [(key, error), ...]). A bad value keeps the default for its key; so does
+    a value whose directive the NGINX described by `capabilities` cannot load (the error says what it
+    needs)."""
     values: dict[str, Any] = {}
     errors: list[tuple[str, str]] = []
     for key, raw in sorted((data or {}).items()):
         spec = CONFIG_MAP_KEYS.get(key)
+        if key in PLUS_ONLY_KEYS:
+            errors.append((key, "requires NGINX Plus; ignored"))
         if spec is None:
             continue
         field_name, parse = spec
@@ -291,6 +324,8 @@ def parse_config_map(data: Mapping[str, str] | None) -> tuple[ConfigParams, list
         for k in HSTS_KEYS:
             values.pop(CONFIG_MAP_KEYS[k][0], None)
         errors.append(("hsts", "there are errors in the HSTS keys; all HSTS keys are ignored"))
+    check_otel(values, errors)
+    drop_unloadable(values, capabilities, errors)
     return dataclasses.replace(ConfigParams(), **values), errors
 
 
@@ -318,6 +353,7 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         variables_hash_max_size=config.variables_hash_max_size,
         server_tokens=config.server_tokens,
         http2=config.http2,
+        http2_directive=static.capabilities.has("http2_directive"),
         ssl_protocols=config.ssl_protocols,
         stream=static.stream,
         stream_module_path=static.stream_module_path,
@@ -332,8 +368,8 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         disable_ipv6=static.disable_ipv6,
         health_status=static.health_status,
         health_status_uri=static.health_status_uri,
-        nginx_status=static.nginx_status and static.stub_status_module,
-        stub_status=static.stub_status_module,
+        nginx_status=static.nginx_status and static.capabilities.has("stub_status"),
+        stub_status=static.capabilities.has("stub_status"),
         nginx_status_port=static.nginx_status_port,
         nginx_status_allow_cidrs=static.nginx_status_allow_cidrs,
         access_log=config.access_log,
@@ -342,6 +378,8 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         ssl_ciphers=config.ssl_ciphers,
         ssl_prefer_server_ciphers=config.ssl_prefer_server_ciphers,
         add_headers=config.http_add_headers,
+        add_header_inherit=config.http_add_header_inherit,
+        otel=_otel(static, config),
         client_body_buffer_size=config.client_body_buffer_size,
         ssl_dhparam=dhparam_path,
         upstream_zone_size=upstream_zone_size,

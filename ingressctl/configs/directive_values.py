@@ -70,6 +70,49 @@ def parse_add_headers(value: str) -> tuple[AddHeader, ...]:
     return tuple(result.values())
 
 
+CUSTOM_HTTP_ERRORS_MAX = 300
+
+
+def parse_custom_http_errors(value: str) -> tuple[int, ...]:
+    """`nginx.org/custom-http-errors`: comma-separated codes (300-599, not 499, which `error_page` refuses)
+    and `4xx`/`5xx` (every code of the class but 499); sorted, without duplicates."""
+    if not value.strip():
+        raise ValueError("must not be empty")
+    codes: set[int] = set()
+    for raw in value.split(","):
+        token = raw.strip().lower()
+        if not token:
+            continue
+        if token in ("4xx", "5xx"):
+            first = int(token[0]) * 100
+            codes.update(c for c in range(first, first + 100) if c != 499)
+            continue
+        if not token.isascii() or not token.isdigit():
+            raise ValueError(f"invalid status code {raw.strip()!r}: must be an integer, '4xx' or '5xx'")
+        code = int(token)
+        if not 300 <= code <= 599:
+            raise ValueError(f"invalid status code {code}: must be in the range 300-599")
+        if code == 499:
+            raise ValueError("invalid status code 499: NGINX refuses it in error_page")
+        codes.add(code)
+    if not codes:
+        raise ValueError("no status codes")
+    if len(codes) > CUSTOM_HTTP_ERRORS_MAX:
+        raise ValueError(f"too many status codes ({len(codes)}), at most {CUSTOM_HTTP_ERRORS_MAX}")
+    return tuple(sorted(codes))
+
+
+ADD_HEADER_INHERIT_VALUES = ("on", "off", "merge")
+
+
+def parse_add_header_inherit(value: str) -> str:
+    """`on`, `off` or `merge` (any case), as NIC's ParseAddHeaderInherit; returned in lower case."""
+    v = value.strip().lower()
+    if v not in ADD_HEADER_INHERIT_VALUES:
+        raise ValueError("must be one of: " + ", ".join(ADD_HEADER_INHERIT_VALUES))
+    return v
+
+
 def parse_http_redirect_code(value: str) -> int:
     """301, 302, 307 or 308."""
     text = value.strip()
@@ -186,16 +229,6 @@ def parse_proxy_redirect(from_value: str | None, to_value: str | None) -> tuple[
     return src, dst
 
 
-STICKY_COOKIE_MIN_NGINX = (1, 29, 6)
-"""The first open-source NGINX with `sticky cookie`."""
-
-
-def parse_nginx_version(text: str) -> tuple[int, ...]:
-    """`1.22.1` -> (1, 22, 1); () for anything else."""
-    m = re.fullmatch(r"(\d{1,4})\.(\d{1,4})\.(\d{1,4})", text.strip())
-    return tuple(int(g) for g in m.groups()) if m else ()
-
-
 @dataclass(frozen=True)
 class StickyCookie:
     """One service's `sticky cookie <name> [params]` (rendered only by an NGINX that has it)."""
@@ -203,6 +236,15 @@ class StickyCookie:
     service: str
     name: str
     params: tuple[str, ...] = ()
+
+
+def is_cookie_name(name: str) -> bool:
+    return bool(_COOKIE_NAME.fullmatch(name)) and not name.startswith(("expires=", "path=", "domain="))
+
+
+def is_sticky_param(param: str) -> bool:
+    """One `sticky cookie` parameter: expires=, domain=, httponly, secure, path=, samesite=."""
+    return bool(_STICKY_PARAM.fullmatch(param))
 
 
 def parse_sticky_cookie_services(value: str) -> tuple[StickyCookie, ...]:
@@ -218,10 +260,10 @@ def parse_sticky_cookie_services(value: str) -> tuple[StickyCookie, ...]:
             raise ValueError(f"{item!r} is not a valid sticky cookie format, e.g. "
                              "'serviceName=tea-svc srv_id expires=1h path=/tea'")
         service, cookie, rest = m.group(1), m.group(3), m.group(4).split()
-        if not _COOKIE_NAME.fullmatch(cookie) or cookie.startswith(("expires=", "path=", "domain=")):
+        if not is_cookie_name(cookie):
             raise ValueError(f"invalid cookie name {cookie!r}")
         for p in rest:
-            if not _STICKY_PARAM.fullmatch(p):
+            if not is_sticky_param(p):
                 raise ValueError(f"invalid sticky cookie parameter {p!r}")
         if service in result:
             raise ValueError(f"duplicate service {service!r}")

@@ -46,6 +46,7 @@ from typing import Any
 
 from ingressctl.configs import parsing
 from ingressctl.configs.annotations import (
+    ADD_HEADER_INHERIT,
     STICKY_COOKIE_SERVICES,
     IngressAnnotations,
     master_annotations,
@@ -69,7 +70,7 @@ from ingressctl.configs.config import (
     UpstreamServer,
 )
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.directive_values import STICKY_COOKIE_MIN_NGINX, StickyCookie
+from ingressctl.configs.directive_values import StickyCookie
 from ingressctl.configs.ingress_ex import (
     CATCH_ALL_HOST,
     IngressEx,
@@ -235,6 +236,7 @@ class _Builder:
             self.grpc_services = frozenset()
         self._buffers_ok = self._check_buffers()
         self.sticky = self._sticky_cookies()
+        self.add_header_inherit = self._add_header_inherit()
         self.basic_auth = self._basic_auth()
         self.limit_req = self._limit_req()
         self.proxy_set_headers = tuple(ProxySetHeader(n, v) for n, v in self.params.proxy_set_headers)
@@ -272,15 +274,23 @@ class _Builder:
         cookies = self.params.sticky_cookies
         if not cookies:
             return {}
-        version = self.static.nginx_version
-        if version and version >= STICKY_COOKIE_MIN_NGINX:
+        warning = self.static.capabilities.not_applied(f"annotation {STICKY_COOKIE_SERVICES}",
+                                                       "sticky_cookie")
+        if not warning:
             return {c.service: c for c in cookies}
-        need = ".".join(map(str, STICKY_COOKIE_MIN_NGINX))
-        running = ".".join(map(str, version)) if version else "of an unknown version"
-        self.warnings.append(f"annotation {STICKY_COOKIE_SERVICES} is accepted but not applied: the "
-                             f"open-source `sticky cookie` directive needs NGINX {need} or newer, and this "
-                             f"NGINX is {running}; the sticky directive is left out")
+        self.warnings.append(warning)
         return {}
+
+    def _add_header_inherit(self) -> str:
+        """nginx.org/add-header-inherit, when this NGINX has `add_header_inherit`; otherwise "" and a warning
+        naming the version it needs."""
+        value = self.params.add_header_inherit
+        warning = value and self.static.capabilities.not_applied(f"annotation {ADD_HEADER_INHERIT}",
+                                                                 "add_header_inherit")
+        if warning:
+            self.warnings.append(warning)
+            return ""
+        return value
 
     def _basic_auth(self) -> BasicAuth | None:
         secret = self.params.basic_auth_secret
@@ -372,6 +382,8 @@ class _Builder:
             rewrite_pattern=self._rewrite_pattern(ingress_path or path), rewrite_target=p.rewrite_target,
             add_headers=p.add_headers if minion else (),
             proxy_redirect=p.proxy_redirect if minion else ("", ""),
+            add_header_inherit=self.add_header_inherit if minion else "",
+            custom_http_errors=p.custom_http_errors if minion and service not in self.grpc_services else (),
         )
 
     def tls(self, host: str, tls_hosts: dict[str, str]) -> tuple[bool, str, bool]:
@@ -469,6 +481,7 @@ class _Parts:
     default_service: str
     spec: dict[str, Any] = field(default_factory=dict)
     to_catch_all: bool = False  # a catch-all exists: unmatched paths and hosts go to it
+    error_backend: str = ""  # a master's spec.defaultBackend upstream (nginx.org/custom-http-errors)
 
 
 def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, annotations: dict[str, str],
@@ -549,9 +562,17 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     p = b.params
     static = b.static
     locations = _exact_first(locations)
+    codes = p.custom_http_errors
     if (PREFIX, "/") not in {(loc.modifier, loc.path) for loc in locations} and parts.default_upstream:
-        locations = [*locations, b.location(PREFIX, "/", parts.default_upstream, parts.default_service,
-                                            trailing_slash=False)]
+        locations = [*locations, dataclasses.replace(
+            b.location(PREFIX, "/", parts.default_upstream, parts.default_service, trailing_slash=False),
+            skip_custom_http_errors=bool(codes))]
+    error_backend = parts.error_backend or parts.default_upstream
+    if codes and not error_backend:
+        b.warnings.append("annotation nginx.org/custom-http-errors is set but spec.defaultBackend is not; it "
+                          "has no effect without a default backend to send the intercepted responses to")
+    if not (codes or any(loc.custom_http_errors for loc in locations)):
+        error_backend = ""
     catch_all = host == CATCH_ALL_HOST
     to_catch_all = parts.to_catch_all and not catch_all
     if to_catch_all:
@@ -574,7 +595,8 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         ssl=ssl, ssl_certificate=pem, ssl_certificate_key=pem, ssl_reject_handshake=reject,
         ssl_redirect=own_certificate and p.ssl_redirect,
         redirect_to_https=p.redirect_to_https,
-        http2=p.http2, server_tokens=p.server_tokens, disable_ipv6=static.disable_ipv6,
+        http2=p.http2, http2_directive=static.capabilities.has("http2_directive"),
+        server_tokens=p.server_tokens, disable_ipv6=static.disable_ipv6,
         snippets=p.server_snippets, fallback_status=fallback,
         proxy_protocol=p.proxy_protocol, hsts=p.hsts, hsts_max_age=p.hsts_max_age,
         hsts_include_subdomains=p.hsts_include_subdomains, hsts_behind_proxy=p.hsts_behind_proxy,
@@ -582,6 +604,7 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         basic_auth=b.basic_auth, real_ip_header=p.real_ip_header, set_real_ip_from=p.set_real_ip_from,
         real_ip_recursive=p.real_ip_recursive, grpc_only=grpc_only and ssl,
         http_redirect_code=p.http_redirect_code, add_headers=p.add_headers, app_root=p.app_root,
+        add_header_inherit=b.add_header_inherit, custom_http_errors=codes, custom_error_backend=error_backend,
         proxy_redirect=p.proxy_redirect if p.proxy_redirect[0] != "default" else ("", ""),
         ssl_ciphers=p.server_ssl_ciphers if ssl else "",
         ssl_prefer_server_ciphers=p.server_ssl_prefer_server_ciphers and ssl,
@@ -696,6 +719,9 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
             except ValueError as e:  # AnnotationError included
                 mw.append(f"the minion is not applied: {e}")
                 continue
+            if mparts.builder.params.custom_http_errors and not parts.default_upstream:
+                mw.append("annotation nginx.org/custom-http-errors is set on a minion but the master has no "
+                          "spec.defaultBackend; it has no effect")
             used: set[str] = set()
             for sp in mparts.servers:
                 for loc, is_exact in sp.locations.values():
@@ -711,7 +737,8 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
                                                       keepalive=master_keepalive)
             if used and mparts.builder.limit_req is not None:  # the zone of the minion's served locations
                 zones.update(mparts.builder.limit_req_zones)
-        master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all)
+        master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all,
+                              error_backend=parts.default_upstream)
         servers.append(_server(master_parts, host, [loc for loc, _ in locations.values()],
                                _tls_hosts(spec)))
     cfg = IngressNginxConfig(

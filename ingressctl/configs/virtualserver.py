@@ -26,8 +26,10 @@ from typing import Any
 
 from ingressctl.configs import parsing
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
+from ingressctl.configs.directive_values import StickyCookie
 from ingressctl.configs.ingress_ex import SecretReference
 from ingressctl.configs.transportserver import Listener
+from ingressctl.configs.vs_newer_nginx import NewerDirectives
 from ingressctl.keys import ResourceKey
 
 VS_KIND = "virtualserver"
@@ -90,6 +92,7 @@ class VSUpstream:
     servers: list[UpstreamServer]
     lb_method: str = ""
     keepalive: int = 0
+    sticky: StickyCookie | None = None   # sessionCookie, only on an NGINX with OSS `sticky cookie`
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,7 @@ class VSLocation:
     next_upstream: str = "error timeout"
     next_upstream_timeout: str = "0s"
     next_upstream_tries: int = 0
+    add_header_inherit: str = ""   # only on an NGINX that has the directive
 
 
 @dataclass(frozen=True)
@@ -174,8 +178,10 @@ class VSServer:
     ssl: bool = False
     ssl_certificate: str = ""            # "" with ssl: reject handshakes
     http2: bool = False
+    http2_directive: bool = False        # this NGINX wants `http2 on;` (1.25.1+), not `listen ... http2`
     tls_redirect: tuple[int, str] | None = None     # (code, variable compared with 'http')
     gunzip: bool = False
+    add_header_inherit: str = ""         # only on an NGINX that has the directive
     server_tokens: str = "on"
     return_500: bool = False
     catch_all_404: bool = True           # no route for "/": unrouted requests get 404 (not a static file)
@@ -265,7 +271,9 @@ class _Generator:
         self.ns, self.name = ex.namespace, ex.name
         self.var_prefix = f"vs_{self.ns}_{self.name}".replace("-", "_")
         self.warnings: list[str] = []
+        self.newer = NewerDirectives(static.capabilities, self.warnings)
         self.upstreams: dict[str, dict[str, Any]] = {}      # upstream block name -> its spec
+        self.upstream_labels: dict[str, str] = {}           # upstream block name -> how warnings name it
         self.endpoint_keys: dict[str, str] = {}             # upstream block name -> key in ex.endpoints
         self.vs_scope = self._register(_l(self.spec.get("upstreams")))
         self.split_clients: list[SplitClient] = []
@@ -295,6 +303,8 @@ class _Generator:
                 name = self.upstream_name(f"vsr_{vsr[0]}_{vsr[1]}_{local}")
                 key = vsr_endpoints_key(*vsr, local)
             scope[local] = name
+            self.upstream_labels[name] = (f"upstream {local}" if vsr is None
+                                          else f"upstream {local} of VirtualServerRoute {vsr[0]}/{vsr[1]}")
             self.upstreams[name] = _d(u)
             self.endpoint_keys[name] = key
         return scope
@@ -319,7 +329,8 @@ class _Generator:
             if u.get("use-cluster-ip") or lb == "round_robin":
                 lb = ""
             keepalive = int(u.get("keepalive", c.keepalive))
-            out.append(VSUpstream(name, servers, lb, keepalive))
+            out.append(VSUpstream(name, servers, lb, keepalive,
+                                  sticky=self.newer.sticky(self.upstream_labels[name], u)))
         return out
 
     # -------------------------------------------------------------------------------------- routes
@@ -359,6 +370,8 @@ class _Generator:
                          route: Mapping[str, Any], *, internal: bool, route_modifier: str, route_path: str,
                          return_500: bool, scope: Mapping[str, str]) -> VSLocation:
         loc = VSLocation(modifier=modifier, path=path, internal=internal, return_500=return_500)
+        loc.add_header_inherit = self.newer.add_header_inherit(
+            f"add-header-inherit of route {route.get('path')}", route)
         snippets = route.get("location-snippets")
         if self.static.enable_snippets:
             loc.snippets = _lines(snippets) if snippets else list(self.config.location_snippets)
@@ -466,7 +479,7 @@ class _Generator:
                                (str(meta.get("namespace")), str(meta.get("name"))))
         modifier, plain = self._route_path(str(route.get("path") or ""))
         # NIC: the delegating route's error pages, snippets and policies reach subroutes without theirs.
-        inherited = {k: route[k] for k in ("errorPages", "location-snippets", "policies") if route.get(k)}
+        inherited = {k: route[k] for k in _INHERITED_ROUTE_FIELDS if route.get(k)}
         for subroute in _l(vsr_spec.get("subroutes")):
             sd = _d(subroute)
             own = self._route_path(str(sd.get("path") or ""))
@@ -597,8 +610,11 @@ class _Generator:
         http_listens, https_listens = self._listens()
         server = VSServer(server_name=str(spec.get("host") or ""), http_listens=http_listens,
                           https_listens=https_listens, namespace=self.ns,
-                          name=self.name, gunzip=bool(spec.get("gunzip")), server_tokens=c.server_tokens,
-                          return_500=bool(spec_policies), http2=c.http2)
+                          name=self.name, server_tokens=c.server_tokens, return_500=bool(spec_policies),
+                          http2=c.http2, http2_directive=static.capabilities.has("http2_directive"),
+                          gunzip=bool(spec.get("gunzip")) and self.newer.module("spec.gunzip", "gunzip"),
+                          add_header_inherit=self.newer.add_header_inherit("spec.add-header-inherit",
+                                                                            spec))
         tls = spec.get("tls")
         if tls is not None:
             t = _d(tls)
@@ -629,6 +645,9 @@ class _Generator:
             self._grpc_error_page_warnings()
         http_snippets = _lines(spec.get("http-snippets")) if static.enable_snippets else []
         return VSConfig(self.build_upstreams(), self.split_clients, self.maps, http_snippets, server)
+
+
+_INHERITED_ROUTE_FIELDS = ("errorPages", "location-snippets", "policies", "add-header-inherit")
 
 
 def _regex_escape(path: str) -> str:

@@ -615,6 +615,7 @@ ANNOTATION_VALIDATIONS: dict[str, tuple[AnnotationValidator, ...]] = {
     _org("grpc-services"): (_R, _service_list),
     _org("rewrites"): (_R, _rewrites),
     "nginx.com/sticky-cookie-services": (_P, _R),
+    "nginx.com/policies": (_P,),  # NIC 5.5: the Plus twin of nginx.org/policies (WAF Policies)
     _org("path-regex"): (_path_regex,),
     _org("use-cluster-ip"): (_bool,),
 }
@@ -856,11 +857,10 @@ def _annotation_value_error(msg: str, annotations: Mapping[str, str]) -> FieldEr
 
 def _empty_host_errors(ing: Mapping[str, Any], field: str) -> list[FieldError]:
     """A rule without a host (it serves the hosts no other server names, as the class-wide catch-all does):
-    not in a mergeable Ingress, not with its own listen ports, and no TLS entry with an empty host (its
-    certificate is the default server's)."""
+    not with its own listen ports, and no TLS entry with an empty host (its certificate is the default
+    server's). A mergeable master may have it, and its minions then have no host either (NIC 5.5: the way to
+    share the default server across namespaces)."""
     errs: list[FieldError] = []
-    if mergeable_type(ing):
-        errs.append(forbidden(field, "a mergeable Ingress cannot have a rule without a host"))
     annotations = get_annotations(ing)
     for name in ("nginx.org/listen-ports", "nginx.org/listen-ports-ssl"):
         if name in annotations:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ingressctl.configs import parsing
+from ingressctl.controller.newer_nginx_fields import validate_add_header_inherit, validate_session_cookie
 from ingressctl.controller.validation import (
     FieldError,
     duplicate,
@@ -73,7 +74,8 @@ ERROR_PAGE_RETURN_VARS = frozenset({"upstream_status"})
 VAR_PREFIXES = ("arg_", "http_", "cookie_")
 
 # NGINX Plus fields of an upstream, accepted and ignored on open-source NGINX.
-PLUS_UPSTREAM_FIELDS = ("healthCheck", "slow-start", "sessionCookie", "queue", "ntlm", "backup", "backupPort")
+# (sessionCookie is open source since NIC 5.4: `sticky cookie`, on an NGINX that has it.)
+PLUS_UPSTREAM_FIELDS = ("healthCheck", "slow-start", "queue", "ntlm", "backup", "backupPort")
 
 
 _d, _l, _s = as_dict, as_list, as_str
@@ -244,6 +246,7 @@ def _validate_upstream(field: str, up: Mapping[str, Any]) -> list[FieldError]:
         errs.append(forbidden(f"{field}.subselector", "is not allowed with use-cluster-ip"))
     if bool(up.get("backup")) != bool(up.get("backupPort")):
         errs.append(required(f"{field}.backup", "backup and backupPort must be specified together"))
+    errs.extend(validate_session_cookie(field, up))
     return errs
 
 
@@ -441,6 +444,7 @@ def _validate_policies(field: str, refs: list[Any]) -> list[FieldError]:
 def validate_route(field: str, route: Mapping[str, Any], upstreams: set[str], *,
                    allow_route: bool = True) -> list[FieldError]:
     errs = validate_path(f"{field}.path", route.get("path"))
+    errs.extend(validate_add_header_inherit(f"{field}.add-header-inherit", route.get("add-header-inherit")))
     action, splits, delegate = route.get("action"), _l(route.get("splits")), route.get("route")
     selector = route.get("routeSelector")
     matches = _l(route.get("matches"))
@@ -513,6 +517,7 @@ def validate_virtual_server(obj: Mapping[str, Any]) -> list[FieldError]:
     """Every error of the VirtualServer (see the module docstring)."""
     spec = _d(obj.get("spec"))
     errs = validate_host("spec.host", spec.get("host"))
+    errs.extend(validate_add_header_inherit("spec.add-header-inherit", spec.get("add-header-inherit")))
     tls = spec.get("tls")
     if tls is not None:
         t = _d(tls)

@@ -79,9 +79,10 @@ class ControllerMetrics:
     def __init__(self, ingress_class: str, *, run_dir: str, host: str = "", port: int = 9113,
                  enable_latency: bool = False, master_pid: Callable[[], int | None] | None = None,
                  proc_root: str = "/proc", stub_status_fetch: Callable[[], StubStatus] | None = None,
-                 registry: CollectorRegistry | None = None) -> None:
+                 registry: CollectorRegistry | None = None, stub_status: bool = True) -> None:
         """`master_pid` (e.g. `lambda: manager.master_pid`) limits worker counting to our NGINX;
-        `stub_status_fetch` replaces the unix-socket fetch (tests)."""
+        `stub_status_fetch` replaces the unix-socket fetch (tests); `stub_status=False` (an NGINX without
+        the stub_status module) leaves the stub_status metrics out rather than report NGINX as down."""
         self.ingress_class = ingress_class
         self.registry = registry if registry is not None else new_registry()
         self.manager = ManagerMetricsCollector(self.registry, ingress_class)
@@ -91,9 +92,11 @@ class ControllerMetrics:
         self.processes = NginxProcessesMetricsCollector(ingress_class, proc_root=proc_root,
                                                         master_pid=master_pid)
         self.registry.register(self.processes)
-        self.nginx = NginxStubStatusCollector(ingress_class, status_socket_path(run_dir),
-                                              fetch=stub_status_fetch)
-        self.registry.register(self.nginx)
+        self.nginx: NginxStubStatusCollector | None = None
+        if stub_status:
+            self.nginx = NginxStubStatusCollector(ingress_class, status_socket_path(run_dir),
+                                                  fetch=stub_status_fetch)
+            self.registry.register(self.nginx)
         self.latency: LatencyMetricsCollector | None = None
         self.syslog: SyslogListener | None = None
         if enable_latency:

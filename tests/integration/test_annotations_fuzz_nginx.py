@@ -21,6 +21,7 @@ from cryptography.x509.oid import NameOID
 from hypothesis import HealthCheck, given, settings
 
 from ingressctl.configs.configmaps import StaticConfigParams
+from ingressctl.nginx.capabilities import detect
 from tests.unit.test_injection_fuzz import (
     ANNOTATION_NAMES,
     CASES,
@@ -76,7 +77,8 @@ class Staging:
 
     @property
     def static(self) -> StaticConfigParams:
-        return static_params(run_dir=self.run_dir, conf_dir=self.conf_dir)
+        # What this NGINX can load: directives it lacks are left out (with a warning) or refused.
+        return static_params(run_dir=self.run_dir, conf_dir=self.conf_dir, capabilities=SYSTEM_NGINX)
 
     def nginx_t(self, r: Rendered) -> tuple[bool, str]:
         with open(self.conf_dir + "/nginx.conf", "w") as f:
@@ -87,6 +89,9 @@ class Staging:
         p = subprocess.run([shutil.which("nginx") or "/usr/sbin/nginx", "-t", "-q", "-c",
                             self.conf_dir + "/nginx.conf"], capture_output=True, text=True, timeout=60)
         return p.returncode == 0, p.stderr
+
+
+SYSTEM_NGINX = detect(shutil.which("nginx") or "/usr/sbin/nginx")
 
 
 @pytest.fixture(scope="module")

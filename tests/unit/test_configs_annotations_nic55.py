@@ -23,6 +23,7 @@ from ingressctl.configs.configmaps import ConfigParams, generate_main_config, pa
 from ingressctl.configs.ingress import AnnotationError, generate_nginx_config_for_mergeable
 from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.controller.validation import aggregate_message, validate_ingress
+from ingressctl.nginx.capabilities import Capabilities, parse_version
 from tests.unit.test_configs_annotations import HOST, STATIC, TEMPLATES, cafe, render, valid
 from tests.unit.test_configs_ingress import block, ingress, path, rule
 from tests.unit.test_configs_quoting import nginx_tokens
@@ -184,7 +185,7 @@ def test_ssl_ciphers_only_on_ssl_servers() -> None:
 def test_sticky_cookie_services_is_accepted_left_out_and_warned_about() -> None:
     anns = {"nginx.org/sticky-cookie-services": "serviceName=tea srv_id expires=1h path=/tea httponly"}
     valid(anns)
-    old = dataclasses.replace(STATIC, nginx_version=(1, 22, 1))
+    old = dataclasses.replace(STATIC, capabilities=Capabilities(version=(1, 22, 1)))
     text, warnings = render(cafe(anns), static=old)
     assert "sticky" not in text
     assert warnings == ["annotation nginx.org/sticky-cookie-services is accepted but not applied: the "
@@ -193,12 +194,13 @@ def test_sticky_cookie_services_is_accepted_left_out_and_warned_about() -> None:
     _, warnings = render(cafe(anns))
     assert "this NGINX is of an unknown version" in warnings[0]
     # An NGINX that has the directive gets it, in the upstreams of the named Service only.
-    text, warnings = render(cafe(anns), static=dataclasses.replace(STATIC, nginx_version=(1, 29, 6)))
+    newer = dataclasses.replace(STATIC, capabilities=Capabilities(version=(1, 29, 6)))
+    text, warnings = render(cafe(anns), static=newer)
     assert warnings == []
     assert "    sticky cookie srv_id expires=1h path=/tea httponly;\n" in block(
         text, "upstream default-cafe-cafe.example.com-tea-80")
     assert "sticky" not in block(text, "upstream default-cafe-cafe.example.com-coffee-80")
-    assert dv.parse_nginx_version("1.31.3") == (1, 31, 3) and dv.parse_nginx_version("1.x") == ()
+    assert parse_version("1.31.3") == (1, 31, 3) and parse_version("1.x") == ()
     for bad in ("tea srv_id", "serviceName=tea", "serviceName=tea id expires=soon", "serviceName=tea id;x"):
         assert len(check_annotations({"nginx.org/sticky-cookie-services": bad})) == 1, bad
     assert dv.parse_sticky_cookie_services("serviceName=a x; serviceName=b y secure") == (
@@ -315,7 +317,8 @@ def test_fuzzed_sticky_cookies_render_one_sticky_statement_or_are_rejected(value
     anns = {"nginx.org/sticky-cookie-services": value}
     if check_annotations(anns) or validate_ingress(cafe(anns).ingress):
         return
-    text, _ = render(cafe(anns), static=dataclasses.replace(STATIC, nginx_version=(1, 31, 3)))
+    text, _ = render(cafe(anns), static=dataclasses.replace(STATIC,
+                                                            capabilities=Capabilities(version=(1, 31, 3))))
     upstream = block(text, "upstream default-cafe-cafe.example.com-tea-80")
     tokens = nginx_tokens(upstream)
     statements = [i for i, t in enumerate(tokens) if t == ("word", "sticky")]

@@ -42,6 +42,7 @@ from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, SecretR
 from ingressctl.configs.parsing import LB_METHODS
 from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
 from ingressctl.controller.validation import validate_ingress
+from ingressctl.nginx.capabilities import MODULES, Capabilities
 from tests.unit.test_configs_quoting import nginx_tokens
 
 TEMPLATES = TemplateExecutor()
@@ -94,6 +95,7 @@ VALID: dict[str, list[str]] = {
     "nginx.org/rewrite-target": ["/beverages", "/v2/$1"], "nginx.org/ssl-ciphers": ["HIGH:!aNULL"],
     "nginx.org/ssl-prefer-server-ciphers": ["true"],
     "nginx.org/sticky-cookie-services": ["serviceName=svc-a srv_id expires=1h path=/a httponly"],
+    "nginx.org/add-header-inherit": ["merge", "Off"], "nginx.org/custom-http-errors": ["404, 5xx", "502"],
     # ConfigMap keys
     "proxy-read-timeout": ["5s"], "client-max-body-size": ["3m"], "proxy-buffers": ["4 16k"],
     "proxy-hide-headers": ["X-A"], "server-tokens": ["false"], "http2": ["true"], "hsts": ["true"],
@@ -118,6 +120,9 @@ VALID: dict[str, list[str]] = {
     "worker-shutdown-timeout": ["10s"],
     "add-header": ["X-Frame-Options: DENY:always, X-B: 2"], "client-body-buffer-size": ["32k"],
     "http-redirect-code": ["307"], "proxy-busy-buffers-size": ["16k"],
+    "add-header-inherit": ["merge"], "otel-exporter-endpoint": ["collector.example.com:4317", "http://c:4317"],
+    "otel-exporter-header-name": ["X-Api-Key"], "otel-exporter-header-value": ["k-1 2"],
+    "otel-service-name": ["ingressctl:nginx"], "otel-trace-in-http": ["true"],
 }
 INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nreturn 200;", " ", ";", "\r",
               "} server { listen 1;", '" ; root /etc ; "', "\x00", "${x}"]
@@ -160,6 +165,10 @@ CASES: st.SearchStrategy[Case] = st.one_of(
 
 # ------------------------------------------------------------------------------------------------- render
 
+CUSTOM_HTTP_ERRORS = "nginx.org/custom-http-errors"
+DEFAULT_BACKEND = {"service": {"name": "svc-b", "port": {"number": 80}}}
+
+
 def _ingress(name: str, namespace: str, host: str, paths: list[tuple[str, str, str]],
              annotations: dict[str, str], *, tls: bool = False) -> dict[str, Any]:
     rule: dict[str, Any] = {"host": host}
@@ -167,6 +176,8 @@ def _ingress(name: str, namespace: str, host: str, paths: list[tuple[str, str, s
         rule["http"] = {"paths": [{"path": p, "pathType": t, "backend": {"service": {"name": s, "port": {
             "number": 80}}}} for p, t, s in paths]}
     spec: dict[str, Any] = {"rules": [rule]}
+    if CUSTOM_HTTP_ERRORS in annotations:  # its intercepted responses go to the default backend
+        spec["defaultBackend"] = DEFAULT_BACKEND
     if tls:
         spec["tls"] = [{"hosts": [host], "secretName": "tls"}]
     return {"metadata": {"name": name, "namespace": namespace, "annotations": annotations, "uid": name,
@@ -192,7 +203,13 @@ class Rendered:
     main: str  # nginx.conf
 
 
+# An NGINX that has every directive and module the renderers know, so that all of them are fuzzed.
+EVERYTHING = Capabilities(version=(1, 31, 3), modules=frozenset(MODULES),
+                          load_modules=(("otel", "/usr/lib/nginx/modules/ngx_otel_module.so"),))
+
+
 def static_params(run_dir: str = "/run/ic", conf_dir: str = "/etc/ic", **kw: Any) -> StaticConfigParams:
+    kw.setdefault("capabilities", EVERYTHING)
     return StaticConfigParams(http_port=80, https_port=443, run_dir=run_dir, conf_dir=conf_dir,
                               secrets_dir=conf_dir + "/secrets", **kw)
 
@@ -216,7 +233,13 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
         if case.path_regex:
             annotations["nginx.org/path-regex"] = case.path_regex
     elif case.kind == "configmap":
-        config, cm_errors = parse_config_map_checked({case.name: case.value})
+        data = {case.name: case.value}
+        if case.name.startswith("otel-"):  # the other otel keys need the endpoint, the header both parts
+            data.setdefault("otel-exporter-endpoint", "collector.example.com:4317")
+            if case.name.startswith("otel-exporter-header-"):
+                data.setdefault("otel-exporter-header-name", "X-Otel")
+                data.setdefault("otel-exporter-header-value", "v")
+        config, cm_errors = parse_config_map_checked(data, static.capabilities)
         if cm_errors:
             return f"configmap: {cm_errors}"
     # Annotations that need another one to be set.
@@ -232,6 +255,8 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
     if case.kind == "minion-annotation":
         master = _ingress("shop", "default", host, [], {"nginx.org/mergeable-ingress-type": "master"},
                           tls=True)
+        if CUSTOM_HTTP_ERRORS in minion_annotations:
+            master["spec"]["defaultBackend"] = DEFAULT_BACKEND
         minion_annotations["nginx.org/mergeable-ingress-type"] = "minion"
         minion = _ingress("cart", "team-a", host, paths, minion_annotations)
         for obj in (master, minion):
@@ -241,7 +266,7 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
         if minion_annotations["nginx.org/mergeable-ingress-type"] != "minion":
             return "not a minion"
         mergeable = MergeableIngresses(
-            IngressEx(master, {host: True}, {}, secret_refs=refs),
+            IngressEx(master, {host: True}, dict(ENDPOINTS), secret_refs=refs),
             [IngressEx(minion, {host: True}, dict(ENDPOINTS), secret_refs=refs,
                        valid_minion_paths={p: True for p, _, _ in paths})])
         try:
@@ -273,10 +298,11 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
     return Rendered(ingress_text, main_text)
 
 
-def parse_config_map_checked(data: dict[str, str]) -> tuple[ConfigParams, list[tuple[str, str]]]:
+def parse_config_map_checked(data: dict[str, str], capabilities: Capabilities = EVERYTHING,
+                             ) -> tuple[ConfigParams, list[tuple[str, str]]]:
     from ingressctl.configs.configmaps import parse_config_map
 
-    return parse_config_map(data)
+    return parse_config_map(data, capabilities)
 
 
 # ----------------------------------------------------------------------------------------------- structure
@@ -323,7 +349,7 @@ REPEATABLE = {"listen", "upstream", "location", "proxy_set_header", "grpc_set_he
               "types", "text/html", "text/plain", "application/json"}
 # Directives with one argument per item of a list value (log_format: one quoted argument per line, one CPU
 # mask per worker, one word per protocol).
-VARIADIC = {"log_format", "worker_cpu_affinity", "ssl_protocols", "proxy_next_upstream"}
+VARIADIC = {"log_format", "worker_cpu_affinity", "ssl_protocols", "proxy_next_upstream", "error_page"}
 # Directives every block of a context has exactly once.
 REQUIRED = {("server",): {"server_name", "server_tokens"}, ("http", "server"): {"listen"},
             ("upstream",): {"server"}}
@@ -415,8 +441,10 @@ def _reference_texts() -> tuple[list[str], list[str]]:
         for minion_anns in (everything, {"nginx.org/proxy-redirect-from": "off"}):
             minion = _ingress("cart", "team-a", HOST, PATHS,
                               {**minion_anns, "nginx.org/mergeable-ingress-type": "minion"})
+            if CUSTOM_HTTP_ERRORS in minion_anns:
+                master = {**master, "spec": {**master["spec"], "defaultBackend": DEFAULT_BACKEND}}
             result = generate_nginx_config_for_mergeable(MergeableIngresses(
-                IngressEx(master, {HOST: True}, {}, secret_refs=dict(REFS)),
+                IngressEx(master, {HOST: True}, dict(ENDPOINTS), secret_refs=dict(REFS)),
                 [IngressEx(minion, {HOST: True}, dict(ENDPOINTS), secret_refs=dict(REFS),
                            valid_minion_paths={p: True for p, _, _ in PATHS})]), static, cm)
             ingress_texts.append(TEMPLATES.execute_ingress_template(result.config))

@@ -103,9 +103,9 @@ def test_plus_fields_are_warnings_not_errors() -> None:
     obj = vs(upstreams=[{"name": "tea", "service": "tea", "port": 80, "healthCheck": {"enable": True},
                          "sessionCookie": {"enable": True, "name": "s"}}])
     assert errors(obj) == []
+    # sessionCookie is open source since NIC 5.4 (`sticky cookie`, on an NGINX that has it).
     assert plus_only_warnings(obj["spec"]) == [
-        "spec.upstreams[0].healthCheck requires NGINX Plus; it is ignored",
-        "spec.upstreams[0].sessionCookie requires NGINX Plus; it is ignored"]
+        "spec.upstreams[0].healthCheck requires NGINX Plus; it is ignored"]
 
 
 def test_virtual_server_route_rules() -> None:
