@@ -18,6 +18,19 @@ COPY ingressctl ./ingressctl
 # A wheel of ingressctl (templates included as package data) and wheels of all its dependencies.
 RUN python -m pip wheel --wheel-dir /wheels .
 
+# ------------------------------------------------------------------------------------------- nginx-module
+# ingressctl's dynamic-peers NGINX module (endpoint changes without reloads), built against the headers of
+# the same Debian NGINX the runtime stage installs (build-nginx-module.sh checks the versions match).
+FROM ${BASE_IMAGE} AS nginx-module
+WORKDIR /src
+RUN set -eux; \
+    apt-get update; \
+    apt-get install -y --no-install-recommends nginx nginx-dev gcc make libc6-dev; \
+    rm -rf /var/lib/apt/lists/*
+COPY scripts/build-nginx-module.sh ./scripts/
+COPY nginx-module ./nginx-module
+RUN bash scripts/build-nginx-module.sh --modules-dir /out
+
 # ---------------------------------------------------------------------------------------------------- runtime
 FROM ${BASE_IMAGE}
 ENV PATH=/opt/ingressctl/bin:$PATH \
@@ -43,6 +56,9 @@ RUN set -eux; \
     setcap -v cap_net_bind_service=+ep /usr/sbin/nginx; \
     apt-get purge -y --auto-remove libcap2-bin; \
     rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
+
+# The dynamic-peers module, where the controller looks for it (NGINX's modules path).
+COPY --from=nginx-module /out/ngx_http_ingressctl_dynamic_peers_module.so /usr/lib/nginx/modules/
 
 # The directories the controller and NGINX write: --nginx-conf-dir (nginx.conf, conf.d/, secrets/),
 # --nginx-run-dir (sockets, pid, temp paths), and NGINX's compiled-in log and cache directories.

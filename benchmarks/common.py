@@ -463,3 +463,40 @@ def have_matplotlib() -> bool:
 
 def mb(n: int) -> str:
     return f"{n / 1e6:.0f}"
+
+
+# ------------------------------------------------------------------------------------------- NGINX memory
+
+def _pss(pid: int) -> int:
+    """Proportional set size in bytes (shared pages split between the processes sharing them), 0 if gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def nginx_pss(run_dir: str) -> tuple[int, int]:
+    """The summed PSS of the NGINX master named by `<run_dir>/nginx.pid` and all its children (workers of
+    every generation still alive), and how many processes that is; (0, 0) without a master."""
+    try:
+        with open(os.path.join(run_dir, "nginx.pid")) as f:
+            master = int(f.read().strip())
+    except (OSError, ValueError):
+        return 0, 0
+    pids = [master]
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == master:
+            pids.append(int(entry))
+    return sum(_pss(p) for p in pids), len(pids)

@@ -61,6 +61,7 @@ from ingressctl.settings import Settings
 
 if TYPE_CHECKING:
     from ingressctl.configs.config import IngressNginxConfig
+    from ingressctl.configs.configmaps import StaticConfigParams
     from ingressctl.metrics import ControllerMetrics, LatencyMetricsCollector
     from ingressctl.nginx.capabilities import Capabilities
 
@@ -183,6 +184,7 @@ class App:
                     raise StartupError(str(e)) from e
                 log.error("TransportServers are not served", error=str(e))
                 self._serve_transportservers = False
+        static = self._with_dynamic_upstreams(static, binary)
         # The special TLS Secrets: validated now, written by the Configurator before it renders nginx.conf.
         refs = (("default", s.controller.default_server_tls_secret),
                 ("wildcard", s.controller.wildcard_tls_secret))
@@ -320,13 +322,16 @@ class App:
                       "install the k8s.nginx.org CRDs (charts/ingressctl/crds) and the RBAC for them, "
                       "or pass --enable-custom-resources=false", error=str(e))
         else:
+            from ingressctl.app_policy import policy_kinds
+
+            store, policy = policy_kinds(self.client, namespace, enable_snippets=s.controller.enable_snippets)
             try:
                 template = s.nginx.virtualserver_template_path
                 # The GlobalConfiguration is watched with the TransportServers (its listeners serve both).
                 gc = (s.controller.global_configuration or "") if self._serve_transportservers else ""
-                vs = virtualserver_kind_factory(self.client, template_path=template, global_configuration=gc,
-                                                forbidden_ports=forbidden_ports(s))
-                kinds = [vs, virtualserverroute_kind_factory(self.client), pod_kind_factory()]
+                vs = virtualserver_kind_factory(self.client, template_path=template, policies=store,
+                                                global_configuration=gc, forbidden_ports=forbidden_ports(s))
+                kinds = [vs, virtualserverroute_kind_factory(self.client), pod_kind_factory(), *policy]
             except TemplateError as e:
                 raise StartupError(f"invalid template: {e}") from e
         if not self._serve_transportservers:
@@ -402,6 +407,7 @@ class App:
         except ValueError as e:
             raise StartupError(f"cannot set up metrics: {e}") from e
         manager.on_reload = self.metrics.manager.on_reload
+        manager.on_dynamic_update = self.metrics.manager.on_dynamic_update
         denials = getattr(self.client, "permission_denials", None)
         if denials is not None:
             self.metrics.watch_api_permissions(denials.counts)
@@ -482,6 +488,26 @@ class App:
             raise StartupError(f"cannot read the NGINX ConfigMap {ref} (--nginx-configmaps): {e}") from e
         data = cm.get("data") or {}
         return {str(k): str(v) for k, v in data.items()}
+
+    def _with_dynamic_upstreams(self, static: StaticConfigParams, binary: str) -> StaticConfigParams:
+        """Load the dynamic-peers module when it is installed and not turned off: endpoint changes then reach
+        NGINX without reloads; without it they reload NGINX (said in the log)."""
+        if not self.settings.nginx.dynamic_upstreams:
+            return static
+        from ingressctl.nginx.dynamic_peers import MODULE_FILE, dynamic_peers_module
+
+        path = dynamic_peers_module(binary)
+        if not path:
+            log.warning("the dynamic-peers NGINX module is not installed: endpoint changes reload NGINX",
+                        module=MODULE_FILE, install="scripts/build-nginx-module.sh")
+            return static
+        socket = self.manager.dynamic_peers_socket
+        if len(os.fsencode(socket)) > 107:  # sun_path holds 108 bytes with the terminating NUL
+            log.warning("endpoint changes reload NGINX: the dynamic-peers socket path is too long; use a "
+                        "shorter --nginx-run-dir", socket=socket)
+            return static
+        log.info("endpoint changes reach NGINX without reloads", module=path)
+        return dataclasses.replace(static, dynamic_peers_module_path=path)
 
     def _capabilities(self, binary: str) -> Capabilities:
         """The running NGINX's version and modules (`nginx -V`), which decide the directives newer than

@@ -237,6 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(n, "--disable-ipv6", False, "no IPv6 listeners (they are also left out where the host has no IPv6)")
     _flag(n, "--default-server-access-log-off", False,
           "no access log for the default server; the ConfigMap key of the same name overrides it")
+    _flag(n, "--enable-dynamic-upstreams", True,
+          "apply endpoint changes without reloading NGINX, where ingressctl's dynamic-peers NGINX module "
+          "is installed (scripts/build-nginx-module.sh)")
     n.add_argument("--main-template-path", help="a custom main template (Jinja2)")
     n.add_argument("--ingress-template-path", help="a custom Ingress template (Jinja2)")
     n.add_argument("--transportserver-template-path", help="a custom TransportServer template (Jinja2)")
@@ -343,6 +346,7 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
             virtualserver_template_path=a.virtualserver_template_path, debug=a.nginx_debug,
             disable_ipv6=a.disable_ipv6,
             default_server_access_log_off=a.default_server_access_log_off,
+            dynamic_upstreams=a.enable_dynamic_upstreams,
         ),
         controller=ControllerSettings(
             ingress_class=a.ingress_class, nginx_configmaps=a.nginx_configmaps,

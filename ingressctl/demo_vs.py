@@ -3,7 +3,9 @@
 Guarantees:
 - `virtual_server_checks(client)` turns each VirtualServer route of our class into checks: a route whose
   action passes to an upstream expects that upstream's Service; a match on a header expects its action's
-  Service when the header is sent; a split expects one of its Services. Only `pass` actions are checked.
+  Service when the header is sent; a split expects one of its Services. Only `pass` actions are checked;
+  routes with Policies (of the VirtualServer or their own) are left out, as a plain request is refused
+  there by design (the README shows them with their credentials).
 - `run_check` requests a check (retrying briefly, as the Ingress checks do) and says whether it passed.
 """
 
@@ -42,10 +44,12 @@ def virtual_server_checks(client: Any, ingress_class: str = "nginx") -> list[VSC
             continue
         services = {str(_d(u).get("name")): str(_d(u).get("service")) for u in spec.get("upstreams") or []}
         host = str(spec.get("host") or "")
+        if spec.get("policies"):
+            continue
         for route in spec.get("routes") or []:
             r = _d(route)
             path = str(r.get("path") or "")
-            if not path.startswith("/"):
+            if not path.startswith("/") or r.get("policies"):
                 continue
             for m in r.get("matches") or []:
                 conds = _d(m).get("conditions") or []

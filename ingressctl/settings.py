@@ -39,6 +39,7 @@ class NginxSettings:
     debug: bool = False  # run an NGINX built with debug logging (`nginx-debug`, NIC's -nginx-debug)
     disable_ipv6: bool = False  # no IPv6 listeners even where the host supports IPv6
     default_server_access_log_off: bool = False  # the ConfigMap key of the same name overrides it
+    dynamic_upstreams: bool = True  # no reloads for endpoint changes (where the dynamic-peers module is)
 
 
 @dataclass(frozen=True)

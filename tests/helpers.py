@@ -58,11 +58,15 @@ class Response:
         return self.headers.get("x-backend", "")
 
 
-def http_get(port: int, host: str, path: str = "/", timeout: float = 10.0, cookie: str = "") -> Response:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+def http_get(port: int, host: str, path: str = "/", timeout: float = 10.0, cookie: str = "", *,
+             headers: dict[str, str] | None = None, source: str | None = None) -> Response:
+    """GET from 127.0.0.1, or from the client address `source` (any 127.0.0.0/8 address reaches a server
+    listening on loopback), with a Cookie and extra request headers."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout,
+                                      source_address=(source, 0) if source else None)
     try:
         conn.request("GET", path, headers={"Host": host, "Connection": "close",
-                                           **({"Cookie": cookie} if cookie else {})})
+                                           **({"Cookie": cookie} if cookie else {}), **(headers or {})})
         r = conn.getresponse()
         body = r.read().decode(errors="replace")
         return Response(r.status, body, {k.lower(): v for k, v in r.getheaders()})

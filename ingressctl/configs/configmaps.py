@@ -163,6 +163,7 @@ class StaticConfigParams:
     capabilities: Capabilities = UNKNOWN_NGINX
     stream: bool = False  # render a stream {} block (TransportServers are served)
     stream_module_path: str = ""  # the dynamic stream module to load_module ("" when built in)
+    dynamic_peers_module_path: str = ""  # the dynamic-peers module: endpoint changes without reloads
     tls_passthrough: bool = False  # HTTPS servers terminate TLS on passthrough_socket() behind the SNI split
 
     def passthrough_socket(self) -> str:
@@ -208,6 +209,10 @@ def ipv6_available() -> bool:
 
 def _bool(v: str) -> bool:
     return parsing.parse_bool(v.strip())
+
+
+MIN_WORKER_CONNECTIONS = 64
+"""The least `worker-connections` accepted: NGINX needs one per listening socket before any client."""
 
 
 def _int(minimum: int, maximum: int = 2**31 - 1) -> Callable[[str], int]:
@@ -256,7 +261,8 @@ CONFIG_MAP_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "default-server-return": ("default_server_return", parsing.parse_default_server_return),
     "default-server-access-log-off": ("default_server_access_log_off", _bool),
     "worker-processes": ("worker_processes", parsing.parse_worker_processes),
-    "worker-connections": ("worker_connections", _int(1, 1 << 20)),
+    # NGINX refuses fewer connections than it has listening sockets (HTTP, HTTPS, IPv6, status, listeners).
+    "worker-connections": ("worker_connections", _int(MIN_WORKER_CONNECTIONS, 1 << 20)),
     "worker-rlimit-nofile": ("worker_rlimit_nofile", _int(1, 1 << 24)),
     "worker-shutdown-timeout": ("worker_shutdown_timeout", parsing.parse_time),
     "worker-cpu-affinity": ("worker_cpu_affinity", parsing.parse_worker_cpu_affinity),
@@ -357,6 +363,7 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         ssl_protocols=config.ssl_protocols,
         stream=static.stream,
         stream_module_path=static.stream_module_path,
+        dynamic_peers_module_path=static.dynamic_peers_module_path,
         tls_passthrough=static.tls_passthrough,
         default_http_listener_port=static.http_port,
         default_https_listener_port=static.https_port,

@@ -30,14 +30,17 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 
-from ingressctl.configs.config import shared_zone_size
+from ingressctl.configs.config import ZONE_BYTES_PER_SERVER, shared_zone_size
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
+from ingressctl.configs.dynamic_upstreams import DynamicUpstreams
 from ingressctl.configs.files import REASON_ENDPOINTS, REASON_OTHER, ConfigFiles, ReloadOutcome
+from ingressctl.configs.ingress import error_server_address
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, MergeableIngresses
 from ingressctl.configs.renderers import ChildCounter, IngressRenderer, RenderContext, Renderer
 from ingressctl.configs.templates import TemplateError, TemplateExecutor, TemplateRenderError
 from ingressctl.keys import ResourceKey
 from ingressctl.logging import get_logger
+from ingressctl.nginx.dynamic_peers import MODULE_FILE as DYNAMIC_PEERS_MODULE_FILE
 from ingressctl.nginx.manager import Manager
 
 log = get_logger(__name__)
@@ -84,6 +87,7 @@ class Configurator:
         for warning in self._update_templates(config):
             log.warning("template override ignored", error=warning)
         self.files.init_main(self._render_main())
+        self._sync_dynamic()
 
     # ------------------------------------------------------------------ state
 
@@ -190,8 +194,10 @@ class Configurator:
             return []
         if rendered.child_warnings:
             self._child_warnings[key] = rendered.child_warnings
-        self.files.write(key, self.files.file_name(key, renderer.file_name(key)), rendered.text)
-        self._reserve_zone(key, rendered.zone_bytes)
+        name = self.files.file_name(key, renderer.file_name(key))
+        self.files.write(key, name, rendered.text)
+        spares = self.files.dynamic.spare_slots(name) if self.files.dynamic is not None else 0
+        self._reserve_zone(key, rendered.zone_bytes + spares * ZONE_BYTES_PER_SERVER)
         return rendered.warnings
 
     def delete(self, key: ResourceKey) -> None:
@@ -312,6 +318,19 @@ class Configurator:
     def _update_main(self) -> None:
         """Re-render nginx.conf and write it if it changed (reloaded by the next `reload_if_needed`)."""
         self.files.write_main(self._render_main())
+        self._sync_dynamic()
+
+    def _sync_dynamic(self) -> None:
+        """Dynamic upstreams are on while nginx.conf loads the dynamic-peers module (a custom main template
+        may not); when that changes, every resource is rendered again in the other form."""
+        on = (bool(self._static.dynamic_peers_module_path)
+              and DYNAMIC_PEERS_MODULE_FILE in self.files.main_text)
+        if on == (self.files.dynamic is not None):
+            return
+        self.files.dynamic = DynamicUpstreams(error_server_address(self._static.run_dir)) if on else None
+        log.info("dynamic upstreams", enabled=on)
+        for key, resource in list(self._resources.items()):
+            self.add_or_update(key, resource)
 
     def _reserve_zone(self, key: ResourceKey, reserved: int) -> None:
         """Account for what a resource's upstreams reserve in the shared zone; nginx.conf is re-rendered when

@@ -17,6 +17,12 @@ Guarantees:
   returned.
 - Render failures recorded with `fail()` are returned in `ReloadOutcome.failed` by the next
   `reload_if_needed()`. `rejected` holds every resource whose latest config NGINX does not serve.
+- Dynamic upstreams (with a `DynamicUpstreams`, when NGINX loads the dynamic-peers module): conf.d files
+  (http {}, not the stream ones) are written in their dynamic form (fixed server slots). When every pending
+  change differs from what NGINX last loaded only in the addresses of dynamic upstreams,
+  `reload_if_needed()` pushes those addresses to NGINX instead of reloading (`ReloadOutcome.dynamic`); the
+  files on disk hold them too, so a later reload or restart serves the same. If the push fails, it reloads
+  as without the module.
 - Not thread-safe: one sync thread owns it, as it owns NGINX.
 """
 
@@ -27,9 +33,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ingressctl.configs.dynamic_upstreams import DynamicUpstreams, endpoint_changes
 from ingressctl.keys import ResourceKey
 from ingressctl.logging import get_logger
-from ingressctl.nginx.manager import Manager, ReloadError
+from ingressctl.nginx.dynamic_peers import DynamicUpdateError
+from ingressctl.nginx.manager import STREAM_CONF_D_DIR, Manager, ReloadError
 
 log = get_logger(__name__)
 
@@ -54,6 +62,7 @@ class ReloadOutcome:
     reloaded: bool
     failed: dict[ResourceKey, str] = field(default_factory=dict)
     error: str = ""
+    dynamic: bool = False  # the changes reached NGINX without a reload (dynamic upstreams)
 
     @property
     def batch_failed(self) -> bool:
@@ -78,8 +87,9 @@ def _digest(text: str) -> bytes:
 class ConfigFiles:
     """See the module docstring."""
 
-    def __init__(self, manager: Manager) -> None:
+    def __init__(self, manager: Manager, dynamic: DynamicUpstreams | None = None) -> None:
         self._manager = manager
+        self.dynamic = dynamic
         self._reloads_enabled = True
         self._reload_requested = False
         self._file_of: dict[ResourceKey, str] = {}  # key -> conf.d file name (without .conf)
@@ -185,8 +195,11 @@ class ConfigFiles:
         return dict(self._file_of)
 
     def write(self, key: ResourceKey, name: str, text: str) -> None:
-        """Make conf.d/<name>.conf hold `text` for `key` (a successful render)."""
+        """Make conf.d/<name>.conf hold `text` for `key` (a successful render; in its dynamic form when
+        dynamic upstreams are on)."""
         self._render_failures.pop(key, None)
+        if self.dynamic is not None and not name.startswith(f"{STREAM_CONF_D_DIR}/"):
+            text = self.dynamic.slot(name, text)  # the module serves http {} upstreams, not stream {} ones
         digest = self._write(name, key, text)
         change = self._changes.get(name)
         if change is None or change.old_digest == digest:
@@ -203,6 +216,8 @@ class ConfigFiles:
         name = self._file_of.pop(key, None)
         if name is None:
             return None
+        if self.dynamic is not None:
+            self.dynamic.forget(name)
         self._write(name, key, None)
         self._key_of.pop(name, None)
         return name
@@ -252,6 +267,11 @@ class ConfigFiles:
             return ReloadOutcome(reloaded=False, failed=failed)
         if not self._manager.is_running():
             return ReloadOutcome(reloaded=False, failed=failed, error="nginx is not running")
+        if pending and not main_changed and not self._reload_requested and self._push_endpoints(pending):
+            self._commit()
+            for change in pending.values():
+                self.rejected.pop(change.key, None)
+            return ReloadOutcome(reloaded=False, failed=failed, dynamic=True)
         try:
             self._manager.reload(is_endpoints_update=reason == REASON_ENDPOINTS)
         except ReloadError as e:
@@ -265,6 +285,28 @@ class ConfigFiles:
         for change in pending.values():
             self.rejected.pop(change.key, None)
         return ReloadOutcome(reloaded=True, failed=failed)
+
+    def _push_endpoints(self, pending: dict[str, _Change]) -> bool:
+        """Apply `pending` without a reload if it changes only the addresses of dynamic upstreams; False
+        when it does not, or when NGINX did not take the push (then a reload applies it)."""
+        if self.dynamic is None:
+            return False
+        servers: dict[str, tuple[str, ...]] = {}
+        for name, change in pending.items():
+            new = self._manager.read_config(name) if name in self._files else None
+            if change.old is None or new is None:
+                return False
+            changed = endpoint_changes(change.old, new)
+            if changed is None:
+                return False
+            servers.update(changed)
+        try:
+            self._manager.update_upstreams(servers)
+        except DynamicUpdateError as e:
+            log.warning("dynamic upstream update failed; reloading instead", error=str(e),
+                        upstreams=len(servers))
+            return False
+        return True
 
     def _recover(self, pending: dict[str, _Change], main_changed: bool, err: ReloadError,
                  reason: str) -> ReloadOutcome:

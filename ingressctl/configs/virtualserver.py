@@ -9,8 +9,10 @@ Guarantees:
   `/internal_location_splits_<i>_split_<j>`, `/internal_location_matches_<i>_match_<j>`, `..._default`.
 - Upstream defaults come from the ConfigMap (lb-method, max-fails, fail-timeout, keepalive, proxy timeouts,
   client-max-body-size, buffering); an upstream without endpoints points at the built-in 502 server.
-- A route (or the whole server, for spec policies) that references a Policy answers 500 with a warning:
-  Policies are not served yet. Snippets are used only with `enable_snippets`.
+- Policies (`configs/policy_vs.py`): spec policies render in the server, route and subroute policies in
+  each location of the route (its split and match locations too), http-level lines before the server. A
+  context whose policies fail (missing, invalid, bad Secret, NGINX Plus only) answers 500 there (the whole
+  server for spec policies) with a warning. Snippets are used only with `enable_snippets`.
 - Redirect and return actions and error pages are NGINX `return` and `error_page` constructs; splits are
   `split_clients` on `$request_id`; matches are chained `map`s (all conditions of a match must hold; the
   first matching match wins; otherwise the route's default).
@@ -28,6 +30,8 @@ from ingressctl.configs import parsing
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.directive_values import StickyCookie
 from ingressctl.configs.ingress_ex import SecretReference
+from ingressctl.configs.policy import PolicyLocation, ResolvedPolicy
+from ingressctl.configs.policy_vs import VSPolicies
 from ingressctl.configs.transportserver import Listener
 from ingressctl.configs.vs_newer_nginx import NewerDirectives
 from ingressctl.keys import ResourceKey
@@ -64,6 +68,7 @@ class VirtualServerEx:
     vsrs: list[dict[str, Any]] = field(default_factory=list)   # the VirtualServerRoutes delegated to
     route_vsrs: dict[int, list[str]] = field(default_factory=dict)   # route index -> its VSRs' "ns/name"
     listeners: CustomListeners | None = None     # None: no `spec.listener` (the default ports)
+    policies: Mapping[str, ResolvedPolicy] = field(default_factory=dict)   # "ns/name" -> resolved Policy
 
     @property
     def namespace(self) -> str:
@@ -126,6 +131,7 @@ class VSLocation:
     service: str = ""
     snippets: list[str] = field(default_factory=list)
     return_500: bool = False
+    policy_lines: list[str] = field(default_factory=list)                    # complete, safe directives
     error_pages: list[tuple[str, str, str]] = field(default_factory=list)   # (codes, "=code" part, target)
     # Actions.
     redirect: tuple[int, str] | None = None
@@ -184,6 +190,8 @@ class VSServer:
     add_header_inherit: str = ""         # only on an NGINX that has the directive
     server_tokens: str = "on"
     return_500: bool = False
+    policy_lines: list[str] = field(default_factory=list)                    # complete, safe directives
+    policy_locations: list[PolicyLocation] = field(default_factory=list)
     catch_all_404: bool = True           # no route for "/": unrouted requests get 404 (not a static file)
     grpc_errors: bool = False            # TLS with HTTP/2 and a gRPC location: NGINX errors as gRPC statuses
     snippets: list[str] = field(default_factory=list)
@@ -200,6 +208,10 @@ class VSConfig:
     maps: list[VSMap]
     http_snippets: list[str]
     server: VSServer
+    policy_http: list[str] = field(default_factory=list)     # http-level policy lines (zones, maps)
+    # Warnings that belong to a VirtualServerRoute ("namespace/name"), not to the VirtualServer (its
+    # subroutes' policies, as NIC reports them).
+    child_warnings: dict[str, list[str]] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -215,14 +227,6 @@ def _l(v: Any) -> list[Any]:
 
 def _lines(text: Any) -> list[str]:
     return [ln for ln in str(text or "").splitlines() if ln.strip()]
-
-
-def _policy_refs(refs: list[Any], namespace: str) -> list[str]:
-    out = []
-    for r in refs:
-        rd = _d(r)
-        out.append(f"{rd.get('namespace') or namespace}/{rd.get('name') or ''}")
-    return out
 
 
 def unescape(value: Any) -> str:
@@ -263,7 +267,8 @@ def condition_source(cond: Mapping[str, Any]) -> str:
 class _Generator:
     """One VirtualServer's model (see the module docstring); counters run across the whole server."""
 
-    def __init__(self, ex: VirtualServerEx, static: StaticConfigParams, config: ConfigParams) -> None:
+    def __init__(self, ex: VirtualServerEx, static: StaticConfigParams, config: ConfigParams,
+                 replicas: int = 1) -> None:
         self.ex = ex
         self.static = static
         self.config = config
@@ -271,6 +276,7 @@ class _Generator:
         self.ns, self.name = ex.namespace, ex.name
         self.var_prefix = f"vs_{self.ns}_{self.name}".replace("-", "_")
         self.warnings: list[str] = []
+        self.child_warnings: dict[str, list[str]] = {}
         self.newer = NewerDirectives(static.capabilities, self.warnings)
         self.upstreams: dict[str, dict[str, Any]] = {}      # upstream block name -> its spec
         self.upstream_labels: dict[str, str] = {}           # upstream block name -> how warnings name it
@@ -287,6 +293,12 @@ class _Generator:
         redirect = _d(tls.get("redirect"))
         self.forwarded_proto = ("$http_x_forwarded_proto" if redirect.get("enable")
                                 and redirect.get("basedOn") == "x-forwarded-proto" else "$scheme")
+        tls_secret = ex.tls_secret
+        terminates_tls = self.spec.get("tls") is not None and bool(
+            (tls_secret is not None and tls_secret.path and not tls_secret.error)
+            or (tls_secret is None and static.wildcard_tls_path))
+        self.policies = VSPolicies(ex.policies, self.ns, self.name, tls=terminates_tls, replicas=replicas,
+                                   capabilities=static.capabilities.features())
 
     def upstream_name(self, name: str) -> str:
         return f"vs_{self.ns}_{self.name}_{name}"
@@ -368,8 +380,10 @@ class _Generator:
 
     def _action_location(self, modifier: str, path: str, action: Mapping[str, Any],
                          route: Mapping[str, Any], *, internal: bool, route_modifier: str, route_path: str,
-                         return_500: bool, scope: Mapping[str, str]) -> VSLocation:
-        loc = VSLocation(modifier=modifier, path=path, internal=internal, return_500=return_500)
+                         return_500: bool, scope: Mapping[str, str],
+                         policy_lines: tuple[str, ...] = ()) -> VSLocation:
+        loc = VSLocation(modifier=modifier, path=path, internal=internal, return_500=return_500,
+                         policy_lines=list(policy_lines))
         loc.add_header_inherit = self.newer.add_header_inherit(
             f"add-header-inherit of route {route.get('path')}", route)
         snippets = route.get("location-snippets")
@@ -449,17 +463,22 @@ class _Generator:
             return regex, rewrite_path, "break"
         return f"^{_regex_escape(path)}(.*)$", rewrite_path + "$1", "break"
 
-    def add_route(self, route: Mapping[str, Any], scope: Mapping[str, str]) -> None:
+    def add_route(self, route: Mapping[str, Any], scope: Mapping[str, str],
+                  vsr: tuple[str, str] | None = None, parent_policies: Any = None) -> None:
         path = str(route.get("path") or "")
         modifier, plain = self._route_path(path)
-        policies = _policy_refs(_l(route.get("policies")), self.ns)
-        for p in policies:
-            self.warnings.append(f"Policy {p} is missing or invalid")
-        return_500 = bool(policies)
+        if vsr is None:
+            pol = self.policies.route(route.get("policies"), path)
+            warnings = self.warnings
+        else:
+            pol = self.policies.subroute(route.get("policies"), vsr, parent_policies, path)
+            warnings = self.child_warnings.setdefault(f"{vsr[0]}/{vsr[1]}", [])
+        warnings.extend(w for w in pol.warnings if w not in warnings)
+        return_500 = bool(pol.error)
         matches = _l(route.get("matches"))
         splits = _l(route.get("splits"))
         kw: dict[str, Any] = {"route_modifier": modifier, "route_path": plain, "return_500": return_500,
-                              "scope": scope}
+                              "scope": scope, "policy_lines": tuple(pol.location)}
         if matches:
             variable = self._matches(route, matches, splits, kw)
             self.locations.append(VSLocation(modifier, plain, rewrite_to=variable))
@@ -470,22 +489,32 @@ class _Generator:
             self.locations.append(self._action_location(modifier, plain, _d(route["action"]), route,
                                                         internal=False, **kw))
 
+    def _route_vsrs(self, i: int, route: Mapping[str, Any], vsrs: Mapping[str, Any]) -> list[str]:
+        """The VirtualServerRoutes route `i` delegates to: as the Configuration attached them, or, for a
+        `VirtualServerEx` built without that map, the one its `route` names when it is given."""
+        if self.ex.route_vsrs:
+            return [k for k in self.ex.route_vsrs.get(i, []) if k in vsrs]
+        ref = str(route.get("route") or "")
+        key = ref if "/" in ref else f"{self.ns}/{ref}"
+        return [key] if ref and key in vsrs else []
+
     def _add_vsr(self, route: Mapping[str, Any], vsr: Mapping[str, Any]) -> None:
         """The subroutes a VirtualServer route delegates to (by `route` or `routeSelector`): all of them under
         a prefix path; under a regex or exact path the one with that path (regex routes may share a
         VirtualServerRoute, each serving its own subroute)."""
         meta, vsr_spec = _d(vsr.get("metadata")), _d(vsr.get("spec"))
-        scope = self._register(_l(vsr_spec.get("upstreams")),
-                               (str(meta.get("namespace")), str(meta.get("name"))))
+        vsr_key = (str(meta.get("namespace")), str(meta.get("name")))
+        scope = self._register(_l(vsr_spec.get("upstreams")), vsr_key)
         modifier, plain = self._route_path(str(route.get("path") or ""))
         # NIC: the delegating route's error pages, snippets and policies reach subroutes without theirs.
-        inherited = {k: route[k] for k in _INHERITED_ROUTE_FIELDS if route.get(k)}
+        # Policies are resolved per subroute (their default namespace differs): see add_route.
+        inherited = {k: route[k] for k in _INHERITED_ROUTE_FIELDS if route.get(k) and k != "policies"}
         for subroute in _l(vsr_spec.get("subroutes")):
             sd = _d(subroute)
             own = self._route_path(str(sd.get("path") or ""))
             if modifier in ("~", "~*", "=") and own != (modifier, plain):
                 continue
-            self.add_route({**inherited, **sd}, scope)
+            self.add_route({**inherited, **sd}, scope, vsr_key, route.get("policies"))
 
     def _check_buffers(self, loc: VSLocation, upstream: str) -> None:
         """NGINX refuses some combinations of `buffers`, `buffer-size` and `busy-buffers-size`: with
@@ -594,9 +623,8 @@ class _Generator:
 
     def build(self) -> VSConfig:
         spec, static, c = self.spec, self.static, self.config
-        spec_policies = _policy_refs(_l(spec.get("policies")), self.ns)
-        for p in spec_policies:
-            self.warnings.append(f"Policy {p} is missing or invalid")
+        spec_policies = self.policies.spec(spec.get("policies"))
+        self.warnings.extend(w for w in spec_policies.warnings if w not in self.warnings)
         vsrs = {f"{_d(v.get('metadata')).get('namespace')}/{_d(v.get('metadata')).get('name')}": v
                 for v in self.ex.vsrs}
         for i, route in enumerate(_l(spec.get("routes"))):
@@ -605,12 +633,13 @@ class _Generator:
                 self.add_route(rd, self.vs_scope)
                 continue
             # Missing or unfit VirtualServerRoutes are not listed: the VirtualServer's warning says so.
-            for vsr_key in self.ex.route_vsrs.get(i, []):
+            for vsr_key in self._route_vsrs(i, rd, vsrs):
                 self._add_vsr(rd, vsrs[vsr_key])
         http_listens, https_listens = self._listens()
         server = VSServer(server_name=str(spec.get("host") or ""), http_listens=http_listens,
                           https_listens=https_listens, namespace=self.ns,
-                          name=self.name, server_tokens=c.server_tokens, return_500=bool(spec_policies),
+                          name=self.name, server_tokens=c.server_tokens,
+                          return_500=bool(spec_policies.error), policy_lines=spec_policies.server,
                           http2=c.http2, http2_directive=static.capabilities.has("http2_directive"),
                           gunzip=bool(spec.get("gunzip")) and self.newer.module("spec.gunzip", "gunzip"),
                           add_header_inherit=self.newer.add_header_inherit("spec.add-header-inherit",
@@ -636,6 +665,7 @@ class _Generator:
         server.locations = self.locations
         server.catch_all_404 = not any(loc.modifier == "" and loc.path == "/" for loc in self.locations)
         server.named_returns = self.named_returns
+        server.policy_locations = self.policies.locations
         for name, u in sorted(self.upstreams.items()):
             if u.get("type") == "grpc" and not (server.ssl and c.http2):
                 self.warnings.append(f"gRPC cannot be configured for upstream {name}. gRPC requires enabled "
@@ -644,7 +674,9 @@ class _Generator:
         if server.grpc_errors:
             self._grpc_error_page_warnings()
         http_snippets = _lines(spec.get("http-snippets")) if static.enable_snippets else []
-        return VSConfig(self.build_upstreams(), self.split_clients, self.maps, http_snippets, server)
+        return VSConfig(self.build_upstreams(), self.split_clients, self.maps, http_snippets, server,
+                        policy_http=self.policies.http,
+                        child_warnings={k: v for k, v in self.child_warnings.items() if v})
 
 
 _INHERITED_ROUTE_FIELDS = ("errorPages", "location-snippets", "policies", "add-header-inherit")
@@ -655,8 +687,9 @@ def _regex_escape(path: str) -> str:
 
 
 def generate_vs_config(ex: VirtualServerEx, static: StaticConfigParams,
-                       config: ConfigParams) -> tuple[VSConfig, list[str]]:
-    """The model of one VirtualServer and its warnings (see the module docstring)."""
-    gen = _Generator(ex, static, config)
+                       config: ConfigParams, replicas: int = 1) -> tuple[VSConfig, list[str]]:
+    """The model of one VirtualServer and its warnings (see the module docstring); `replicas` scales
+    rate-limit policies that ask for it."""
+    gen = _Generator(ex, static, config, replicas)
     cfg = gen.build()
     return cfg, gen.warnings

@@ -47,8 +47,9 @@ class VirtualServerRenderer:
     def render(self, resource: object, ctx: RenderContext) -> Rendered:
         if not isinstance(resource, VirtualServerEx):
             raise TypeError(f"not a VirtualServer: {type(resource).__name__}")
-        cfg, warnings = generate_vs_config(resource, ctx.static, ctx.config)
-        return Rendered(render_model(self._template, cfg, "virtualserver"), warnings)
+        cfg, warnings = generate_vs_config(resource, ctx.static, ctx.config, ctx.replicas)
+        return Rendered(render_model(self._template, cfg, "virtualserver"), warnings,
+                        child_warnings=cfg.child_warnings)
 
     def catch_all(self, resource: object) -> str:
         """A VirtualServer is never the class-wide catch-all (an Ingress without rules is)."""

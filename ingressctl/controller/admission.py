@@ -14,7 +14,8 @@ Guarantees:
 - A custom kind of the resource-kind registry (VirtualServer, VirtualServerRoute, present only with custom
   resources enabled and served) is validated through its registry entry's Configuration part, exactly as
   the sync loop does (`is_ours`, then `validate`): `registry_lookup(kinds)` answers for the registry's kinds
-  and falls back to `validator_for`; `VALIDATORS` itself is never changed by it.
+  and falls back to `validator_for`; `VALIDATORS` itself is never changed by it. A registry kind outside
+  the Configuration (Policy) brings its own validator (`admission`), used the same way.
 - Cross-object checks only warn (AdmissionReview `warnings`): a host already owned by an Ingress that wins
   the ownership rule (older, then greater UID) and a minion whose host has no master. They read the
   Configuration's host index with single dict lookups (a parent kind's hosts, such as a VirtualServer's,
@@ -181,6 +182,8 @@ def registry_lookup(kinds: Iterable[RegistryEntry],
     """A lookup answering for every registry kind with a Configuration part (the built-in Ingress has none
     and stays with `fallback`)."""
     own = {(k.rt.group, k.rt.kind): kind_validator(k.model) for k in kinds if k.model is not None}
+    own.update({(k.rt.group, k.rt.kind): v for k in kinds if k.model is None
+                and (v := getattr(k, "admission", None)) is not None})
 
     def lookup(group: str, kind: str) -> Validator | None:
         return own.get((group, kind)) or fallback(group, kind)

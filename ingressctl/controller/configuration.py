@@ -30,8 +30,8 @@ Guarantees:
   full resolution and returns every configured resource as an AddOrUpdate plus every problem.
   `legacy_startup=True` keeps the pre-5.5 behaviour (a full rebuild on every change, children found by
   scanning) as a benchmark baseline; every mode reaches the same state.
-- Lookups by Service and Secret use indexes maintained on every store change; they return only configured
-  resources (a child's parent stands in for the child). Per-resource state is kept small.
+- Lookups by Service, Secret and Policy use indexes maintained on every store change; they return only
+  configured resources (a child's parent stands in for the child). Per-resource state is kept small.
 - Pure and single-threaded: the one sync thread owns it.
 """
 
@@ -158,6 +158,7 @@ class Configuration:
         self._children_by_host: Index = {}
         self._by_service: Index = {}  # (namespace, name) -> keys
         self._by_secret: Index = {}
+        self._by_policy: Index = {}
         self._default_tls: set[ResourceKey] = set()
 
         self._hosts: dict[str, ResourceKey] = {}  # host or listener claim -> owning key (resolved state)
@@ -269,6 +270,10 @@ class Configuration:
         """Configured resources referencing the Secret (spec.tls secretName, nginx.org/basic-auth-secret)."""
         return self._resolve_keys(_index_get(self._by_secret, (namespace, name)))
 
+    def find_resources_for_policy(self, namespace: str, name: str) -> list[Resource]:
+        """Configured resources that (or one of whose children) reference the Policy."""
+        return self._resolve_keys(_index_get(self._by_policy, (namespace, name)))
+
     def find_resources_for_default_tls_secret(self) -> list[Resource]:
         """Configured resources with a TLS entry without a Secret (they use the wildcard Secret)."""
         return self._resolve_keys(self._default_tls)
@@ -318,6 +323,8 @@ class Configuration:
             _index_add(self._by_service, s, e.key)
         for s in e.secrets:
             _index_add(self._by_secret, s, e.key)
+        for p in e.policies:
+            _index_add(self._by_policy, p, e.key)
         if e.uses_default_tls_secret:
             self._default_tls.add(e.key)
 
@@ -331,6 +338,8 @@ class Configuration:
             _index_remove(self._by_service, s, e.key)
         for s in e.secrets:
             _index_remove(self._by_secret, s, e.key)
+        for p in e.policies:
+            _index_remove(self._by_policy, p, e.key)
         self._default_tls.discard(e.key)
 
     def _after_store(self, key: ResourceKey, old: Entry | None, new: Entry | None) -> Changes:

@@ -20,6 +20,9 @@ Guarantees:
   their file and reloads NGINX once (event `SecretUpdated`), an invalid one is rejected with a Warning event
   and the previous certificate keeps serving, a deleted one keeps its file.
 - Deletes are never lost: tombstones are handled, and a deleted EndpointSlice re-renders its Service.
+- Kinds outside the Configuration extend the dependency tracking: `secret_users` (resources that use a
+  Secret through a Policy) are re-rendered with the Configuration's users of a changed Secret, and
+  `replicas.sources` when the controller replica count (ready endpoints of `--external-service`) changes.
 - `stats.phases` records the start-up phases and the "controller ready" log line carries them.
 """
 
@@ -39,6 +42,7 @@ from ingressctl.controller.ingress_kind import IngressConfigurator, ingress_kind
 from ingressctl.controller.kinds import Applied, KindRegistry, ResourceKind
 from ingressctl.controller.model import Resource
 from ingressctl.controller.options import ControllerOptions, SyncStats
+from ingressctl.controller.replicas import ControllerReplicas, ingresses_with_scale
 from ingressctl.controller.reporter import (
     EVENT_NORMAL,
     EVENT_WARNING,
@@ -114,6 +118,13 @@ class LoadBalancerController:
         self._is_leader = is_leader
         # Called on the sync thread after every task and after start-up completes (metrics wiring).
         self.on_synced: Callable[[], None] | None = None
+        # More users of a Secret than the Configuration knows (resources using it through a Policy).
+        self.secret_users: list[Callable[[str, str], list[Resource]]] = []
+        # `nginx.org/limit-req-scale` and rateLimit `scale` divide rates by the number of replicas: the ready
+        # endpoints of `--external-service` (NIC); without it, the controller counts itself only.
+        self.replicas = ControllerReplicas(configurator.set_controller_replicas)
+        self.replicas.sources.append(lambda: ingresses_with_scale(self.configuration.get_resources()))
+
         self._in_reload_retry = False
         self._busy = False              # the sync thread is between get() and the end of _after_task()
         self.queue: RateLimitingQueue[Task] = (
@@ -159,9 +170,7 @@ class LoadBalancerController:
             self._syncers[k.name] = k.sync or self._resource_syncer(k.name)
         # Until the first drain nothing reloads (NIC builds the Configurator with reloads disabled).
         self.configurator.disable_reloads()
-        # `nginx.org/limit-req-scale` divides rates by the number of replicas. The controller does not watch
-        # its own Deployment yet, so it counts itself only.
-        self.configurator.set_controller_replicas(1)
+
 
     # ------------------------------------------------------------------------------------------ caches
 
@@ -338,6 +347,14 @@ class LoadBalancerController:
         """Whether changes are rendered now: after start-up, or during a legacy start-up."""
         return self._ready.is_set() or self.options.legacy_startup
 
+    def is_rendering(self) -> bool:
+        return self._rendering()
+
+    def rerender(self, resources: list[Resource], reason: str) -> None:
+        """Render configured resources again (a kind outside the Configuration changed), with events and
+        status as for any change."""
+        self._apply_with_events(resources, reason)
+
     # ------------------------------------------------------------------------------------------ syncs
 
     def _resource_syncer(self, kind: str) -> Callable[[str], None]:
@@ -357,6 +374,8 @@ class LoadBalancerController:
 
     def sync_endpoint_slice(self, service_key: str) -> None:
         """Re-render the resources using the Service; reload only if the rendered bytes changed."""
+        if service_key == self._external_service_key:
+            self._update_controller_replicas(service_key)
         if not self._rendering():
             return
         ns, name = split_key(service_key)
@@ -367,6 +386,14 @@ class LoadBalancerController:
         # No events for endpoint changes (NIC), except an error for a resource NGINX refused.
         self.reporter.mark_failed([], self._reload("endpoints"))
         self.reporter.report_errors(applied)
+
+    def _update_controller_replicas(self, service_key: str) -> None:
+        """The ready endpoints of the controller's own Service are its replicas (`replicas.py`)."""
+        ns, name = split_key(service_key)
+        if self.replicas.update(self.endpoint_slices(ns, name)) and self._rendering():
+            resources = self.replicas.users()
+            if resources:
+                self._apply_with_events(resources, "replicas")
 
     def sync_service(self, key: str) -> None:
         ns, name = split_key(key)
@@ -397,6 +424,11 @@ class LoadBalancerController:
         if changed is False or not self._rendering():
             return
         resources = self.configuration.find_resources_for_secret(ns, name)
+        if self.secret_users:
+            found = {r.key_with_kind: r for r in resources}
+            for users in self.secret_users:
+                found.update((r.key_with_kind, r) for r in users(ns, name))
+            resources = [found[k] for k in sorted(found)]
         if resources:
             # NGINX reads certificates at reload: a changed file needs one even if no config text changed.
             self.configurator.request_reload()

@@ -175,3 +175,15 @@ def cluster_ip_endpoint(service: Mapping[str, Any], port: int | str) -> list[str
     if joined is None:
         raise BackendError(f"service {ns}/{name} has an invalid cluster IP {cluster_ip!r}")
     return [joined[1]]
+
+
+def count_ready_endpoints(slices: Iterable[Mapping[str, Any]]) -> int:
+    """The number of distinct ready endpoints (by first address) across a Service's EndpointSlices: NIC's
+    count of controller replicas from its own Service."""
+    seen: set[str] = set()
+    for slc in slices:
+        for ep in _list(slc.get("endpoints")):
+            addresses = _list(_dict(ep).get("addresses"))
+            if addresses and _is_ready(_dict(ep)):
+                seen.add(str(addresses[0]))
+    return len(seen)

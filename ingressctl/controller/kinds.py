@@ -76,6 +76,9 @@ class ResourceKind:
     # A kind outside the Configuration (GlobalConfiguration): its tasks go here ("namespace/name"), not to
     # the Configuration; such a kind has no model and configures nothing itself.
     sync: Callable[[str], None] | None = None
+    # The admission webhook's validator of a kind without a Configuration part (Policy); kinds with one are
+    # validated through it (`admission.registry_lookup`).
+    admission: Callable[..., Any] | None = None
 
 
 class KindRegistry:

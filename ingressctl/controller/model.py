@@ -122,6 +122,7 @@ class Claims(NamedTuple):
     services: tuple[tuple[str, str], ...] = ()           # (namespace, name), unique
     secrets: tuple[tuple[str, str], ...] = ()            # (namespace, name), unique
     uses_default_tls_secret: bool = False
+    policies: tuple[tuple[str, str], ...] = ()           # (namespace, name) of referenced Policies, unique
 
 
 def creation_seconds(obj: Mapping[str, Any]) -> int:
@@ -161,6 +162,7 @@ class Entry:
     services: tuple[tuple[str, str], ...]
     secrets: tuple[tuple[str, str], ...]
     uses_default_tls_secret: bool
+    policies: tuple[tuple[str, str], ...] = ()
 
     def wins(self, other: Entry) -> bool:
         """Older creationTimestamp wins; on a tie the greater UID (then, for equal UIDs, the smaller key)."""
@@ -190,7 +192,8 @@ def make_entry(key: ResourceKey, obj: dict[str, Any], claims: Claims) -> Entry:
         else claims.hosts
     return Entry(obj=obj, key=key, seconds=creation_seconds(obj), uid=str(meta.get("uid", "")),
                  role=claims.role, hosts=claims.hosts, claims=all_claims, services=claims.services,
-                 secrets=claims.secrets, uses_default_tls_secret=claims.uses_default_tls_secret)
+                 secrets=claims.secrets, uses_default_tls_secret=claims.uses_default_tls_secret,
+                 policies=claims.policies)
 
 
 def rank_of(e: Entry) -> tuple[int, _Descending, ResourceKey]:

@@ -115,6 +115,20 @@ class Reporter:
         with self._lock:
             self._status_keys.difference_update(keys_of(resource))
 
+    def track_status(self, key: ResourceKey, *, defer: bool) -> None:
+        """A resource outside the Configuration (a Policy) whose outcome was just reported: its status is
+        written now (ready), or deferred to the start-up flush; the became-leader writes include it."""
+        with self._lock:
+            self._status_keys.add(key)
+        if defer:
+            self._deferred.append(key)
+        elif self._is_ready():
+            self._safe_status(self.status.update, key)
+
+    def untrack_status(self, key: ResourceKey) -> None:
+        with self._lock:
+            self._status_keys.discard(key)
+
     def take_deferred(self) -> list[ResourceKey]:
         """The statuses deferred during start-up (each once)."""
         keys, self._deferred = self._deferred, []

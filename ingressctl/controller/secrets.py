@@ -5,8 +5,9 @@ Guarantees:
   base64, hold a PEM certificate chain and a PEM private key (RSA, EC or Ed25519), and the key matches the
   leaf certificate's public key; otherwise it raises `SecretValidationError` with a message for users
   (`failed to validate TLS cert and key: private key does not match public key`). An `nginx.org/htpasswd`
-  Secret needs the `htpasswd` key. Other types are `secret is of the unsupported type <t>`. Expiry is not
-  checked (as NIC).
+  Secret needs the `htpasswd` key. More types (policy Secrets) are added with `register_secret_type`
+  (validator and file, or no file); `SUPPORTED_SECRET_TYPES`, read by the informer filters, grows with
+  them. Other types are `secret is of the unsupported type <t>`. Expiry is not checked (as NIC).
 - `LocalSecretStore` keeps one `SecretReference` per supported Secret. Files are written lazily as NIC does:
   the first `get_secret_reference` of a valid Secret writes `<namespace>-<name>` through the manager (TLS:
   cert chain then key, mode 0600; htpasswd: mode 0644); later updates rewrite a written file only when its
@@ -23,7 +24,7 @@ import base64
 import binascii
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -39,7 +40,9 @@ log = get_logger(__name__)
 
 SECRET_TYPE_TLS = "kubernetes.io/tls"
 SECRET_TYPE_HTPASSWD = "nginx.org/htpasswd"
-SUPPORTED_SECRET_TYPES = frozenset({SECRET_TYPE_TLS, SECRET_TYPE_HTPASSWD})
+SECRET_TYPE_APIKEY = "nginx.org/apikey"
+# Extended by `register_secret_type` (policy Secret types); the informer filters read it.
+SUPPORTED_SECRET_TYPES: set[str] = {SECRET_TYPE_TLS, SECRET_TYPE_HTPASSWD}
 
 ERROR_SECRET_MISSING = "secret doesn't exist or of an unsupported type"
 TLS_CERT_KEY = "tls.crt"
@@ -49,6 +52,28 @@ HTPASSWD_KEY = "htpasswd"
 
 class SecretValidationError(Exception):
     """The Secret cannot be used; `str(err)` is the message for users."""
+
+
+SecretValidator = Callable[[Mapping[str, Any]], None]
+SecretFile = Callable[[Mapping[str, Any]], tuple[bytes, int]]
+
+
+@dataclass(frozen=True)
+class SecretType:
+    """A registered Secret type: its validator (raises SecretValidationError) and the (content, mode) of its
+    file for NGINX, or None when the type has no file (its reference's path stays "")."""
+
+    validate: SecretValidator
+    file: SecretFile | None
+
+
+SECRET_TYPES: dict[str, SecretType] = {}
+
+
+def register_secret_type(secret_type: str, validate: SecretValidator, file: SecretFile | None) -> None:
+    """Support one more Secret type (policy Secrets): stored, validated and written like the built-in ones."""
+    SECRET_TYPES[secret_type] = SecretType(validate, file)
+    SUPPORTED_SECRET_TYPES.add(secret_type)
 
 
 class SecretFileManager(Protocol):
@@ -153,6 +178,8 @@ def validate_secret(secret: Mapping[str, Any]) -> None:
         validate_tls_secret(secret)
     elif secret_type == SECRET_TYPE_HTPASSWD:
         validate_htpasswd_secret(secret)
+    elif secret_type in SECRET_TYPES:
+        SECRET_TYPES[secret_type].validate(secret)
     else:
         raise SecretValidationError(f"secret is of the unsupported type {secret_type}")
 
@@ -162,11 +189,20 @@ def tls_file_content(secret: Mapping[str, Any]) -> bytes:
     return _data_field(secret, TLS_CERT_KEY) + b"\n" + _data_field(secret, TLS_PRIVATE_KEY_KEY)
 
 
-def secret_file(secret: Mapping[str, Any]) -> tuple[bytes, int]:
-    """(content, mode) of the file for a VALID supported Secret."""
+def secret_file(secret: Mapping[str, Any]) -> tuple[bytes, int] | None:
+    """(content, mode) of the file for a VALID supported Secret; None for a type without a file."""
     if secret.get("type") == SECRET_TYPE_HTPASSWD:
         return _data_field(secret, HTPASSWD_KEY), 0o644
+    registered = SECRET_TYPES.get(str(secret.get("type") or ""))
+    if registered is not None:
+        return registered.file(secret) if registered.file is not None else None
     return tls_file_content(secret), 0o600
+
+
+def decoded_data(secret: Mapping[str, Any]) -> dict[str, bytes]:
+    """Every data field of a Secret, base64-decoded; raises SecretValidationError for bad base64."""
+    data = secret.get("data")
+    return {str(k): _data_field(secret, str(k)) for k in (data if isinstance(data, dict) else {})}
 
 
 @dataclass
@@ -244,7 +280,10 @@ class LocalSecretStore:
     def _write(self, key: str, stored: _Stored) -> str:
         """Write (or rewrite) the file if its bytes differ; returns "" or the error."""
         try:
-            content, mode = secret_file(stored.secret)
+            file = secret_file(stored.secret)
+            if file is None:
+                return ""
+            content, mode = file
             digest = hashlib.blake2b(content, digest_size=16).digest()
             if stored.path and stored.written == digest:
                 return ""

@@ -8,7 +8,8 @@ Guarantees:
   endpoints of the Service port, in the upstream's own namespace or the one `namespace/name` names, only
   those on Pods matching a `subselector`, or the cluster IP with `use-cluster-ip`), the TLS Secret from
   the LocalSecretStore, and hands the `VirtualServerEx` to the Configurator (`conf.d/vs_<ns>_<name>.conf`).
-  An upstream whose Service or port is missing answers 502.
+  An upstream whose Service or port is missing answers 502. Policy references of the VirtualServer and its
+  VirtualServerRoutes are resolved by the Policy kind's store (without one, every reference is missing).
 - `VirtualServerStatusWriter` writes `status.state/reason/message/externalEndpoints` (and a
   VirtualServerRoute's `referencedBy`, its VirtualServer) from the latest event the reporter recorded for
   it (NIC derives a CR's state from its event reason): only by the leader (custom-resource status does not
@@ -20,10 +21,11 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, Protocol
 
 from ingressctl.configs.ingress_ex import SecretReference
+from ingressctl.configs.policy import ResolvedPolicy
 from ingressctl.configs.renderers import Renderer
 from ingressctl.configs.virtualserver import (
     VS_KIND,
@@ -40,6 +42,7 @@ from ingressctl.controller.globalconfiguration import Listeners
 from ingressctl.controller.handlers import _safe, resource_version, tombstone_key, unwrap
 from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
 from ingressctl.controller.model import Resource
+from ingressctl.controller.policy_refs import vs_policy_references
 from ingressctl.controller.status import Address, safe_status_write
 from ingressctl.controller.task import Task
 from ingressctl.controller.ts_kind import GLOBALCONFIGURATION_KIND, ListenerSource
@@ -112,14 +115,22 @@ class SecretReferences(Protocol):
 class KindConfigurator(Protocol):
     def add_or_update(self, key: ResourceKey, resource: object) -> list[str]: ...
 
+    def child_warnings(self, key: ResourceKey) -> dict[str, list[str]]: ...
+
+
+class PolicyResolver(Protocol):
+    def resolve_for(self, owners: Iterable[tuple[str, Iterable[Any]]]) -> dict[str, ResolvedPolicy]: ...
+
 
 class VirtualServerBuilder:
     """See the module docstring."""
 
-    def __init__(self, caches: Caches, secrets: SecretReferences, configurator: KindConfigurator) -> None:
+    def __init__(self, caches: Caches, secrets: SecretReferences, configurator: KindConfigurator,
+                 policies: PolicyResolver | None = None) -> None:
         self._caches = caches
         self._secrets = secrets
         self._configurator = configurator
+        self._policies = policies
 
     def forget(self, key: ResourceKey) -> None:
         pass
@@ -139,8 +150,11 @@ class VirtualServerBuilder:
                           functools.partial(vsr_endpoints_key, vns, vname), endpoints)
         secret = _d(spec.get("tls")).get("secret")
         ref = self._secrets.get_secret_reference(f"{ns}/{secret}") if secret else None
+        policies = (self._policies.resolve_for(vs_policy_references(vs, vsrs or []))
+                    if self._policies is not None else {})
         return VirtualServerEx(vs=vs, endpoints=endpoints, tls_secret=ref, vsrs=list(vsrs or []),
-                               route_vsrs=dict(route_vsrs or {}), listeners=listeners), warnings
+                               route_vsrs=dict(route_vsrs or {}), listeners=listeners,
+                               policies=policies), warnings
 
     def _resolve(self, ns: str, upstreams: list[Any], key: Callable[[str], str],
                  endpoints: dict[str, list[str]]) -> None:
@@ -172,7 +186,8 @@ class VirtualServerBuilder:
         ex, warnings = self.create_ex(resource.obj, [obj for _, obj in resource.vsrs], resource.route_vsrs,
                                       resource.listeners)
         rendered = self._configurator.add_or_update(resource.key_with_kind, ex)
-        return Applied(resource, list(resource.warnings) + warnings + list(rendered))
+        return Applied(resource, list(resource.warnings) + warnings + list(rendered),
+                       child_warnings=self._configurator.child_warnings(resource.key_with_kind))
 
 
 def state_of(event_type: str, reason: str, message: str) -> str:
@@ -324,7 +339,8 @@ def vsr_referenced_by(lbc: ControllerLike, key: str) -> str:
 
 
 def virtualserver_kind_factory(client: StatusClient, *, template_path: str | None = None,
-                               global_configuration: str = "", forbidden_ports: Collection[int] = ()
+                               policies: PolicyResolver | None = None, global_configuration: str = "",
+                               forbidden_ports: Collection[int] = ()
                                ) -> Callable[[ControllerLike], ResourceKind]:
     """The VirtualServer's registry entry's factory (the controller calls it with itself). The template is
     compiled here, so a broken `--virtualserver-template-path` fails before anything starts
@@ -351,7 +367,7 @@ def virtualserver_kind_factory(client: StatusClient, *, template_path: str | Non
             return VirtualServerHandler(enqueue, ingress_class)
 
         return ResourceKind(name=VS_KIND, rt=VIRTUALSERVERS, handler=handler,
-                            builder=VirtualServerBuilder(lbc, lbc.secret_store, lbc.configurator),
+                            builder=VirtualServerBuilder(lbc, lbc.secret_store, lbc.configurator, policies),
                             status=_status_writer(client, lbc, VS_KIND, VIRTUALSERVERS),
                             model=VirtualServerModel(ingress_class, listeners), metric_types=VS_TYPES)
 

@@ -25,6 +25,7 @@ from ingressctl.configs.transportserver import PROTOCOL_HTTP, Listener
 from ingressctl.configs.virtualserver import VS_KIND, VSR_KIND, CustomListeners, service_ref
 from ingressctl.controller.globalconfiguration import Listeners
 from ingressctl.controller.model import Claims, ConfigurationProblem, CustomResourceMessages, Entry, Resource
+from ingressctl.controller.policy_refs import vs_policy_claims, vsr_policy_claims
 from ingressctl.controller.validation import aggregate_message
 from ingressctl.controller.vs_paths import (
     as_dict,
@@ -147,7 +148,7 @@ class VirtualServerModel(CustomResourceMessages):
         secrets = ((ns, str(secret)),) if secret else ()
         uses_default = spec.get("tls") is not None and not secret
         return Claims(role="parent", hosts=(str(spec.get("host")),), services=services, secrets=secrets,
-                      uses_default_tls_secret=uses_default)
+                      uses_default_tls_secret=uses_default, policies=vs_policy_claims(obj))
 
     def build(self, entry: Entry, valid_hosts: dict[str, bool], warnings: list[str],
               children: list[Entry]) -> VirtualServerConfiguration:
@@ -263,7 +264,8 @@ class VirtualServerRouteModel(CustomResourceMessages):
         meta, spec = _d(obj.get("metadata")), _d(obj.get("spec"))
         ns = str(meta.get("namespace") or "")
         services = upstream_services(ns, spec)
-        return Claims(role="child", hosts=(str(spec.get("host")),), services=services)
+        return Claims(role="child", hosts=(str(spec.get("host")),), services=services,
+                      policies=vsr_policy_claims(obj))
 
     def build(self, entry: Entry, valid_hosts: dict[str, bool], warnings: list[str],
               children: list[Entry]) -> Resource:

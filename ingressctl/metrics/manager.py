@@ -4,13 +4,17 @@ Metrics (all with label `class`):
 - `nginx_ingress_controller_nginx_reloads_total{reason="other"|"endpoints"}`: successful reloads; both series
   exist from the start at 0.
 - `nginx_ingress_controller_nginx_reload_errors_total`: failed reloads.
+- `nginx_ingress_controller_nginx_dynamic_updates_total`: endpoint changes NGINX took without a reload (the
+  dynamic-peers module); `..._nginx_dynamic_update_errors_total`: pushes it did not take (each is followed
+  by a reload, counted under its reason).
 - `nginx_ingress_controller_nginx_last_reload_status`: 1 after a successful reload, 0 after a failed one;
   0 before the first reload.
 - `nginx_ingress_controller_nginx_last_reload_milliseconds`: duration of the last successful reload, integer
   milliseconds (truncated), from the reload command through config-version verification.
 
 Wiring: pass `on_reload` as the Manager's `on_reload` hook (`Manager(..., on_reload=...)` or
-`manager.on_reload = collector.on_reload`); it is called once per `Manager.reload()`. Thread-safe.
+`manager.on_reload = collector.on_reload`); it is called once per `Manager.reload()`. Likewise
+`manager.on_dynamic_update = collector.on_dynamic_update`. Thread-safe.
 """
 
 from __future__ import annotations
@@ -42,6 +46,14 @@ class ManagerMetricsCollector:
         self._last_ms = Gauge(controller_metric("nginx_last_reload_milliseconds"),
                               "Duration in milliseconds of the last NGINX reload", [CLASS_LABEL],
                               registry=registry)
+        self._dynamic_updates = Counter(controller_metric("nginx_dynamic_updates_total"),
+                                        "Number of endpoint updates applied to NGINX without a reload",
+                                        [CLASS_LABEL], registry=registry)
+        self._dynamic_errors = Counter(controller_metric("nginx_dynamic_update_errors_total"),
+                                       "Number of endpoint updates NGINX did not take (then reloaded)",
+                                       [CLASS_LABEL], registry=registry)
+        self._dynamic_updates.labels(self.ingress_class)
+        self._dynamic_errors.labels(self.ingress_class)
         for reason in (REASON_OTHER, REASON_ENDPOINTS):
             self._reloads.labels(self.ingress_class, reason)
         self._reload_errors.labels(self.ingress_class)
@@ -74,3 +86,7 @@ class ManagerMetricsCollector:
         else:
             self.inc_reload_errors()
         self.update_last_reload(success, duration_ms)
+
+    def on_dynamic_update(self, success: bool) -> None:
+        """The Manager's `on_dynamic_update(ok)` hook: count a dynamic update or a failed one."""
+        (self._dynamic_updates if success else self._dynamic_errors).labels(self.ingress_class).inc()

@@ -55,13 +55,16 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import requests
 import requests_unixsocket
 
 from ingressctl.logging import get_logger
+from ingressctl.nginx.dynamic_peers import SOCKET_DIR as DYNAMIC_PEERS_SOCKET_DIR
+from ingressctl.nginx.dynamic_peers import SOCKET_NAME as DYNAMIC_PEERS_SOCKET_NAME
+from ingressctl.nginx.dynamic_peers import DynamicPeersClient, DynamicUpdateError
 from ingressctl.nginx.processes import ProcessIdentity, current_workers, still_accepting
 from ingressctl.nginx.stub_status import STATUS_SOCKET_NAME, unix_socket_url
 
@@ -394,6 +397,12 @@ class Manager:
         self.reload_errors = 0
         self.last_reload_ok: bool | None = None
         self.last_reload_ms = 0          # last successful reload, from the command through verification
+        # Endpoint updates applied without a reload (the dynamic-peers module), and the failed ones.
+        self.dynamic_update_count = 0
+        self.dynamic_update_errors = 0
+        self.on_dynamic_update: Callable[[bool], None] | None = None
+        self._dynamic_peers = DynamicPeersClient(os.path.join(self.run_dir, DYNAMIC_PEERS_SOCKET_DIR,
+                                                              DYNAMIC_PEERS_SOCKET_NAME))
 
         self._files_lock = threading.Lock()
         self._cache: dict[str, _Cached] = {}
@@ -415,6 +424,9 @@ class Manager:
         # time; certificates and keys (0600) are read by the master only.
         os.makedirs(self.secrets_dir, mode=SECRETS_DIR_MODE, exist_ok=True)
         os.chmod(self.secrets_dir, SECRETS_DIR_MODE)
+        private = os.path.dirname(self._dynamic_peers.socket_path)
+        os.makedirs(private, mode=0o700, exist_ok=True)
+        os.chmod(private, 0o700)
 
     # ------------------------------------------------------------------ files
 
@@ -775,6 +787,8 @@ class Manager:
         with os.scandir(self.run_dir) as it:
             stale = [e.path for e in it
                      if e.name.endswith(".sock") and e.name != SYSLOG_SOCKET_NAME and _is_socket(e.path)]
+        if _is_socket(self._dynamic_peers.socket_path):
+            stale.append(self._dynamic_peers.socket_path)
         for path in stale:
             with contextlib.suppress(OSError):
                 os.unlink(path)
@@ -846,6 +860,45 @@ class Manager:
             self._instance = None
             self._clean_run_dir()
             log.info("nginx stopped", pid=inst.proc.pid, code=inst.proc.returncode)
+
+    # ------------------------------------------------------------------ dynamic upstreams
+
+    @property
+    def dynamic_peers_socket(self) -> str:
+        """Where the main config serves the dynamic-peers module's API."""
+        return self._dynamic_peers.socket_path
+
+    def update_upstreams(self, servers: Mapping[str, Sequence[str]]) -> None:
+        """Make each named upstream (declared dynamic in the running config) serve exactly these addresses,
+        without a reload. Raises DynamicUpdateError (NGINX then applied none of it); counted either way."""
+        with self._proc_lock:
+            if not self.is_running():
+                ok = False
+                error: DynamicUpdateError | None = DynamicUpdateError("dynamic update failed: nginx is not "
+                                                                      "running")
+            else:
+                try:
+                    self._dynamic_peers.push(servers)
+                    ok, error = True, None
+                except DynamicUpdateError as e:
+                    ok, error = False, e
+            if ok:
+                self.dynamic_update_count += 1
+            else:
+                self.dynamic_update_errors += 1
+            callback = self.on_dynamic_update
+            if callback is not None:
+                try:
+                    callback(ok)
+                except Exception as e:
+                    log.exception("on_dynamic_update callback failed", error=str(e))
+            if error is not None:
+                raise error
+            log.info("nginx upstreams updated without a reload", upstreams=len(servers))
+
+    def served_upstreams(self) -> dict[str, tuple[int, tuple[str, ...]]]:
+        """The dynamic upstreams NGINX serves now: slot count and live addresses (DynamicUpdateError)."""
+        return self._dynamic_peers.served()
 
     # ------------------------------------------------------------------ reload
 

@@ -24,7 +24,8 @@ VWC = "ValidatingWebhookConfiguration"
 NAME = f"{RELEASE}-admission"
 SERVICE = f"{RELEASE}-controller-admission"
 VS_RULE = {"apiGroups": ["k8s.nginx.org"], "apiVersions": ["v1"],
-           "resources": ["virtualservers", "virtualserverroutes"], "operations": ["CREATE", "UPDATE"],
+           "resources": ["virtualservers", "virtualserverroutes", "policies"],
+           "operations": ["CREATE", "UPDATE"],
            "scope": "Namespaced"}
 
 

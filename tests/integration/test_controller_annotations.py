@@ -5,9 +5,6 @@ redirect to HTTPS and HSTS; `nginx.org/use-cluster-ip` with Go's boolean syntax.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import http.client
 import os
 import stat
 import tempfile
@@ -15,33 +12,16 @@ import tempfile
 import pytest
 
 from ingressctl.nginx.processes import current_workers
-from tests.helpers import Response, make_cert, wait_until
+from tests.helpers import Response, http_get, make_cert, wait_until
 from tests.integration.harness import NS, Controller, Env, rule, still_healthy
+from tests.integration.policy_helpers import basic, htpasswd_secret
 
 pytestmark = pytest.mark.integration
 
 
 def get_with_headers(port: int, host: str, path: str, headers: dict[str, str]) -> Response:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request("GET", path, headers={"Host": host, "Connection": "close", **headers})
-        r = conn.getresponse()
-        body = r.read().decode(errors="replace")
-        return Response(r.status, body, {k.lower(): v for k, v in r.getheaders()})
-    finally:
-        conn.close()
-
-
-def basic(user: str, password: str) -> dict[str, str]:
-    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
-
-
-def htpasswd_secret(name: str, users: dict[str, str]) -> dict[str, object]:
-    lines = "".join(f"{u}:{{SHA}}{base64.b64encode(hashlib.sha1(p.encode()).digest()).decode()}\n"
-                    for u, p in users.items())
-    return {"apiVersion": "v1", "kind": "Secret", "type": "nginx.org/htpasswd",
-            "metadata": {"name": name, "namespace": NS},
-            "data": {"htpasswd": base64.b64encode(lines.encode()).decode()}}
+    """A GET with extra headers (other test modules import it from here)."""
+    return http_get(port, host, path, headers=headers)
 
 
 def mode_of(path: str) -> int:
@@ -117,7 +97,7 @@ def test_basic_auth_as_root_with_default_settings(env: Env) -> None:
     c = env.controller(conf_dir=os.path.join(base, "conf"), run_dir=os.path.join(base, "run"))
 
     def get(headers: dict[str, str]) -> Response:
-        return get_with_headers(c.http_port, "private.example.com", "/", headers)
+        return http_get(c.http_port, "private.example.com", "/", headers=headers)
 
     r = wait_until(lambda: (x := get({})).status == 401 and x, "401 without credentials")
     assert r.headers["www-authenticate"] == 'Basic realm="Staff"'
@@ -158,7 +138,7 @@ def test_redirect_to_https_and_hsts_behind_a_proxy(env: Env, running: Controller
 
     def get(proto: str | None) -> Response:
         headers = {"X-Forwarded-Proto": proto} if proto else {}
-        return get_with_headers(c.http_port, "proxied.example.com", "/cart?id=1", headers)
+        return http_get(c.http_port, "proxied.example.com", "/cart?id=1", headers=headers)
 
     r = wait_until(lambda: (x := get("http")).status == 301 and x, "redirect for X-Forwarded-Proto: http")
     assert r.headers["location"] == "https://proxied.example.com/cart?id=1"

@@ -170,12 +170,16 @@ def test_dashboard_metrics_follow_reloads_ingresses_traffic_and_latency(env: Env
     assert not [lbls for lbls, _ in m[C + "upstream_server_response_latency_ms_count"]
                 if lbls.get("resource_name") == "app-1"]
 
-    # A new endpoint: the upstream gains a server (an endpoints reload) and the new Pod gets its own series.
+    # A new endpoint: the upstream gains a server (a dynamic update, no reload: the dynamic-peers module is
+    # installed) and the new Pod gets its own series.
     web2 = env.backend("web-2")
     env.endpoints("web", [web, web2])
-    wait_until(lambda: (value(scrape(port), C + "nginx_reloads_total", reason="endpoints") or 0) >= 1,
-               "an endpoints reload")
+    wait_until(lambda: (value(scrape(port), C + "nginx_dynamic_updates_total") or 0) >= 1,
+               "a dynamic update")
     wait_until(lambda: c.get("app-0.example.com", "/").backend == "web-2", "traffic reaches web-2")
+    m = scrape(port)
+    assert value(m, C + "nginx_reloads_total", reason="endpoints") == 0
+    assert value(m, C + "nginx_dynamic_update_errors_total") == 0
     wait_until(lambda: value(scrape(port), C + "upstream_server_response_latency_ms_count",
                              pod_name="web-2", resource_name="app-0", server=web2.address), "web-2's latency")
 

@@ -191,11 +191,15 @@ def check(staging: Staging, reference: list[Any], field: str, value: str) -> boo
         rendered_form = render(form, staging.static)
         assert isinstance(rendered_form, Rendered), rendered_form
         reference = shape(parse_tree(rendered_form.ingress))
-    assert shape(parse_tree(r.ingress)) == reference, \
-        f"{field}={value!r} changed the directives:\n{r.ingress}"
-    ok, out = staging.nginx_t(r)
-    assert ok, f"nginx -t refused {field}={value!r}:\n{out}\n{r.ingress}"
+    assert_same_shape_and_loads(staging, reference, r, f"{field}={value!r}")
     return True
+
+
+def assert_same_shape_and_loads(staging: Staging, reference: list[Any], r: Rendered, what: str) -> None:
+    """The rendered file has the reference's directives and `nginx -t` accepts it."""
+    assert shape(parse_tree(r.ingress)) == reference, f"{what} changed the directives:\n{r.ingress}"
+    ok, out = staging.nginx_t(r)
+    assert ok, f"nginx -t refused {what}:\n{out}\n{r.ingress}"
 
 
 def test_every_field_sample_renders_and_a_plain_injection_is_rejected(staging: Staging,
@@ -205,11 +209,16 @@ def test_every_field_sample_renders_and_a_plain_injection_is_rejected(staging: S
         assert not check(staging, reference, field, sample + "\n}; evil on;"), field
 
 
-VALUES = st.one_of(
-    st.builds(lambda f, inj, at: (f, FIELDS[f][1][:at] + inj + FIELDS[f][1][at:]),
-              st.sampled_from(sorted(FIELDS)), st.sampled_from(INJECTIONS), st.integers(0, 40)),
-    st.tuples(st.sampled_from(sorted(FIELDS)), HOSTILE),
-)
+def fuzz_values(fields: dict[str, tuple[Any, str]]) -> st.SearchStrategy[tuple[str, str]]:
+    """(field, value): a field's sample with an injection inserted somewhere, or hostile text."""
+    return st.one_of(
+        st.builds(lambda f, inj, at: (f, fields[f][1][:at] + inj + fields[f][1][at:]),
+                  st.sampled_from(sorted(fields)), st.sampled_from(INJECTIONS), st.integers(0, 40)),
+        st.tuples(st.sampled_from(sorted(fields)), HOSTILE),
+    )
+
+
+VALUES = fuzz_values(FIELDS)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -22,15 +22,19 @@ def install_crds(env: Env) -> None:
     """Create the chart's VirtualServer and VirtualServerRoute CRDs and wait until they serve."""
     for name in ("k8s.nginx.org_virtualservers.yaml", "k8s.nginx.org_virtualserverroutes.yaml"):
         env.kube.create(CRDS, None, yaml.safe_load((CRD_DIR / name).read_text()))
+    wait_served(env, VIRTUALSERVERS)
 
+
+def wait_served(env: Env, rt: ResourceType) -> None:
+    """Until the API server lists `rt` (its CRD is established)."""
     def served() -> bool:
         try:
-            env.kube.list(VIRTUALSERVERS, NS, limit=1)
+            env.kube.list(rt, NS, limit=1)
         except ApiError:
             return False
         return True
 
-    wait_until(served, "the VirtualServer CRD serves")
+    wait_until(served, f"the {rt.kind} CRD serves")
 
 
 def virtual_server(name: str, host: str, *, upstreams: list[dict[str, Any]] | None = None,
@@ -43,15 +47,7 @@ def virtual_server(name: str, host: str, *, upstreams: list[dict[str, Any]] | No
 
 def apply_vs(env: Env, obj: dict[str, Any]) -> dict[str, Any]:
     """Create, or replace the spec of, a VirtualServer."""
-    md = obj["metadata"]
-    ns = md.get("namespace", NS)
-    try:
-        return dict(env.kube.create(VIRTUALSERVERS, ns, obj))
-    except ApiError as e:
-        if not e.is_already_exists:
-            raise
-    cur = env.kube.get(VIRTUALSERVERS, ns, md["name"])
-    return dict(env.kube.update(VIRTUALSERVERS, ns, md["name"], {**cur, "spec": obj["spec"]}))
+    return apply_spec(env, VIRTUALSERVERS, obj)
 
 
 def vs_status(env: Env, name: str, namespace: str = NS) -> dict[str, Any]:
@@ -90,3 +86,16 @@ def apply_vsr(env: Env, obj: dict[str, Any]) -> dict[str, Any]:
 
 def vsr_status(env: Env, name: str, namespace: str) -> dict[str, Any]:
     return dict(env.kube.get(VIRTUALSERVERROUTES, namespace, name).get("status") or {})
+
+
+def apply_spec(env: Env, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+    """Create, or replace the spec of, a namespaced custom resource."""
+    md = obj["metadata"]
+    ns = md.get("namespace", NS)
+    try:
+        return dict(env.kube.create(rt, ns, obj))
+    except ApiError as e:
+        if not e.is_already_exists:
+            raise
+    cur = env.kube.get(rt, ns, md["name"])
+    return dict(env.kube.update(rt, ns, md["name"], {**cur, "spec": obj["spec"]}))

@@ -69,7 +69,22 @@ def test_manager_metrics_start_at_zero_with_both_reasons() -> None:
     assert value(s, "nginx_ingress_controller_nginx_reload_errors_total", **{"class": "nginx"}) == 0
     assert value(s, "nginx_ingress_controller_nginx_last_reload_status", **{"class": "nginx"}) == 0
     assert value(s, "nginx_ingress_controller_nginx_last_reload_milliseconds", **{"class": "nginx"}) == 0
-    assert len(s) == 5
+    assert value(s, "nginx_ingress_controller_nginx_dynamic_updates_total", **{"class": "nginx"}) == 0
+    assert value(s, "nginx_ingress_controller_nginx_dynamic_update_errors_total", **{"class": "nginx"}) == 0
+    assert len(s) == 7
+
+
+def test_manager_on_dynamic_update_hook_counts_updates_and_failures() -> None:
+    reg = new_registry()
+    mc = ManagerMetricsCollector(reg, "nginx")
+    mc.on_dynamic_update(True)
+    mc.on_dynamic_update(True)
+    mc.on_dynamic_update(False)
+    s = scrape(reg)
+    cls = {"class": "nginx"}
+    assert value(s, "nginx_ingress_controller_nginx_dynamic_updates_total", **cls) == 2
+    assert value(s, "nginx_ingress_controller_nginx_dynamic_update_errors_total", **cls) == 1
+    assert value(s, "nginx_ingress_controller_nginx_reloads_total", reason="endpoints", **cls) == 0
 
 
 def test_manager_on_reload_hook_follows_nic() -> None:

@@ -1,0 +1,209 @@
+"""Dynamic upstreams: upstream blocks whose servers NGINX takes without a reload (the dynamic-peers module).
+
+The rendered text of a conf.d file is turned into its dynamic form by `DynamicUpstreams.slot()`: every
+eligible upstream gets a fixed number of server slots (the endpoints, then spare slots marked `down`) and the
+`ingressctl_dynamic_peers` directive. `endpoint_changes()` then tells whether two versions of a file differ
+only in the addresses their dynamic upstreams serve, and which ones: such a change is pushed to NGINX
+instead of reloading it.
+
+Guarantees:
+- Eligible: an upstream with a `zone` line whose other lines are only a built-in load-balancing method,
+  `server <ip:port>` lines (or the single "no endpoints" server, `server unix:...-502-server.sock`) that all
+  carry the same max_fails / fail_timeout / max_conns, and `keepalive`. Anything else (sticky cookies,
+  snippets, host names, no zone) is left as rendered and changes reload NGINX as before.
+- The lb-method, max_fails, fail_timeout, max_conns and keepalive of an upstream are exactly those rendered:
+  only the number of `server` lines (slots) and the addresses of the slots change.
+- Slot counts change rarely: a file's upstream keeps its count while its endpoints fit and the count is at
+  most 4 times what they need; otherwise it takes `slots_for(n)` (at least `MIN_SLOTS`, a power of two
+  with room for a quarter more endpoints, and at least one more). A new count changes the file's shape, so
+  NGINX is reloaded.
+- Pure text functions; not thread-safe (the file engine's sync thread owns the slot counts).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+DIRECTIVE = "ingressctl_dynamic_peers"
+MIN_SLOTS = 2
+_MAX_SLACK = 4
+
+_SERVER = re.compile(r"server (\S+) (max_fails=\d+ fail_timeout=\S+ max_conns=\d+)( down)?;")
+_LB = re.compile(r"(least_conn|ip_hash|random( two( least_conn)?)?|hash \S+( consistent)?);")
+_IP_PORT = re.compile(r"(\d{1,3}(\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\]):\d{1,5}")
+_NO_ENDPOINTS = re.compile(r"unix:\S+-502-server\.sock")
+_KEEPALIVE = re.compile(r"keepalive \d+;")
+_DIRECTIVE_LINE = f"{DIRECTIVE};"
+_PLACEHOLDER = "-"
+
+
+def slots_for(n: int) -> int:
+    """The slot count for `n` endpoints: a power of two, at least MIN_SLOTS, with room for n + n/4 (min 1)."""
+    need = n + max(1, n // 4)
+    return max(MIN_SLOTS, 1 << (need - 1).bit_length())
+
+
+def _keep_or_resize(n: int, previous: int) -> int:
+    need = slots_for(n)
+    if previous and n <= previous <= _MAX_SLACK * need:
+        return previous
+    return need
+
+
+@dataclass(frozen=True)
+class _Upstream:
+    name: str
+    start: int  # the block's span in the text
+    end: int
+    head: tuple[str, ...]  # zone and lb-method lines (as rendered, indented)
+    params: str
+    addresses: tuple[str, ...]  # served addresses (no spare slots)
+    down: tuple[str, ...]  # addresses of spare slots
+    tail: tuple[str, ...]  # keepalive
+    dynamic: bool  # already carries the directive
+
+
+def _parse(name: str, start: int, end: int, body: str) -> _Upstream | None:
+    head: list[str] = []
+    tail: list[str] = []
+    params: set[str] = set()
+    addresses: list[str] = []
+    down: list[str] = []
+    zone = dynamic = False
+    for raw in body.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("server "):
+            m = _SERVER.fullmatch(line)
+            if m is None or tail:
+                return None
+            address = m.group(1)
+            if m.group(3):
+                down.append(address)
+            elif _IP_PORT.fullmatch(address):
+                addresses.append(address)
+            elif _NO_ENDPOINTS.fullmatch(address) and not addresses:
+                down.append(address)
+            else:
+                return None
+            params.add(m.group(2))
+        elif line.startswith("zone ") and not addresses and not down:
+            zone = True
+            head.append(raw)
+        elif line == _DIRECTIVE_LINE:
+            dynamic = True
+        elif line.startswith("keepalive ") and _KEEPALIVE.fullmatch(line):
+            tail.append(raw)
+        elif _LB.fullmatch(line) and not addresses and not down:
+            head.append(raw)
+        else:
+            return None
+    if not zone or len(params) != 1 or not (addresses or down):
+        return None
+    return _Upstream(name, start, end, tuple(head), params.pop(), tuple(addresses), tuple(down),
+                     tuple(tail), dynamic)
+
+
+def _upstreams(text: str) -> Iterator[_Upstream]:
+    """The eligible upstream blocks of `text` (`upstream <name> {` at the start of a line, up to a line `}`);
+    plain string search: this runs for every file the controller writes."""
+    if text.startswith("upstream "):
+        pos = 0
+    else:
+        pos = text.find("\nupstream ") + 1
+        if pos == 0:
+            return
+    while True:
+        brace = text.find(" {\n", pos)
+        end = text.find("\n}\n", brace)
+        if brace < 0 or end < 0:
+            return
+        name = text[pos + len("upstream "):brace]
+        if name and " " not in name and "\n" not in name:
+            u = _parse(name, pos, end + 3, text[brace + 3:end + 1])
+            if u is not None:
+                yield u
+        pos = text.find("\nupstream ", end) + 1
+        if pos == 0:
+            return
+
+
+def _render(u: _Upstream, addresses: tuple[str, ...], spares: int, spare_address: str) -> str:
+    lines = [f"upstream {u.name} {{", *u.head]
+    lines += [f"    server {a} {u.params};" for a in addresses]
+    lines += [f"    server {spare_address} {u.params} down;"] * spares
+    lines += [f"    {DIRECTIVE};", *u.tail, "}"]
+    return "\n".join(lines) + "\n"
+
+
+class DynamicUpstreams:
+    """The slot counts of every file's dynamic upstreams, and the text transformations (module docstring)."""
+
+    def __init__(self, spare_address: str) -> None:
+        """`spare_address`: what spare slots name (never used while they are down; the 502 server)."""
+        self.spare_address = spare_address
+        self._slots: dict[str, dict[str, int]] = {}  # file name -> upstream -> slot count
+        self._spares: dict[str, int] = {}  # file name -> its spare slots
+
+    def slot(self, name: str, text: str) -> str:
+        """The dynamic form of conf.d file `name`'s rendered `text` (see the module docstring)."""
+        previous = self._slots.get(name, {})
+        counts: dict[str, int] = {}
+        spares = 0
+        parts: list[str] = []
+        pos = 0
+        for u in _upstreams(text):
+            if u.dynamic:
+                continue
+            count = _keep_or_resize(len(u.addresses), previous.get(u.name, 0))
+            counts[u.name] = count
+            spare = count - len(u.addresses)
+            spares += spare
+            parts += [text[pos:u.start], _render(u, u.addresses, spare, self.spare_address)]
+            pos = u.end
+        if not counts:
+            self.forget(name)
+            return text
+        self._slots[name] = counts
+        self._spares[name] = spares
+        parts.append(text[pos:])
+        return "".join(parts)
+
+    def spare_slots(self, name: str) -> int:
+        """How many spare slots file `name` holds (for sizing the shared upstream zone)."""
+        return self._spares.get(name, 0)
+
+    def forget(self, name: str) -> None:
+        self._slots.pop(name, None)
+        self._spares.pop(name, None)
+
+
+def _shape(text: str) -> tuple[str, dict[str, tuple[str, ...]]]:
+    """`text` with the addresses of its dynamic upstreams' slots masked, and each one's served addresses."""
+    served: dict[str, tuple[str, ...]] = {}
+    parts: list[str] = []
+    pos = 0
+    for u in _upstreams(text):
+        if not u.dynamic:
+            continue
+        served[u.name] = u.addresses
+        slots = len(u.addresses) + len(u.down)
+        parts += [text[pos:u.start], _render(u, (_PLACEHOLDER,) * slots, 0, _PLACEHOLDER)]
+        pos = u.end
+    parts.append(text[pos:])
+    return "".join(parts), served
+
+
+def endpoint_changes(old: str, new: str) -> dict[str, tuple[str, ...]] | None:
+    """None if `new` differs from `old` in more than the addresses its dynamic upstreams serve; else the
+    upstreams whose served addresses changed, with their new addresses (empty when nothing changed)."""
+    if old == new:
+        return {}
+    old_shape, old_served = _shape(old)
+    new_shape, new_served = _shape(new)
+    if old_shape != new_shape:
+        return None
+    return {name: addrs for name, addrs in new_served.items() if old_served.get(name) != addrs}

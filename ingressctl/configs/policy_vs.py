@@ -1,0 +1,80 @@
+"""Policies of one VirtualServer (with its VirtualServerRoutes): NIC's contexts and precedence on top of the
+shared generator (`configs/policy.py`).
+
+Guarantees:
+- `VSPolicies.spec(refs)` is the server context (`spec.policies`); `route(refs)` a VirtualServer route's
+  location context; `subroute(refs, vsr, parent_refs)` a VirtualServerRoute subroute's: a subroute that
+  lists policies uses only them (references default to the VirtualServerRoute's namespace), one that lists
+  none inherits the delegating route's (which default to the VirtualServer's namespace) — NIC's rule.
+- For the same type, a route or subroute policy wins over a spec policy: server lines are overridden by
+  NGINX's inheritance, and a spec policy's `inherited` lines (types that cannot live at server level, such
+  as apiKey's checks) are added to a location only when its own context has no policy of that type.
+- A context whose policies fail (missing, invalid, bad Secret, NGINX Plus only) gets `error` (the owner
+  answers 500 there) and its warnings; nothing else is affected. A failing spec context fails the server.
+- `http` collects every context's http-level lines once, in first-use order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from ingressctl.configs.policy import (
+    LEVEL_ROUTE,
+    LEVEL_SPEC,
+    LEVEL_SUBROUTE,
+    PolicyContext,
+    PolicyLocation,
+    PolicyResult,
+    ResolvedPolicy,
+    generate_policies,
+    ref_keys,
+)
+
+
+class VSPolicies:
+    """See the module docstring."""
+
+    def __init__(self, policies: Mapping[str, ResolvedPolicy], namespace: str, name: str, *, tls: bool,
+                 replicas: int = 1, capabilities: frozenset[str] = frozenset(),
+                 is_plus: bool = False) -> None:
+        self._policies = policies
+        self._ns, self._name = namespace, name
+        self._base = PolicyContext("virtualserver", namespace, name, LEVEL_SPEC, tls=tls,
+                                   capabilities=capabilities, is_plus=is_plus, replicas=max(1, replicas))
+        self._spec = PolicyResult()
+        self.http: list[str] = []
+        self.locations: list[PolicyLocation] = []
+
+    def _run(self, refs: Any, default_ns: str, level: str, context_id: str,
+             vsr: tuple[str, str] | None = None) -> PolicyResult:
+        keys = ref_keys(refs, default_ns)
+        resolved = [self._policies.get(k) or ResolvedPolicy(k) for k in keys]
+        ctx = dataclasses.replace(self._base, level=level, context_id=context_id,
+                                  vsr_namespace=vsr[0] if vsr else "", vsr_name=vsr[1] if vsr else "")
+        result = generate_policies(resolved, ctx)
+        if not result.error:
+            self.http.extend(line for line in result.http if line not in self.http)
+            self.locations.extend(loc for loc in result.locations if loc not in self.locations)
+        return result
+
+    def spec(self, refs: Any) -> PolicyResult:
+        self._spec = self._run(refs, self._ns, LEVEL_SPEC, "spec")
+        return self._spec
+
+    def _with_inherited(self, result: PolicyResult) -> PolicyResult:
+        if result.error or self._spec.error:
+            return result
+        for type_key, lines in self._spec.inherited.items():
+            if type_key not in result.types:
+                result.location.extend(lines)
+        return result
+
+    def route(self, refs: Any, path: str) -> PolicyResult:
+        return self._with_inherited(self._run(refs, self._ns, LEVEL_ROUTE, path))
+
+    def subroute(self, refs: Any, vsr: tuple[str, str], parent_refs: Any, path: str) -> PolicyResult:
+        if isinstance(refs, list) and refs:
+            return self._with_inherited(self._run(refs, vsr[0], LEVEL_SUBROUTE, path, vsr))
+        return self._with_inherited(self._run(parent_refs, self._ns, LEVEL_ROUTE, path))
