@@ -93,6 +93,7 @@ class App:
         self.latency_labels: LatencyLabels | None = None
         self._ready_reported = False
         self._serve_transportservers = False  # custom resources on and the cluster serves TransportServers
+        self._policy_store: Any = None        # the Policy store with custom resources on (app_policy_ext)
         self.leader_client: Any = None
         self.manager: Any = None
         self.configurator: Any = None
@@ -275,6 +276,9 @@ class App:
             recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
             kinds=self._custom_resource_kinds(is_leader), parse_config_map=parse,
         )
+        from ingressctl.app_policy_ext import wire_policy_users
+
+        wire_policy_users(self.controller, self._policy_store)
         if self.metrics is not None:
             for kind in self.controller.kinds:
                 if kind.metric_types:  # a GlobalConfiguration is not counted
@@ -304,6 +308,9 @@ class App:
         if not s.controller.enable_custom_resources:
             return []
         from ingressctl.app_stream import forbidden_ports
+        from ingressctl.controller.policy_kind import PolicyStore
+
+        self._policy_store = PolicyStore()    # unbound until Policies are served: every reference missing
         from ingressctl.configs.templates import TemplateError
         from ingressctl.controller.vs_kind import (
             VIRTUALSERVERS,
@@ -325,6 +332,7 @@ class App:
             from ingressctl.app_policy import policy_kinds
 
             store, policy = policy_kinds(self.client, namespace, enable_snippets=s.controller.enable_snippets)
+            self._policy_store = store
             try:
                 template = s.nginx.virtualserver_template_path
                 # The GlobalConfiguration is watched with the TransportServers (its listeners serve both).

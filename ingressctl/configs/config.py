@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from ingressctl.configs.directive_values import AddHeader, StickyCookie
 from ingressctl.configs.parsing import size_bytes
+from ingressctl.configs.policy import PolicyLocation
 
 # Location modifiers (NGINX `location [modifier] path`).
 PREFIX = ""
@@ -165,6 +166,10 @@ class Location:
     # Proxies to the class-wide catch-all (`$ingressctl_catch_all`, the upstream nginx.conf names) instead of
     # `upstream`: the `/` of a server without one while a catch-all exists.
     catch_all: bool = False
+    # nginx.org/policies (see configs.ingress_policies): a minion's policy failed (`return 500;`), and the
+    # policy lines of the location (complete directives, values already quoted).
+    policy_500: bool = False
+    policy_lines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -220,6 +225,11 @@ class Server:
     # TLS passthrough on: TLS is terminated on this unix socket behind the stream server's SNI split (with
     # the PROXY protocol, so the client address survives) instead of on the ssl_ports.
     passthrough_socket: str = ""
+    # nginx.org/policies (see configs.ingress_policies): a policy of the server failed (`return 500;`), the
+    # server-level policy lines and the extra locations (path argument, lines) the policies need.
+    policy_500: bool = False
+    policy_lines: tuple[str, ...] = ()
+    policy_locations: tuple[PolicyLocation, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -231,6 +241,7 @@ class IngressNginxConfig:
     ingress: IngressMeta
     keepalive: str = ""  # "" when 0 (NIC keeps it as a string)
     limit_req_zones: tuple[LimitReqZone, ...] = ()
+    policy_http: tuple[str, ...] = ()  # http-level lines of nginx.org/policies (maps, upstreams)
 
 
 @dataclass(frozen=True)

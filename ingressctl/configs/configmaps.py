@@ -24,6 +24,7 @@ from ingressctl.configs import directive_values, parsing
 from ingressctl.configs.capability_params import CAPABILITY_KEYS, check_otel, drop_unloadable
 from ingressctl.configs.config import MainConfig, OtelConfig
 from ingressctl.configs.directive_values import AddHeader, StickyCookie
+from ingressctl.configs.policy_cache import prepare_cache_dir
 from ingressctl.nginx.capabilities import UNKNOWN_NGINX, Capabilities
 from ingressctl.settings import Settings
 
@@ -165,6 +166,7 @@ class StaticConfigParams:
     stream_module_path: str = ""  # the dynamic stream module to load_module ("" when built in)
     dynamic_peers_module_path: str = ""  # the dynamic-peers module: endpoint changes without reloads
     tls_passthrough: bool = False  # HTTPS servers terminate TLS on passthrough_socket() behind the SNI split
+    cache_dir: str = ""  # the cache Policies' zones live in <cache_dir>/<zone>; "" -> <run_dir>/cache
 
     def passthrough_socket(self) -> str:
         """Where HTTPS servers terminate TLS when TLS passthrough owns the HTTPS port."""
@@ -183,6 +185,7 @@ class StaticConfigParams:
             enable_directive_autoadjust=settings.controller.enable_directive_autoadjust,
             disable_ipv6=n.disable_ipv6 or not ipv6_available(),
             default_server_access_log_off=n.default_server_access_log_off,
+            cache_dir=prepare_cache_dir(n.run_dir),
         )
 
 

@@ -78,6 +78,7 @@ from ingressctl.configs.ingress_ex import (
     SecretReference,
     backend_key,
 )
+from ingressctl.configs.ingress_policies import apply_ingress_policies
 
 ERROR_SERVER_SOCKET = "nginx-502-server.sock"
 TLS_SECRET_TYPE = "kubernetes.io/tls"
@@ -671,7 +672,8 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
         keepalive=str(b.params.keepalive) if b.params.keepalive > 0 else "",
         limit_req_zones=tuple(b.limit_req_zones[z] for z in sorted(b.limit_req_zones) if used),
     )
-    return cfg, warnings
+    cfg, policy_warnings, _ = apply_ingress_policies(cfg, ing_ex, static)
+    return cfg, warnings + policy_warnings
 
 
 @dataclass
@@ -748,4 +750,8 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
         keepalive=str(master_keepalive) if master_keepalive > 0 else "",
         limit_req_zones=tuple(zones[z] for z in sorted(zones)),
     )
+    cfg, policy_warnings, by_minion = apply_ingress_policies(cfg, master, static, mergeable.minions)
+    warnings += policy_warnings
+    for key, ws in by_minion.items():
+        minion_warnings.setdefault(key, []).extend(ws)
     return MergeableResult(cfg, warnings, {k: v for k, v in minion_warnings.items() if v})

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ingressctl.configs.policy import ResolvedPolicy
 from ingressctl.keys import ResourceKey, object_key
 
 INGRESS_KIND = "ingress"
@@ -48,6 +49,10 @@ class IngressEx:
     # secret name (in the Ingress's namespace) -> reference
     secret_refs: dict[str, SecretReference] = field(default_factory=dict)
     valid_minion_paths: dict[str, bool] = field(default_factory=dict)  # mergeable Ingresses (later issue)
+    # nginx.org/policies, resolved (None: no annotation, or ignored because custom resources are off) and
+    # the endpoints of the auth Services they use ("ns/svc:port" -> ready endpoints).
+    policies: tuple[ResolvedPolicy, ...] | None = None
+    policy_endpoints: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def namespace(self) -> str:

@@ -55,6 +55,7 @@ class PolicySecret:
     secret_type: str = ""             # the Secret's type; "" when missing
     path: str = ""                    # its file for NGINX (types that have one), "" otherwise
     error: str = ""                   # non-empty: missing or invalid (the store's message)
+    crl_path: str = ""                # nginx.org/ca with a `ca.crl`: the file NGINX reads the CRL from
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,13 @@ class PolicyContext:
     capabilities: frozenset[str] = frozenset()   # NGINX capabilities (feature names)
     is_plus: bool = False
     replicas: int = 1                     # controller replicas (rateLimit.scale)
+    # What the types of `policy_ext` need from the static configuration and the cluster:
+    cache_dir: str = ""                   # root of the cache zones' directories (cache)
+    secrets_dir: str = ""                 # where crlFileName files are expected (ingressMTLS)
+    enable_snippets: bool = False         # externalAuth authSnippets
+    error_server: str = ""                # the 502 server, for an auth upstream without endpoints
+    endpoints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)   # "ns/svc:port" -> ready
+                                                                            # endpoints (externalAuth)
     # Filled by generate_policies for each renderer call:
     policy_namespace: str = ""
     policy_name: str = ""
@@ -263,4 +271,5 @@ def dedupe(lines: Iterable[str]) -> list[str]:
 
 # The types of this project register themselves in `policy_renderers.py` (imported below), so the registry
 # is complete whenever this module is imported.
+from ingressctl.configs import policy_ext as _policy_ext  # noqa: E402, F401  (registration)
 from ingressctl.configs import policy_renderers as _policy_renderers  # noqa: E402,F401  (registration)

@@ -11,7 +11,9 @@ Guarantees:
   as apiKey's checks) are added to a location only when its own context has no policy of that type.
 - A context whose policies fail (missing, invalid, bad Secret, NGINX Plus only) gets `error` (the owner
   answers 500 there) and its warnings; nothing else is affected. A failing spec context fails the server.
-- `http` collects every context's http-level lines once, in first-use order.
+- `http` collects every context's http-level lines once, in first-use order. Two cache policies that
+  would define one cache zone (same `cacheZoneName` in one VirtualServer) with other parameters fail the
+  later context closed with a warning, instead of a configuration NGINX refuses.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ingressctl.configs.policy import (
     generate_policies,
     ref_keys,
 )
+from ingressctl.configs.policy_cache import cache_zone_of
 
 
 class VSPolicies:
@@ -38,13 +41,15 @@ class VSPolicies:
 
     def __init__(self, policies: Mapping[str, ResolvedPolicy], namespace: str, name: str, *, tls: bool,
                  replicas: int = 1, capabilities: frozenset[str] = frozenset(),
-                 is_plus: bool = False) -> None:
+                 is_plus: bool = False, context: Mapping[str, Any] | None = None) -> None:
         self._policies = policies
         self._ns, self._name = namespace, name
         self._base = PolicyContext("virtualserver", namespace, name, LEVEL_SPEC, tls=tls,
-                                   capabilities=capabilities, is_plus=is_plus, replicas=max(1, replicas))
+                                   capabilities=capabilities, is_plus=is_plus, replicas=max(1, replicas),
+                                   **dict(context or {}))
         self._spec = PolicyResult()
         self.http: list[str] = []
+        self._zones: dict[str, str] = {}      # cache zone -> its proxy_cache_path line
         self.locations: list[PolicyLocation] = []
 
     def _run(self, refs: Any, default_ns: str, level: str, context_id: str,
@@ -54,9 +59,21 @@ class VSPolicies:
         ctx = dataclasses.replace(self._base, level=level, context_id=context_id,
                                   vsr_namespace=vsr[0] if vsr else "", vsr_name=vsr[1] if vsr else "")
         result = generate_policies(resolved, ctx)
+        zones = [z for z in map(cache_zone_of, result.http) if z]
+        clash = next((z for z in zones if self._zones.get(z[0], z[1]) != z[1]), None)
+        if clash is not None and not result.error:
+            msg = f"cache zone {clash[0]} is already defined by another cache policy with other parameters"
+            return PolicyResult(warnings=[*result.warnings, msg], error=msg, types=result.types)
         if not result.error:
+            self._zones.update(zones)
             self.http.extend(line for line in result.http if line not in self.http)
-            self.locations.extend(loc for loc in result.locations if loc not in self.locations)
+            for loc in result.locations:
+                same = next((known for known in self.locations if known.path == loc.path), None)
+                if same is None:
+                    self.locations.append(loc)
+                elif same != loc:   # one NGINX location per path: the first policy's wins
+                    result.warnings.append(f"location {loc.path} of a policy in {context_id} is already "
+                                           "defined by another policy; ignored")
         return result
 
     def spec(self, refs: Any) -> PolicyResult:

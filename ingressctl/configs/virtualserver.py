@@ -31,6 +31,7 @@ from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.directive_values import StickyCookie
 from ingressctl.configs.ingress_ex import SecretReference
 from ingressctl.configs.policy import PolicyLocation, ResolvedPolicy
+from ingressctl.configs.policy_ext import policy_context_params
 from ingressctl.configs.policy_vs import VSPolicies
 from ingressctl.configs.transportserver import Listener
 from ingressctl.configs.vs_newer_nginx import NewerDirectives
@@ -69,6 +70,7 @@ class VirtualServerEx:
     route_vsrs: dict[int, list[str]] = field(default_factory=dict)   # route index -> its VSRs' "ns/name"
     listeners: CustomListeners | None = None     # None: no `spec.listener` (the default ports)
     policies: Mapping[str, ResolvedPolicy] = field(default_factory=dict)   # "ns/name" -> resolved Policy
+    policy_endpoints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)   # externalAuth Services
 
     @property
     def namespace(self) -> str:
@@ -298,7 +300,8 @@ class _Generator:
             (tls_secret is not None and tls_secret.path and not tls_secret.error)
             or (tls_secret is None and static.wildcard_tls_path))
         self.policies = VSPolicies(ex.policies, self.ns, self.name, tls=terminates_tls, replicas=replicas,
-                                   capabilities=static.capabilities.features())
+                                   capabilities=static.capabilities.features(),
+                                   context=policy_context_params(static, ex.policy_endpoints))
 
     def upstream_name(self, name: str) -> str:
         return f"vs_{self.ns}_{self.name}_{name}"
@@ -507,8 +510,7 @@ class _Generator:
         scope = self._register(_l(vsr_spec.get("upstreams")), vsr_key)
         modifier, plain = self._route_path(str(route.get("path") or ""))
         # NIC: the delegating route's error pages, snippets and policies reach subroutes without theirs.
-        # Policies are resolved per subroute (their default namespace differs): see add_route.
-        inherited = {k: route[k] for k in _INHERITED_ROUTE_FIELDS if route.get(k) and k != "policies"}
+        inherited = {k: route[k] for k in _INHERITED_ROUTE_FIELDS if route.get(k)}
         for subroute in _l(vsr_spec.get("subroutes")):
             sd = _d(subroute)
             own = self._route_path(str(sd.get("path") or ""))
@@ -679,7 +681,9 @@ class _Generator:
                         child_warnings={k: v for k, v in self.child_warnings.items() if v})
 
 
-_INHERITED_ROUTE_FIELDS = ("errorPages", "location-snippets", "policies", "add-header-inherit")
+# What a delegating route hands to its VirtualServerRoute's subroutes without their own (policies go through
+# VSPolicies.subroute, NIC's rule).
+_INHERITED_ROUTE_FIELDS = ("errorPages", "location-snippets", "add-header-inherit")
 
 
 def _regex_escape(path: str) -> str:

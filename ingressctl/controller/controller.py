@@ -120,6 +120,8 @@ class LoadBalancerController:
         self.on_synced: Callable[[], None] | None = None
         # More users of a Secret than the Configuration knows (resources using it through a Policy).
         self.secret_users: list[Callable[[str, str], list[Resource]]] = []
+        # More users of a Service than the Configuration knows (resources whose externalAuth Policies use it).
+        self.service_users: list[Callable[[str, str], list[Resource]]] = []
         # `nginx.org/limit-req-scale` and rateLimit `scale` divide rates by the number of replicas: the ready
         # endpoints of `--external-service` (NIC); without it, the controller counts itself only.
         self.replicas = ControllerReplicas(configurator.set_controller_replicas)
@@ -379,7 +381,7 @@ class LoadBalancerController:
         if not self._rendering():
             return
         ns, name = split_key(service_key)
-        resources = self.configuration.find_resources_for_service(ns, name)
+        resources = self._service_users(ns, name)
         if not resources:
             return
         applied = self._apply(resources)
@@ -407,9 +409,19 @@ class LoadBalancerController:
                                                  if self.status_writers.report_status_enabled_for(k)])
         if not self._rendering():
             return
-        resources = self.configuration.find_resources_for_service(ns, name)
+        resources = self._service_users(ns, name)
         if resources:
             self._apply_with_events(resources, "service")
+
+    def _service_users(self, ns: str, name: str) -> list[Resource]:
+        """The configured resources using the Service: as a backend, or through a Policy."""
+        resources = self.configuration.find_resources_for_service(ns, name)
+        if not self.service_users:
+            return resources
+        found = {r.key_with_kind: r for r in resources}
+        for users in self.service_users:
+            found.update((r.key_with_kind, r) for r in users(ns, name))
+        return [found[k] for k in sorted(found)]
 
     def sync_secret(self, key: str) -> None:
         ns, name = split_key(key)

@@ -7,6 +7,8 @@ Guarantees:
   minion's warnings go to that minion (NIC's ChildWarnings), not to the master.
 - Only the backends of hosts the Ingress owns are resolved (a minion: only the paths it won).
 - `nginx.org/use-cluster-ip: "true"` makes a backend's single endpoint the Service's cluster IP.
+- `nginx.org/policies` are resolved by `self.policies` (see `policy_ext_refs`); a missing, invalid or
+  unsupported Policy gets a `Rejected` Warning event on the Ingress (or minion) that references it.
 - A backend Service without endpoints gets a `NoEndpoints` Warning event on the Ingress (or minion) that
   routes to it, once per Ingress and Service until the reason changes (`endpoint_warnings`).
 """
@@ -31,6 +33,7 @@ from ingressctl.controller.ingress_model import IngressConfiguration
 from ingressctl.controller.ingress_refs import ingress_backends, ingress_secrets
 from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
 from ingressctl.controller.model import Resource
+from ingressctl.controller.policy_ext_refs import REASON_REJECTED, IngressPolicyResolver
 from ingressctl.controller.status import KindStatusWriter
 from ingressctl.controller.validation import parse_go_bool
 from ingressctl.k8s.resource import INGRESSES
@@ -75,6 +78,9 @@ class IngressBuilder:
         self._configurator = configurator
         self._warn = warn
         self._endpoint_warnings = EndpointWarnings()
+        # nginx.org/policies: set when custom resources are enabled (the Policy kind's wiring); without it
+        # the annotation is ignored with a warning.
+        self.policies = IngressPolicyResolver(None, caches.get_object, caches.endpoint_slices)
 
     def forget(self, key: ResourceKey) -> None:
         self._endpoint_warnings.forget(key.ns_name)
@@ -146,9 +152,14 @@ class IngressBuilder:
             self._warn(ing, REASON_NO_ENDPOINTS, message)
         secret_refs = {name: self._secrets.get_secret_reference(f"{ns}/{name}")
                        for name in ingress_secrets(ing).names}
+        policies, policy_endpoints, policy_warnings, rejected = self.policies.resolve(ing)
+        warnings += policy_warnings
+        for message in rejected:
+            self._warn(ing, REASON_REJECTED, message)
         ex = IngressEx(ingress=ing, valid_hosts=dict(cfg.valid_hosts), endpoints=endpoints,
                        external_name_svcs=set(), secret_refs=secret_refs,
-                       valid_minion_paths=dict(valid_minion_paths or {}))
+                       valid_minion_paths=dict(valid_minion_paths or {}), policies=policies,
+                       policy_endpoints=policy_endpoints)
         return ex, warnings
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from ingressctl.configs.ingress_ex import CATCH_ALL_HOST, INGRESS_KIND
 from ingressctl.controller.ingress_refs import ingress_secrets, service_names
 from ingressctl.controller.model import Claims, ConfigurationProblem, Entry, Resource
+from ingressctl.controller.policy_ext_refs import ingress_policy_claims
 from ingressctl.controller.validation import (
     INGRESS_CLASS_ANNOTATION,
     aggregate_message,
@@ -153,6 +154,7 @@ class IngressModel:
             services=tuple(sorted({(ns, s) for s in service_names(obj)})),
             secrets=tuple(sorted({(ns, s) for s in refs.names})),
             uses_default_tls_secret=refs.uses_default_tls,
+            policies=ingress_policy_claims(obj),
         )
 
     def build(self, entry: Entry, valid_hosts: dict[str, bool], warnings: list[str],

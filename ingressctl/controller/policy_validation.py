@@ -161,3 +161,4 @@ def one_of(field: str, value: Any, allowed: tuple[str, ...]) -> list[FieldError]
 # The types of this module register themselves in `policy_types.py` (imported below), so the registry is
 # complete whenever this module is imported.
 from ingressctl.controller import policy_types as _policy_types  # noqa: E402,F401  (registration)
+from ingressctl.controller import policy_types_ext as _policy_types_ext  # noqa: E402,F401  (registration)

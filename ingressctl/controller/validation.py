@@ -540,6 +540,20 @@ def _secret_name(ctx: AnnotationContext) -> list[FieldError]:
     return [invalid(ctx.field, ctx.value, m) for m in is_dns1123_subdomain(ctx.value)]
 
 
+_POLICY_NS_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def _policy_refs(ctx: AnnotationContext) -> list[FieldError]:
+    """`nginx.org/policies`: a comma-separated list of `name` or `namespace/name` (NIC 5.5)."""
+    for item in ctx.value.split(","):
+        ref = item.strip()
+        ns, _, name = ref.rpartition("/")
+        if not name or (("/" in ref) and not _POLICY_NS_RE.fullmatch(ns)) or is_dns1123_subdomain(name):
+            return ctx.invalid("must be a comma-separated list of policy references, each a name or "
+                               "namespace/name (DNS-1123)")
+    return []
+
+
 def _path_regex(ctx: AnnotationContext) -> list[FieldError]:
     if ctx.value in ("case_sensitive", "case_insensitive", "exact"):
         return []
@@ -618,6 +632,7 @@ ANNOTATION_VALIDATIONS: dict[str, tuple[AnnotationValidator, ...]] = {
     "nginx.com/policies": (_P,),  # NIC 5.5: the Plus twin of nginx.org/policies (WAF Policies)
     _org("path-regex"): (_path_regex,),
     _org("use-cluster-ip"): (_bool,),
+    _org("policies"): (_R, _policy_refs),
 }
 
 

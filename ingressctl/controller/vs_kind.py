@@ -42,6 +42,7 @@ from ingressctl.controller.globalconfiguration import Listeners
 from ingressctl.controller.handlers import _safe, resource_version, tombstone_key, unwrap
 from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
 from ingressctl.controller.model import Resource
+from ingressctl.controller.policy_ext_refs import with_extras
 from ingressctl.controller.policy_refs import vs_policy_references
 from ingressctl.controller.status import Address, safe_status_write
 from ingressctl.controller.task import Task
@@ -152,9 +153,11 @@ class VirtualServerBuilder:
         ref = self._secrets.get_secret_reference(f"{ns}/{secret}") if secret else None
         policies = (self._policies.resolve_for(vs_policy_references(vs, vsrs or []))
                     if self._policies is not None else {})
+        policies, policy_endpoints = with_extras(policies, self._caches.get_object,
+                                                 self._caches.endpoint_slices)
         return VirtualServerEx(vs=vs, endpoints=endpoints, tls_secret=ref, vsrs=list(vsrs or []),
                                route_vsrs=dict(route_vsrs or {}), listeners=listeners,
-                               policies=policies), warnings
+                               policies=policies, policy_endpoints=policy_endpoints), warnings
 
     def _resolve(self, ns: str, upstreams: list[Any], key: Callable[[str], str],
                  endpoints: dict[str, list[str]]) -> None:

@@ -77,7 +77,8 @@ def test_every_validated_oss_annotation_is_rendered() -> None:
         "nginx.org/mergeable-ingress-type", "nginx.org/hsts", "nginx.org/hsts-max-age",
         "nginx.org/hsts-include-subdomains", "nginx.org/hsts-behind-proxy", "nginx.org/rewrites",
         "nginx.org/websocket-services", "nginx.org/ssl-services", "nginx.org/grpc-services",
-        "nginx.org/path-regex", "nginx.org/proxy-redirect-from", "nginx.org/proxy-redirect-to"}
+        "nginx.org/path-regex", "nginx.org/proxy-redirect-from", "nginx.org/proxy-redirect-to",
+        "nginx.org/policies"}  # rendered by configs.ingress_policies
     oss = {n for n in ANNOTATION_VALIDATIONS if not n.startswith("nginx.com/")}
     assert oss <= handled, oss - handled
 

@@ -29,8 +29,9 @@ def errors(obj: dict[str, Any]) -> list[str]:
 
 
 def test_exactly_one_type_lists_the_registered_types_in_nics_order() -> None:
-    msg = ('spec: Invalid value: "": must specify exactly one of: `accessControl`, `rateLimit`, `basicAuth`, '
-           '`apiKey`, `jwt`, `oidc`')
+    msg = ('spec: Invalid value: "": must specify exactly one of: `accessControl`, `rateLimit`, '
+           '`ingressMTLS`, `egressMTLS`, `basicAuth`, `apiKey`, `cache`, `cors`, `externalAuth`, `jwt`, '
+           '`oidc`')
     assert errors(policy()) == [msg]
     assert errors(policy(accessControl={"allow": ["10.0.0.1"]}, basicAuth={"secret": "s"})) == [msg]
     assert errors({"metadata": {}, "spec": "nonsense"}) == [msg]
@@ -45,7 +46,7 @@ def test_a_registered_type_joins_the_rule_and_is_dispatched(monkeypatch: pytest.
 
     monkeypatch.setattr(pv, "POLICY_TYPE_VALIDATORS", dict(POLICY_TYPE_VALIDATORS))
     register_policy_type("cors", check)
-    assert registered_types().index("cors") == registered_types().index("apiKey") + 1
+    assert registered_types().index("cors") == registered_types().index("cache") + 1
     assert errors(policy(cors={"allowOrigin": "x"})) == ['spec.cors.allowOrigin: Invalid value: "x": bad']
     assert seen == [("spec.cors", {"allowOrigin": "x"})]
     assert policy_type(policy(cors={})) == "cors"
