@@ -15,20 +15,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import machine, print_table, write_json
+from common import machine, nginx_t_seconds, print_table, write_json
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.configurator import Configurator
@@ -62,20 +59,6 @@ def catch_all() -> IngressEx:
     return IngressEx(ing, {"": True}, {backend_key("echo", 80): ["10.9.0.1:8080"]})
 
 
-def nginx_t_seconds(manager: Manager) -> tuple[float, float]:
-    """(wall, CPU) seconds of one `nginx -t`; the CPU time (user + system of the child) is what other load
-    on a shared machine disturbs least."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run(["nginx", "-t", "-q", "-c", manager.main_config_path], capture_output=True,
-                          text=True, check=False)
-    elapsed = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise RuntimeError(f"nginx -t failed: {proc.stderr.strip()[:500]}")
-    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
 def case(n: int, share: float, repeats: int, with_catch_all: bool) -> dict[str, Any]:
     base = tempfile.mkdtemp(prefix="bench-nginx-load-", dir="/tmp")
     try:
@@ -88,7 +71,7 @@ def case(n: int, share: float, repeats: int, with_catch_all: bool) -> dict[str, 
             raise RuntimeError(f"render warnings: {warnings[:3]}")
         size = sum(os.path.getsize(os.path.join(manager.paths.conf_d, f))
                    for f in os.listdir(manager.paths.conf_d))
-        runs = [nginx_t_seconds(manager) for _ in range(repeats)]
+        runs = [nginx_t_seconds(manager.main_config_path) for _ in range(repeats)]
         walls, cpus = [w for w, _ in runs], [c for _, c in runs]
         return {"n": n, "wildcard_share": share, "catch_all": with_catch_all, "conf_bytes": size,
                 "nginx_t_median_s": statistics.median(walls), "nginx_t_cpu_median_s": statistics.median(cpus),

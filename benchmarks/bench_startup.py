@@ -41,15 +41,17 @@ from common import (
     ClusterProcess,
     ControllerProcess,
     config_map,
-    have_matplotlib,
     machine,
     mb,
+    nginx_t_seconds,
+    plot_against_n,
     print_table,
     write_json,
 )
 
 GOALS = {
     "ready_10k_l50_s": 10.0,
+    "own_work_10k_s": 2.5,
     "ready_mergeable_l50_s": 10.0,
     "linearity_10k_over_1k": 12.0,
     "legacy_slowdown_5k": 10.0,
@@ -86,7 +88,8 @@ class Runner:
             profile = os.path.join(self.args.profile, f"{shape}-{n}-L{latency:g}{'-legacy' if legacy else ''}"
                                    f"{f'-s{status_latency:g}' if status_latency else ''}.txt")
         c = ControllerProcess(cluster.kubeconfig, legacy=legacy, workdir=self.workdir,
-                              extra=self.args.controller_args, profile=profile)
+                              extra=[f"--nginx-binary={self.args.nginx_binary}", *self.args.controller_args],
+                              profile=profile)
         label = f"{shape} n={n} L={latency:g}ms{' legacy' if legacy else ''}" + (
             f" status+{status_latency:g}ms" if status_latency else "")
         print(f"-- {label} ...", flush=True)
@@ -139,6 +142,16 @@ class Runner:
             failed = c.find_log("nginx reload failed")
             if failed:
                 row["reload_error"] = str(failed.get("error"))[:300]
+            phases = row["phases"] or {}
+            if "startup_reload" in phases:
+                # The controller's own work: the drain (model), host resolution, render and files.
+                row["own_work_s"] = (phases.get("drain", 0.0) + phases.get("resolve_hosts", 0.0)
+                                     + phases["render_and_reload"] - phases["startup_reload"])
+            # The NGINX floor of this very configuration: what any reload of it costs.
+            row["nginx_t_s"], row["nginx_t_cpu_s"] = nginx_t_seconds(c.main_config_path,
+                                                                     self.args.nginx_binary)
+            with open(c.main_config_path) as f:
+                row["certificates_per_handshake"] = "$ingressctl_certificate" in f.read()
         except Exception as e:
             row["error"] = str(e)[:2000]
             print(f"   FAILED: {e}", flush=True)
@@ -159,7 +172,8 @@ def summary(r: dict[str, Any]) -> str:
     reloads = f"{r.get('reloads_at_ready', '-')}/{r.get('reloads_at_end', '-')}"
     rate = f(r.get("flush_writes_per_s"), ".0f")
     return (f"sync {f(r.get('sync_s'))} s, ready {f(r.get('ready_s'))} s (internal "
-            f"{f(r.get('ready_internal_s'))}, of which NGINX reload {f(r.get('reload_s'))}), "
+            f"{f(r.get('ready_internal_s'))}, of which NGINX reload {f(r.get('reload_s'))}; controller's own "
+            f"work {f(r.get('own_work_s'))}; nginx -t of the same config {f(r.get('nginx_t_s'))} s), "
             f"reloads {reloads}, "
             f"status done +{f(r.get('status_done_after_ready_s'))} s ({rate}/s, max in flight "
             f"{r.get('status_max_in_flight', '-')}), peak RSS {mb(r.get('peak_rss_at_ready_bytes') or 0)} "
@@ -188,6 +202,14 @@ def goals(results: list[dict[str, Any]], args: argparse.Namespace) -> list[list[
     target = GOALS["ready_10k_l50_s"]
     out.append([f"time to ready, {big:,} plain, L={gl:g}ms", f"{v:.2f} s" if v else "-",
                 f"< {target:g} s", verdict(None if v is None else v < target)])
+    v = r.get("own_work_s") if r else None
+    out.append([f"controller's own work (drain, hosts, render, files), {big:,} plain",
+                f"{v:.2f} s" if v is not None else "-", f"< {GOALS['own_work_10k_s']:g} s",
+                verdict(None if v is None else v < GOALS["own_work_10k_s"])])
+    if r and r.get("nginx_t_s") is not None:
+        where = "at handshakes" if r.get("certificates_per_handshake") else "at reloads"
+        out.append([f"NGINX floor: nginx -t of that configuration (certificates loaded {where})",
+                    f"{r['nginx_t_s']:.2f} s (CPU {r['nginx_t_cpu_s']:.2f} s)", "(reported)", ""])
     v = r.get("ready_without_reload_s") if r else None
     out.append([f"time to ready without the NGINX reload, {big:,} plain, L={gl:g}ms",
                 f"{v:.2f} s" if v else "-",
@@ -248,16 +270,8 @@ def goals(results: list[dict[str, Any]], args: argparse.Namespace) -> list[list[
 
 
 def plot(results: list[dict[str, Any]], path: str) -> str | None:
-    if not have_matplotlib():
-        print("matplotlib is not installed: no plot (pip install matplotlib, or the project's bench extra)")
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
     series: dict[str, list[tuple[int, float]]] = {}
+    top = max((x["latency_ms"] for x in results), default=0.0)
     for r in results:
         if "error" in r or r["shape"] != "plain" or r["status_latency_ms"]:
             continue
@@ -267,24 +281,19 @@ def plot(results: list[dict[str, Any]], path: str) -> str | None:
         if r["mode"] == "5.5" and r.get("ready_without_reload_s"):
             series.setdefault(f"ingressctl without the NGINX reload, L={r['latency_ms']:g} ms", []).append(
                 (r["n"], r["ready_without_reload_s"]))
-    for name, pts in sorted(series.items()):
-        pts.sort()
-        style = "s--" if "legacy" in name else "x:" if "without" in name else "o-"
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=name)
+        if r["mode"] == "5.5" and r.get("nginx_t_s") and r["latency_ms"] == top:
+            series.setdefault("nginx -t of the same configuration", []).append((r["n"], r["nginx_t_s"]))
     for r in results:
         if r["shape"] == "mergeable" and "error" not in r:
-            ax.plot([r["n"]], [r["ready_s"]], "^", label=f"#9657 mergeable shape, L={r['latency_ms']:g} ms")
-    ax.axhline(10, color="grey", lw=0.8, ls=":")
-    ax.set_xlabel("Ingresses")
-    ax.set_ylabel("time to ready (s): process start -> /nginx-ready 200")
-    ax.set_yscale("log")
-    ax.set_title("Start-up time against cluster size")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+            series[f"#9657 mergeable shape, L={r['latency_ms']:g} ms"] = [(r["n"], r["ready_s"])]
+
+    def style(name: str) -> str:
+        return ("^" if "mergeable" in name else "s--" if "legacy" in name else "x:" if "without" in name
+                else "d-." if "nginx -t" in name else "o-")
+
+    return plot_against_n(path, "Start-up time against cluster size",
+                          "time to ready (s): process start -> /nginx-ready 200", series,
+                          goals={"goal at 10,000 (10 s)": 10.0}, log_y=True, style=style)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -316,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="key of the TLS Secrets' certificate: ECDSA P-256 (default) or RSA 2048 "
                         "(validating an RSA key costs ~60 ms each in the controller today)")
     p.add_argument("--controller-args", nargs="*", default=[], help="extra flags for the controller")
+    p.add_argument("--nginx-binary", default="nginx",
+                   help="the NGINX the controllers run and `nginx -t` uses (default nginx)")
     args = p.parse_args(argv)
     if args.quick:
         args.sizes = args.sizes or [200, 1000]
@@ -386,14 +397,14 @@ def main(argv: list[str] | None = None) -> int:
 
     results = runner.results
     print()
-    headers = ["case", "objects", "sync s", "ready s", "internal s", "reload s", "w/o reload s", "reloads",
-               "status done +s", "writes/s", "max in flight", "peak RSS MB ready/end"]
+    headers = ["case", "objects", "sync s", "ready s", "internal s", "reload s", "w/o reload s", "own work s",
+               "nginx -t s", "reloads", "status done +s", "writes/s", "max in flight", "peak RSS MB"]
     rows = []
     for r in results:
         name = (f"{r['shape']} {r['n']:,} L={r['latency_ms']:g}{' legacy' if r['mode'] == 'legacy' else ''}"
                 + (f" status+{r['status_latency_ms']:g}" if r["status_latency_ms"] else ""))
         if "error" in r:
-            rows.append([name, "", "ERROR", r["error"][:60], "", "", "", "", "", "", "", ""])
+            rows.append([name, "", "ERROR", r["error"][:60], "", "", "", "", "", "", "", "", "", ""])
             continue
 
         def f(v: Any, fmt: str = ".2f") -> str:
@@ -401,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
 
         rows.append([name, sum(r["objects"].values()), f(r.get("sync_s")), f(r.get("ready_s")),
                      f(r.get("ready_internal_s")), f(r.get("reload_s")), f(r.get("ready_without_reload_s")),
+                     f(r.get("own_work_s")), f(r.get("nginx_t_s")),
                      f"{r.get('reloads_at_ready')}/{r.get('reloads_at_end')}",
                      f(r.get("status_done_after_ready_s")), f(r.get("flush_writes_per_s"), ".0f"),
                      r.get("status_max_in_flight"),

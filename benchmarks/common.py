@@ -10,6 +10,9 @@ process, and output (table, JSON, plot).
 - `ControllerProcess` starts `python -m ingressctl` against a kubeconfig with NGINX on free ports and its
   files in a temporary directory, waits for `/nginx-ready`, and reads its peak RSS (VmHWM), NGINX's config
   version (= successful reloads) and its JSON log.
+- NGINX: `nginx_t_seconds` (wall and CPU time of `nginx -t` of a configuration, e.g. a controller's
+  `main_config_path`), `nginx_worker_pids` and `process_cpu_seconds` (the workers' CPU time).
+- `plot_against_n`: a PNG of measured series against the number of Ingresses.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import datetime
 import json
 import multiprocessing
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -291,6 +295,55 @@ class ClusterProcess:
 
 # ------------------------------------------------------------------------------------------- controller
 
+def nginx_t_seconds(main_config_path: str, binary: str = "nginx") -> tuple[float, float]:
+    """(wall, CPU) seconds of one `nginx -t` of a configuration; the CPU time (user + system of the child) is
+    what other load on a shared machine disturbs least. RuntimeError when NGINX rejects it."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run([binary, "-t", "-q", "-c", main_config_path], capture_output=True, text=True,
+                          check=False)
+    elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"nginx -t failed: {proc.stderr.strip()[:500]}")
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def nginx_worker_pids(controller_pid: int) -> list[int]:
+    """The NGINX worker processes under a controller (its NGINX master's children)."""
+    out = []
+    todo = _children(controller_pid)
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if cmd.startswith("nginx: worker process"):
+            out.append(pid)
+        todo.extend(_children(pid))
+    return out
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _vm_hwm(pid: int) -> int:
     """Peak resident set size in bytes (VmHWM), 0 if unknown."""
     try:
@@ -311,7 +364,12 @@ class ControllerProcess:
         """`profile`: write a py-spy profile (collapsed stacks) of the controller to this path."""
         self.dir = tempfile.mkdtemp(prefix="ic-bench-", dir=workdir or "/tmp")
         self.http_port, self.https_port, self.ready_port = free_port(), free_port(), free_port()
+        # NGINX's workers (`nobody` under root) read the certificates at handshakes: traversable, as deployed.
+        for d in (workdir, self.dir):
+            if d:
+                os.chmod(d, 0o711)
         self.run_dir = os.path.join(self.dir, "run")
+        self.main_config_path = os.path.join(self.dir, "conf", "nginx.conf")
         self.log_path = os.path.join(self.dir, "controller.log")
         self.args = [
             sys.executable, "-m", "ingressctl", "--kubeconfig", kubeconfig,
@@ -459,6 +517,40 @@ def have_matplotlib() -> bool:
     except ImportError:
         return False
     return True
+
+
+def plot_against_n(path: str, title: str, ylabel: str, series: dict[str, list[tuple[int, float]]], *,
+                   goals: dict[str, float] | None = None, log_y: bool = False,
+                   style: Callable[[str], str] | None = None) -> str | None:
+    """A PNG of each named series of (N, value) points against the number of Ingresses (`style(name)`: its
+    matplotlib format, default "o-"), with horizontal goal lines; None (and a note) without matplotlib."""
+    if not have_matplotlib():
+        print("matplotlib is not installed: no plot (pip install matplotlib, or the project's bench extra)")
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, pts in sorted(series.items()):
+        pts = sorted(pts)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], style(name) if style else "o-", label=name)
+    for name, y in (goals or {}).items():
+        ax.axhline(y, color="grey", lw=0.8, ls=":")
+        ax.annotate(name, (0, y), xycoords=("axes fraction", "data"), fontsize=7, color="grey",
+                    va="bottom")
+    ax.set_xlabel("Ingresses")
+    ax.set_ylabel(ylabel)
+    if log_y:
+        ax.set_yscale("log")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def mb(n: int) -> str:

@@ -208,12 +208,14 @@ class App:
         # The Configurator writes nginx.conf (and removes leftovers in conf.d): NGINX starts with version 0
         # and no Ingress; the first reload comes after the informers have synced and the queue has drained.
         if self.latency_labels is None:
-            self.configurator = Configurator(self.manager, static, params, templates,
-                                             is_wildcard_enabled=bool(wildcard_pem), special_secrets=special)
+            self.configurator = Configurator(
+                self.manager, static, params, templates, is_wildcard_enabled=bool(wildcard_pem),
+                special_secrets=special,
+                certificates_per_handshake=self._certificates_per_handshake(static.capabilities))
         else:
-            self.configurator = _observed_configurator(self.manager, static, params, templates,
-                                                       bool(wildcard_pem), self.latency_labels.deleted,
-                                                       special)
+            self.configurator = _observed_configurator(
+                self.manager, static, params, templates, bool(wildcard_pem), self.latency_labels.deleted,
+                special, self._certificates_per_handshake(static.capabilities))
             self._write_latency_config()
         try:
             self.manager.start(on_exit=self._on_nginx_exit)
@@ -517,6 +519,13 @@ class App:
         log.info("endpoint changes reach NGINX without reloads", module=path)
         return dataclasses.replace(static, dynamic_peers_module_path=path)
 
+    def _certificates_per_handshake(self, capabilities: Capabilities) -> bool:
+        """--load-certificates-per-handshake, by default on when NGINX caches what it loads at handshakes."""
+        chosen = self.settings.controller.load_certificates_per_handshake
+        if chosen is None:
+            return capabilities.has("ssl_certificate_cache")
+        return chosen
+
     def _capabilities(self, binary: str) -> Capabilities:
         """The running NGINX's version and modules (`nginx -V`), which decide the directives newer than
         NGINX 1.22 and the module-backed features; when `nginx -V` fails, the defaults (no newer directive).
@@ -768,7 +777,8 @@ def _observed_templates(main_path: str | None, ingress_path: str | None,
 
 
 def _observed_configurator(manager: Any, static: Any, params: Any, templates: Any, wildcard: bool,
-                           on_delete: Callable[[str], None], special_secrets: dict[str, bytes]) -> Any:
+                           on_delete: Callable[[str], None], special_secrets: dict[str, bytes],
+                           certificates_per_handshake: bool) -> Any:
     """A Configurator that also reports every deleted Ingress to `on_delete` (latency labels)."""
     from ingressctl.configs.configurator import Configurator
 
@@ -783,4 +793,5 @@ def _observed_configurator(manager: Any, static: Any, params: Any, templates: An
                 log.warning("removing latency metric labels failed", ingress=key.ns_name, error=str(e))
 
     return ObservedConfigurator(manager, static, params, templates, is_wildcard_enabled=wildcard,
-                                special_secrets=special_secrets)
+                                special_secrets=special_secrets,
+                                certificates_per_handshake=certificates_per_handshake)

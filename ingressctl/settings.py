@@ -55,6 +55,9 @@ class ControllerSettings:
     enable_custom_resources: bool = True
     enable_directive_autoadjust: bool = False  # NIC's -enable-directive-autoadjust (proxy buffer settings)
     allow_empty_ingress_host: bool = False  # a rule without a host claims the class-wide catch-all
+    # Ingress TLS certificates loaded at handshakes instead of at every reload (configs.certificate_map).
+    # None: when NGINX caches them (ssl_certificate_cache, 1.27.4+).
+    load_certificates_per_handshake: bool | None = None
     global_configuration: str | None = None  # "namespace/name" of the GlobalConfiguration (TransportServers)
     # TLS passthrough: a stream server owns this port and splits connections by SNI.
     enable_tls_passthrough: bool = False

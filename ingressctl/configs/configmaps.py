@@ -22,7 +22,7 @@ from typing import Any
 
 from ingressctl.configs import directive_values, parsing
 from ingressctl.configs.capability_params import CAPABILITY_KEYS, check_otel, drop_unloadable
-from ingressctl.configs.config import MainConfig, OtelConfig
+from ingressctl.configs.config import MainConfig, OtelConfig, ProxyDefaults
 from ingressctl.configs.directive_values import AddHeader, StickyCookie
 from ingressctl.configs.policy_cache import prepare_cache_dir
 from ingressctl.nginx.capabilities import UNKNOWN_NGINX, Capabilities
@@ -166,6 +166,8 @@ class StaticConfigParams:
     stream_module_path: str = ""  # the dynamic stream module to load_module ("" when built in)
     dynamic_peers_module_path: str = ""  # the dynamic-peers module: endpoint changes without reloads
     tls_passthrough: bool = False  # HTTPS servers terminate TLS on passthrough_socket() behind the SNI split
+    # Load TLS certificates at handshakes instead of at reloads (configs.certificate_map).
+    certificates_per_handshake: bool = False
     cache_dir: str = ""  # the cache Policies' zones live in <cache_dir>/<zone>; "" -> <run_dir>/cache
 
     def passthrough_socket(self) -> str:
@@ -338,6 +340,17 @@ def parse_config_map(data: Mapping[str, str] | None, capabilities: Capabilities 
     return dataclasses.replace(ConfigParams(), **values), errors
 
 
+CERTIFICATE_CACHE_SIZE = 10000
+"""Entries of `ssl_certificate_cache` (per worker; entries unused for `inactive` go first)."""
+
+
+def proxy_defaults(config: ConfigParams) -> ProxyDefaults:
+    """The proxy settings an Ingress location without annotations has, declared once in nginx.conf."""
+    return ProxyDefaults(connect_timeout=config.proxy_connect_timeout, read_timeout=config.proxy_read_timeout,
+                         send_timeout=config.proxy_send_timeout, buffering=config.proxy_buffering,
+                         keepalive=config.keepalive > 0)
+
+
 def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
                          dhparam_path: str = "", upstream_zone_size: str = "1m") -> MainConfig:
     """The main template's model (NIC's `GenerateNginxMainConfig`). `dhparam_path`: where the Configurator
@@ -371,6 +384,10 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         default_http_listener_port=static.http_port,
         default_https_listener_port=static.https_port,
         default_server_tls_path=static.default_server_tls_path,
+        certificates_per_handshake=static.certificates_per_handshake,
+        certificate_cache_size=(CERTIFICATE_CACHE_SIZE if static.certificates_per_handshake
+                                and static.capabilities.has("ssl_certificate_cache") else 0),
+        proxy_defaults=proxy_defaults(config),
         default_server_return=config.default_server_return,
         default_server_access_log_off=(static.default_server_access_log_off
                                        if config.default_server_access_log_off is None

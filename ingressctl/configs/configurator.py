@@ -21,6 +21,12 @@ Guarantees:
   bytes change).
 - Mergeable Ingresses: a master and its minions are one resource, keyed and named by the master; minions have
   no file. `resource_counts()` counts them (for Ingresses: regular ones, masters and their minions).
+- Load shape: the built-in nginx.conf declares the ConfigMap's proxy settings once (`proxy_defaults`) and
+  Ingress locations equal to them inherit them; with a custom main template every location repeats them.
+  With `certificates_per_handshake` the certificates of the Ingress TLS servers are loaded by NGINX at
+  handshakes, not at reloads: their server names map to their PEM files in conf.d/ingressctl-certificates
+  .conf (a `CertificateMap`, written before the reload that needs it), and the 0600 secret files belong to
+  NGINX's worker user when the controller runs as root.
 - Not thread-safe: one sync thread owns the Configurator, as it owns NGINX.
 """
 
@@ -30,8 +36,14 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 
+from ingressctl.configs.certificate_map import CertificateMap, worker_uid
 from ingressctl.configs.config import ZONE_BYTES_PER_SERVER, shared_zone_size
-from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
+from ingressctl.configs.configmaps import (
+    ConfigParams,
+    StaticConfigParams,
+    generate_main_config,
+    proxy_defaults,
+)
 from ingressctl.configs.dynamic_upstreams import DynamicUpstreams
 from ingressctl.configs.files import REASON_ENDPOINTS, REASON_OTHER, ConfigFiles, ReloadOutcome
 from ingressctl.configs.ingress import error_server_address
@@ -48,6 +60,7 @@ log = get_logger(__name__)
 __all__ = ["REASON_ENDPOINTS", "REASON_OTHER", "Configurator", "ReloadOutcome"]
 
 DHPARAM_FILE = "dhparam.pem"
+CERTIFICATE_MAP_FILE = "ingressctl-certificates"  # conf.d/<this>.conf: the CertificateMap
 
 
 class Configurator:
@@ -56,11 +69,24 @@ class Configurator:
     def __init__(self, manager: Manager, static: StaticConfigParams, config: ConfigParams,
                  templates: TemplateExecutor, *, is_wildcard_enabled: bool = False,
                  prune_stale_configs: bool = True,
-                 special_secrets: Mapping[str, bytes] | None = None) -> None:
+                 special_secrets: Mapping[str, bytes] | None = None,
+                 certificates_per_handshake: bool = False) -> None:
         """`special_secrets`: secrets/<name> files written before nginx.conf (the default server's and the
-        wildcard TLS Secrets' PEM files, which `static` names)."""
+        wildcard TLS Secrets' PEM files, which `static` names). `certificates_per_handshake`: Ingress TLS
+        servers share the default server's SSL context, which loads their certificates at handshakes
+        (through a `CertificateMap`; NGINX's workers must be able to reach the secrets dir)."""
         static = dataclasses.replace(static, conf_dir=manager.conf_dir, run_dir=manager.run_dir,
                                      secrets_dir=manager.secrets_dir)
+        self._certificates: CertificateMap | None = None
+        self.files = ConfigFiles(manager)
+        if certificates_per_handshake:
+            try:
+                self.files.secret_owner = worker_uid(static.worker_user, manager.secrets_dir)
+            except ValueError as e:
+                log.warning("TLS certificates are loaded at reloads, not at handshakes", reason=str(e))
+            else:
+                self._certificates = CertificateMap(static.default_server_tls_path)
+                static = dataclasses.replace(static, certificates_per_handshake=True)
         if is_wildcard_enabled and not static.wildcard_tls_path:
             wildcard = os.path.join(manager.secrets_dir, "wildcard")
             static = dataclasses.replace(static, wildcard_tls_path=wildcard)
@@ -68,7 +94,6 @@ class Configurator:
         self._static = static
         self._config = config
         self._templates = templates
-        self.files = ConfigFiles(manager)
         self._renderers: dict[str, Renderer] = {}
         self._resources: dict[ResourceKey, object] = {}  # key -> the latest resource given
         self._counts: dict[str, dict[str, int]] = {}  # kind -> its renderer's counts of _resources, in step
@@ -84,6 +109,7 @@ class Configurator:
             self.files.prune_stale()
         for name, content in (special_secrets or {}).items():
             self.files.create_secret(name, content, 0o600)
+        self._write_certificate_map()
         for warning in self._update_templates(config):
             log.warning("template override ignored", error=warning)
         self.files.init_main(self._render_main())
@@ -181,7 +207,8 @@ class Configurator:
             return []
         self._set_catch_all(key, renderer.catch_all(resource))
         ctx = RenderContext(self._static, self._config, self._templates, self._replicas,
-                            self._catch_all_upstream())
+                            self._catch_all_upstream(),
+                            proxy_defaults(self._config) if self._templates.is_main_builtin else None)
         try:
             rendered = renderer.render(resource, ctx)
         except (ValueError, TemplateRenderError) as e:
@@ -194,6 +221,8 @@ class Configurator:
             return []
         if rendered.child_warnings:
             self._child_warnings[key] = rendered.child_warnings
+        if self._certificates is not None:
+            self._certificates.set(key, rendered.certificates)
         name = self.files.file_name(key, renderer.file_name(key))
         self.files.write(key, name, rendered.text)
         spares = self.files.dynamic.spare_slots(name) if self.files.dynamic is not None else 0
@@ -204,6 +233,8 @@ class Configurator:
         """Forget a resource and remove its file."""
         self._hold(key, None)
         self._child_warnings.pop(key, None)
+        if self._certificates is not None:
+            self._certificates.remove(key)
         self._set_catch_all(key, "")
         if self.files.remove(key) is not None:
             self._reserve_zone(key, 0)
@@ -381,4 +412,13 @@ class Configurator:
 
     def reload_if_needed(self, reason: str = REASON_OTHER) -> ReloadOutcome:
         """Reload NGINX once if anything changed since the last good reload (see `ConfigFiles`)."""
+        if self._certificates is not None and self._certificates.changed:
+            self._write_certificate_map()
+            self.files.request_reload()
         return self.files.reload_if_needed(reason)
+
+    def _write_certificate_map(self) -> None:
+        """conf.d's map of the certificates loaded at handshakes (rendered once per reload, not per
+        change)."""
+        if self._certificates is not None:
+            self.files.write_static(CERTIFICATE_MAP_FILE, self._certificates.text())

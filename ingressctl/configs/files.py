@@ -43,6 +43,7 @@ log = get_logger(__name__)
 
 REASON_ENDPOINTS = "endpoints"
 REASON_OTHER = "other"
+SECRET_MODE = 0o600  # certificates and keys
 _MAX_ERROR_CHARS = 2000
 _TIMEOUT_MARK = "could not get newest config version"
 _MAX_COMPLEMENT_TESTS = 64
@@ -100,6 +101,9 @@ class ConfigFiles:
         self._main_old: object = _UNCHANGED  # nginx.conf at the last good reload, if changed since
         self._render_failures: dict[ResourceKey, str] = {}  # reported by the next reload_if_needed
         self.rejected: dict[ResourceKey, str] = {}  # resources whose latest config NGINX does not serve
+        # The uid that owns the 0600 secret files (certificates and keys) when NGINX's workers must read
+        # them (certificates loaded at handshakes under a root master); None: the writer's own.
+        self.secret_owner: int | None = None
 
     def prune_stale(self) -> None:
         """Remove conf.d files this controller did not write (a previous run's leftovers)."""
@@ -152,7 +156,8 @@ class ConfigFiles:
 
     def create_secret(self, name: str, content: bytes, mode: int = 0o600) -> str:
         """Write secrets/<name> (only if its bytes changed); returns the path."""
-        return self._manager.create_secret(name, content, mode)
+        return self._manager.create_secret(name, content, mode,
+                                           self.secret_owner if mode == SECRET_MODE else None)
 
     def delete_secret(self, name: str) -> None:
         self._manager.delete_secret(name)
@@ -167,7 +172,7 @@ class ConfigFiles:
             current = None
         if current == content:
             return False
-        self._manager.create_secret(name, content, 0o600)
+        self._manager.create_secret(name, content, SECRET_MODE, self.secret_owner)
         self.request_reload()
         return True
 

@@ -25,7 +25,12 @@ Guarantees:
   `$ingressctl_catch_all`; without it those get 404 and the default server's answer.
 - A wildcard host matches exactly one label (`if ($host !~ ...)` in its server).
 - TLS: a host listed in `spec.tls` gets its Secret's PEM, or `ssl_reject_handshake on` with a warning when the
-  Secret is missing, invalid or of the wrong type (HTTP keeps working, without the SSL redirect).
+  Secret is missing, invalid or of the wrong type (HTTP keeps working, without the SSL redirect). With
+  `static.certificates_per_handshake` a server on the default TLS port without SSL settings of its own
+  names no certificate (`certificate_per_handshake`): the default server's context loads the same PEM at
+  handshakes.
+- Proxy settings: with `proxy_defaults` (what nginx.conf declares at the http level), a location whose
+  settings equal them, in a server without snippets, inherits them instead of repeating them.
 - Basic auth (`nginx.org/basic-auth-secret`): the htpasswd file of the Secret. A missing, invalid or
   wrong-type Secret gives a warning and still configures the Secret's file path (NIC), so NGINX refuses
   requests (403 when the file is absent) rather than serving them unauthenticated.
@@ -64,6 +69,7 @@ from ingressctl.configs.config import (
     LimitReq,
     LimitReqZone,
     Location,
+    ProxyDefaults,
     ProxySetHeader,
     Server,
     Upstream,
@@ -242,6 +248,8 @@ class _Builder:
         self.limit_req = self._limit_req()
         self.proxy_set_headers = tuple(ProxySetHeader(n, v) for n, v in self.params.proxy_set_headers)
         self.minion_meta = IngressMeta(name=self.name, namespace=self.namespace) if minion_host else None
+        # nginx.conf's proxy settings: locations equal to them inherit them (not in a server with snippets)
+        self.proxy_defaults: ProxyDefaults | None = None
 
     def _check_buffers(self) -> bool:
         """True if NGINX accepts the buffer settings; -enable-directive-autoadjust adjusts them first."""
@@ -362,7 +370,7 @@ class _Builder:
         if rewrite and trailing_slash:
             rewrite = rewrite.rstrip("/") + "/"
         ok = self._buffers_ok
-        return Location(
+        fields: dict[str, Any] = dict(
             path=path, modifier=modifier, upstream=upstream, service_name=service,
             proxy_connect_timeout=p.proxy_connect_timeout, proxy_read_timeout=p.proxy_read_timeout,
             proxy_send_timeout=p.proxy_send_timeout, client_max_body_size=p.client_max_body_size,
@@ -386,6 +394,13 @@ class _Builder:
             add_header_inherit=self.add_header_inherit if minion else "",
             custom_http_errors=p.custom_http_errors if minion and service not in self.grpc_services else (),
         )
+        d = self.proxy_defaults
+        inherits = d is not None and not p.server_snippets and _inherits_values(
+            grpc=fields["grpc"], websocket=fields["websocket"], redirect_to_https=p.redirect_to_https,
+            snippets=p.location_snippets, proxy_set_headers=self.proxy_set_headers,
+            keepalive=fields["keepalive"], buffering=p.proxy_buffering, connect=p.proxy_connect_timeout,
+            read=p.proxy_read_timeout, send=p.proxy_send_timeout, defaults=d)
+        return Location(**fields, inherits_proxy_defaults=inherits)
 
     def tls(self, host: str, tls_hosts: dict[str, str]) -> tuple[bool, str, bool]:
         """(ssl, pem path, reject handshake) for a host."""
@@ -486,13 +501,15 @@ class _Parts:
 
 
 def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, annotations: dict[str, str],
-           warnings: list[str], *, replicas: int, minion_host: str | None = None) -> _Parts:
+           warnings: list[str], *, replicas: int, minion_host: str | None = None,
+           proxy_defaults: ProxyDefaults | None = None) -> _Parts:
     """Parse the annotations (raising AnnotationError on invalid values) and build the locations."""
     anns, ann_warnings = parse_annotations(annotations, config, snippets_enabled=static.enable_snippets)
     warnings.extend(ann_warnings)
     if anns.errors:
         raise AnnotationError(anns.errors)
     b = _Builder(ing_ex, static, anns, warnings, replicas=replicas, minion_host=minion_host)
+    b.proxy_defaults = proxy_defaults
     if not _LABEL.fullmatch(b.namespace) or not _NAME.fullmatch(b.name):
         raise ValueError(f"invalid Ingress namespace/name {b.namespace!r}/{b.name!r}")
     spec = _dict(ing_ex.ingress.get("spec"))
@@ -591,9 +608,15 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         raise AnnotationError([f"annotation nginx.org/listen-ports: port(s) {shared} are also TLS ports of "
                                f"host {host} (nginx.org/listen-ports-ssl)"])
     grpc_only = bool(locations) and all(loc.grpc for loc in locations)
+    # The default server's SSL context serves this host's certificate when nothing else sets the server's
+    # context apart: its own ciphers, or TLS ports the default server does not listen on.
+    per_handshake = static.certificates_per_handshake and own_certificate and not catch_all and bool(pem) \
+        and not p.server_ssl_ciphers and not p.server_ssl_prefer_server_ciphers \
+        and (static.tls_passthrough or tuple(ssl_ports) == (static.https_port,))
     return Server(
         name=host, locations=tuple(locations), ports=ports, ssl_ports=ssl_ports,
         ssl=ssl, ssl_certificate=pem, ssl_certificate_key=pem, ssl_reject_handshake=reject,
+        certificate_per_handshake=per_handshake,
         ssl_redirect=own_certificate and p.ssl_redirect,
         redirect_to_https=p.redirect_to_https,
         http2=p.http2, http2_directive=static.capabilities.has("http2_directive"),
@@ -614,6 +637,25 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         else "", to_catch_all=to_catch_all,
         passthrough_socket=static.passthrough_socket() if ssl else "",
     )
+
+
+def _inherits_values(*, grpc: bool, websocket: bool, redirect_to_https: bool, snippets: tuple[str, ...],
+                     proxy_set_headers: tuple[ProxySetHeader, ...], keepalive: bool, buffering: bool,
+                     connect: str, read: str, send: str, defaults: ProxyDefaults) -> bool:
+    """True if a location's proxy settings are exactly nginx.conf's defaults (so it may leave them out).
+    Snippets may set proxy headers themselves, which would hide the inherited ones: never with snippets."""
+    return (not grpc and not websocket and not redirect_to_https and not snippets and not proxy_set_headers
+            and keepalive == defaults.keepalive and buffering == defaults.buffering
+            and connect == defaults.connect_timeout and read == defaults.read_timeout
+            and send == defaults.send_timeout)
+
+
+def _inherits(loc: Location, defaults: ProxyDefaults | None, server_snippets: tuple[str, ...]) -> bool:
+    return defaults is not None and not server_snippets and _inherits_values(
+        grpc=loc.grpc, websocket=loc.websocket, redirect_to_https=loc.redirect_to_https,
+        snippets=loc.snippets, proxy_set_headers=loc.proxy_set_headers, keepalive=loc.keepalive,
+        buffering=loc.proxy_buffering, connect=loc.proxy_connect_timeout, read=loc.proxy_read_timeout,
+        send=loc.proxy_send_timeout, defaults=defaults)
 
 
 CATCH_ALL_NAMED_LOCATION = "@ingressctl_catch_all"
@@ -647,16 +689,19 @@ def catch_all_upstream(ing_ex: IngressEx) -> str:
 
 
 def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_params: ConfigParams, *,
-                          replicas: int = 1,
-                          to_catch_all: bool = False) -> tuple[IngressNginxConfig, list[str]]:
+                          replicas: int = 1, to_catch_all: bool = False,
+                          proxy_defaults: ProxyDefaults | None = None,
+                          ) -> tuple[IngressNginxConfig, list[str]]:
     """The template model for one regular Ingress, and warnings for what was left out or degraded.
 
     Raises AnnotationError for invalid annotation values and ValueError for an invalid namespace/name.
     `replicas`: the number of controller replicas, for `nginx.org/limit-req-scale`. `to_catch_all`: a
-    catch-all exists (its upstream named in nginx.conf); unmatched paths and wildcard hosts go there."""
+    catch-all exists (its upstream named in nginx.conf); unmatched paths and wildcard hosts go there.
+    `proxy_defaults`: the proxy settings nginx.conf declares (None: it may not, they are all repeated)."""
     annotations = _annotations(ing_ex.ingress)
     warnings: list[str] = []
-    parts = _build(ing_ex, static, config_params, annotations, warnings, replicas=replicas)
+    parts = _build(ing_ex, static, config_params, annotations, warnings, replicas=replicas,
+                   proxy_defaults=proxy_defaults)
     parts.to_catch_all = to_catch_all
     b = parts.builder
     tls_hosts = _tls_hosts(_dict(ing_ex.ingress.get("spec")))
@@ -687,7 +732,8 @@ class MergeableResult:
 
 def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: StaticConfigParams,
                                         config_params: ConfigParams, *, replicas: int = 1,
-                                        to_catch_all: bool = False) -> MergeableResult:
+                                        to_catch_all: bool = False,
+                                        proxy_defaults: ProxyDefaults | None = None) -> MergeableResult:
     """The template model for a master and its minions (NIC's generateNginxCfgForMergeableIngresses).
 
     Raises AnnotationError for invalid annotation values of the master; a minion with invalid values is left
@@ -698,7 +744,8 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
     warnings: list[str] = []
     if removed:
         warnings.append(f"a master Ingress cannot have the annotation(s) {', '.join(removed)}; ignored")
-    parts = _build(master, static, config_params, m_annotations, warnings, replicas=replicas)
+    parts = _build(master, static, config_params, m_annotations, warnings, replicas=replicas,
+                   proxy_defaults=proxy_defaults)
     b = parts.builder
     spec = _dict(master.ingress.get("spec"))
     hosts = [sp.host for sp in parts.servers]
@@ -729,6 +776,9 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
                 for loc, is_exact in sp.locations.values():
                     # keepalive comes from the master only (one value per file in NIC).
                     loc = dataclasses.replace(loc, keepalive=master_keepalive > 0)
+                    inherits = _inherits(loc, proxy_defaults, b.params.server_snippets)
+                    if inherits != loc.inherits_proxy_defaults:
+                        loc = dataclasses.replace(loc, inherits_proxy_defaults=inherits)
                     if _put_location(locations, loc, is_exact):
                         used.add(loc.upstream)
                     else:

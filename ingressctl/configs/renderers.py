@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from ingressctl.configs.config import ProxyDefaults
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.ingress import (
     catch_all_upstream,
@@ -39,6 +40,8 @@ class RenderContext:
     templates: TemplateExecutor
     replicas: int = 1
     catch_all: str = ""     # the class-wide catch-all's upstream ("" without one)
+    # What nginx.conf declares at the http level (None: a custom main template, which may not)
+    proxy_defaults: ProxyDefaults | None = None
 
 
 @dataclass
@@ -50,6 +53,8 @@ class Rendered:
     warnings: list[str]
     zone_bytes: int = 0
     child_warnings: dict[str, list[str]] = field(default_factory=dict)
+    # host -> PEM path of the servers whose certificate is loaded at handshakes (configs.certificate_map)
+    certificates: dict[str, str] = field(default_factory=dict)
 
 
 class Renderer(Protocol):
@@ -86,7 +91,8 @@ class IngressRenderer:
     def render(self, resource: object, ctx: RenderContext) -> Rendered:
         if isinstance(resource, MergeableIngresses):
             result = generate_nginx_config_for_mergeable(
-                resource, ctx.static, ctx.config, replicas=ctx.replicas, to_catch_all=bool(ctx.catch_all))
+                resource, ctx.static, ctx.config, replicas=ctx.replicas, to_catch_all=bool(ctx.catch_all),
+                proxy_defaults=ctx.proxy_defaults)
             warnings = list(result.warnings)
             for minion_key, ws in result.minion_warnings.items():
                 warnings.extend(f"minion {minion_key}: {w}" for w in ws)
@@ -94,12 +100,14 @@ class IngressRenderer:
             child = {k: list(v) for k, v in result.minion_warnings.items()}
         elif isinstance(resource, IngressEx):
             cfg, warnings = generate_nginx_config(resource, ctx.static, ctx.config, replicas=ctx.replicas,
-                                                  to_catch_all=bool(ctx.catch_all))
+                                                  to_catch_all=bool(ctx.catch_all),
+                                                  proxy_defaults=ctx.proxy_defaults)
             child = {}
         else:
             raise TypeError(f"not an Ingress resource: {type(resource).__name__}")
         text = ctx.templates.execute_ingress_template(cfg)
-        return Rendered(text, warnings, sum(u.zone_bytes() for u in cfg.upstreams), child)
+        certificates = {s.name: s.ssl_certificate for s in cfg.servers if s.certificate_per_handshake}
+        return Rendered(text, warnings, sum(u.zone_bytes() for u in cfg.upstreams), child, certificates)
 
     def catch_all(self, resource: object) -> str:
         """A regular Ingress without rules that owns the catch-all names its defaultBackend's upstream."""

@@ -29,6 +29,8 @@ MIN_VERSIONS: dict[str, tuple[tuple[int, ...], str]] = {
     "sticky_cookie": ((1, 29, 6), "sticky cookie"),
     "http2_directive": ((1, 25, 1), "http2 on"),
     "stream_server_name": ((1, 25, 5), "stream server_name"),
+    # certificates and keys loaded through variables (at handshakes), cached
+    "ssl_certificate_cache": ((1, 27, 4), "ssl_certificate_cache"),
 }
 
 # Modules: feature -> (NGINX module name, built-in configure flag, dynamic module file or "", directive).

@@ -21,8 +21,8 @@ Guarantees:
   and temp paths all live under run_dir (created 0755). Certificates are read by the master process, so
   0600 secrets owned by the controller's user work even when workers run as `nobody`. Files workers read at
   request time (htpasswd, written 0644) work too: the secrets dir is 0711, traversable but not listable.
-  The conf dir's own parents must be traversable by the worker user. (Certificates loaded per request
-  through variables are read by workers and would have to be readable by the worker user.)
+  The conf dir's own parents must be traversable by the worker user. Certificates loaded at handshakes
+  (through a variable) are read by workers: `create_secret(owner=<the worker uid>)` gives them the file.
 
 What the main config (the configs package's nginx.conf.j2) must contain; `RuntimePaths` gives every path
 and `main_directives()` / `http_directives()` render the required directives:
@@ -314,10 +314,11 @@ def _check_path(kind: str, path: str) -> str:
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _atomic_write(path: str, data: bytes, mode: int) -> os.stat_result:
-    """Write `.<name>.tmp` (created with `mode`, chmod'ed to exactly it before any byte) and rename it over
-    `path`; the written file's stat. Callers hold the files lock, so the temp name is ours; one left by a
-    process killed mid-write is replaced. Plain syscalls: at 10,000 files, mkstemp alone cost seconds."""
+def _atomic_write(path: str, data: bytes, mode: int, owner: int | None = None) -> os.stat_result:
+    """Write `.<name>.tmp` (created with `mode`, chmod'ed to exactly it and given to the uid `owner` before
+    any byte) and rename it over `path`; the written file's stat. Callers hold the files lock, so the temp
+    name is ours; one left by a process killed mid-write is replaced. Plain syscalls: at 10,000 files,
+    mkstemp alone cost seconds."""
     directory, base = os.path.split(path)
     tmp = os.path.join(directory, f".{base}.tmp")
     try:
@@ -328,6 +329,8 @@ def _atomic_write(path: str, data: bytes, mode: int) -> os.stat_result:
     try:
         try:
             os.fchmod(fd, mode)  # the umask may have narrowed it
+            if owner is not None:
+                os.fchown(fd, owner, -1)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
@@ -487,14 +490,18 @@ class Manager:
                 names.append(name)
         return names
 
-    def create_secret(self, name: str, content: bytes | str, mode: int = 0o600) -> str:
-        """Write secrets/<name> atomically with `mode` (never more open meanwhile); returns the path."""
+    def create_secret(self, name: str, content: bytes | str, mode: int = 0o600,
+                      owner: int | None = None) -> str:
+        """Write secrets/<name> atomically with `mode` (never more open meanwhile) and, when given, owned by
+        the uid `owner` (a file NGINX's workers read); returns the path."""
         path = self.secret_path(name)
         data = content.encode() if isinstance(content, str) else content
-        if not self._write_if_changed(path, data, mode):
+        if not self._write_if_changed(path, data, mode, owner):
             st = os.stat(path)
             if stat.S_IMODE(st.st_mode) != mode:
                 os.chmod(path, mode)
+            if owner is not None and st.st_uid != owner:
+                os.chown(path, owner, -1)
         return path
 
     def delete_secret(self, name: str) -> None:
@@ -505,12 +512,12 @@ class Manager:
         except OSError as e:
             log.warning("failed to delete secret file", path=path, error=str(e))
 
-    def _write_if_changed(self, path: str, data: bytes, mode: int) -> bool:
+    def _write_if_changed(self, path: str, data: bytes, mode: int, owner: int | None = None) -> bool:
         digest = _digest(data)
         with self._files_lock:
             if self._digest_locked(path) == digest:
                 return False
-            st = _atomic_write(path, data, mode)
+            st = _atomic_write(path, data, mode, owner)
             self._cache[path] = _Cached(digest, st.st_ino, st.st_size, st.st_mtime_ns)
             return True
 

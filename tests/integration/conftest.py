@@ -4,6 +4,7 @@ certificate) and `kubectl`. The harness they build is tests/integration/harness.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from tests.webhooks import Kubectl, WebhookCert, webhook_cert
 @pytest.fixture
 def env() -> Iterator[Env]:
     tmp = tempfile.mkdtemp(prefix="ic-env-", dir="/tmp")
+    os.chmod(tmp, 0o711)  # NGINX's workers (`nobody` under root) read files under it, as in a deployment
     e = Env(tmp)
     try:
         yield e

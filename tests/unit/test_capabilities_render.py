@@ -54,7 +54,9 @@ def test_debian_and_wheel_builds() -> None:
         "does not have; the gunzip directive is left out")
     assert not debian.has("njs") and not wheel.has("stub_status") and not wheel.has("otel")
     assert wheel.features() == {"add_header_inherit", "sticky_cookie", "http2_directive",
-                                "stream_server_name", "auth_request", "http2", "realip", "njs"}
+                                "stream_server_name", "ssl_certificate_cache", "auth_request", "http2",
+                                "realip", "njs"}
+    assert not debian.has("ssl_certificate_cache")
     assert debian.features() == debian.modules
     with pytest.raises(KeyError):
         wheel.missing("no-such-feature")

@@ -261,8 +261,11 @@ def test_update_config_rerenders_masters() -> None:
     c, m = configurator()
     c.add_or_update_mergeable_ingress(shop(1))
     c.reload_if_needed()
-    c.update_config(ConfigParams(proxy_read_timeout="3s"), [], [shop(1)])
-    assert "proxy_read_timeout 3s;" in m.files["default-shop"]
+    c.update_config(ConfigParams(proxy_read_timeout="3s", client_max_body_size="3m"), [], [shop(1)])
+    # A ConfigMap proxy setting every location shares is declared once in nginx.conf; the others are per
+    # location: the master's file is rendered again.
+    assert "client_max_body_size 3m;" in m.files["default-shop"]
+    assert "proxy_read_timeout 3s;" in m.main and "proxy_read_timeout" not in m.files["default-shop"]
     assert c.reload_if_needed().reloaded
 
 

@@ -143,6 +143,22 @@ def test_secret_mode_and_atomic_replace(mgr: Manager) -> None:
     mgr.delete_secret("default-tls")                        # missing: no error
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_secret_for_nginx_workers_belongs_to_their_user(mgr: Manager) -> None:
+    import pwd
+
+    nobody = pwd.getpwnam("nobody").pw_uid
+    path = mgr.create_secret("default-tls", b"PEM", owner=nobody)
+    assert os.stat(path).st_uid == nobody and mode_of(path) == 0o600
+    mgr.create_secret("default-tls", b"PEM")                  # unchanged, no owner asked: left as it is
+    assert os.stat(path).st_uid == nobody
+    os.chown(path, 0, -1)
+    mgr.create_secret("default-tls", b"PEM", owner=nobody)    # same bytes, other owner: owner fixed
+    assert os.stat(path).st_uid == nobody
+    mgr.create_secret("default-tls", b"PEM2", owner=nobody)   # rewritten: owned before any byte is in it
+    assert os.stat(path).st_uid == nobody and Path(path).read_bytes() == b"PEM2"
+
+
 def test_temp_file_is_never_more_open_than_the_final_mode(mgr: Manager,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     modes: list[int] = []
