@@ -163,7 +163,8 @@ class Reporter:
 
     def report(self, applied: list[Applied], *, defer_status: bool) -> None:
         """Events for each applied resource (NIC 2.5), then status (now, or deferred to the start-up
-        flush)."""
+        flush). A custom resource NGINX refused gets its Invalid status too (NIC's
+        AddedOrUpdatedWithError state); an Ingress keeps its last status."""
         for a in applied:
             res = a.resource
             keys = keys_of(res)
@@ -174,8 +175,8 @@ class Reporter:
             for ck, child in res.children():
                 child_ws = a.child_warnings.get(ck.ns_name, [])
                 self.event(child, ck.kind, *self._added(ck.kind, ck.ns_name, child_ws, [], a.error))
-            if a.error:
-                continue
+            if a.error and self._style(kind) is None:
+                continue    # NIC writes no Ingress status for a configuration NGINX refused
             if defer_status:
                 self._deferred.extend(keys)
             elif self._is_ready():
