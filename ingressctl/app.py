@@ -309,6 +309,7 @@ class App:
         s = self.settings
         if not s.controller.enable_custom_resources:
             return []
+        from ingressctl.app_stream import forbidden_ports
         from ingressctl.controller.policy_kind import PolicyStore
 
         self._policy_store = PolicyStore()    # unbound until Policies are served: every reference missing
@@ -318,6 +319,7 @@ class App:
             virtualserver_kind_factory,
             virtualserverroute_kind_factory,
         )
+        from ingressctl.controller.vs_pods import pod_kind_factory
         from ingressctl.k8s.client import ApiError
 
         namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
@@ -335,8 +337,11 @@ class App:
             self._policy_store = store
             try:
                 template = s.nginx.virtualserver_template_path
-                kinds = [virtualserver_kind_factory(self.client, template_path=template, policies=store),
-                         virtualserverroute_kind_factory(self.client), *policy]
+                # The GlobalConfiguration is watched with the TransportServers (its listeners serve both).
+                gc = (s.controller.global_configuration or "") if self._serve_transportservers else ""
+                vs = virtualserver_kind_factory(self.client, template_path=template, policies=store,
+                                                global_configuration=gc, forbidden_ports=forbidden_ports(s))
+                kinds = [vs, virtualserverroute_kind_factory(self.client), pod_kind_factory(), *policy]
             except TemplateError as e:
                 raise StartupError(f"invalid template: {e}") from e
         if not self._serve_transportservers:

@@ -212,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the port TLS passthrough owns; HTTPS servers are reached behind it (default 443)")
     k.add_argument("--global-configuration", type=_namespaced_name,
                    help="<namespace>/<name> of the GlobalConfiguration defining the TransportServer "
-                        "listeners (needs --enable-custom-resources)")
+                        "listeners and the VirtualServer `spec.listener` HTTP listeners (needs "
+                        "--enable-custom-resources)")
     _flag(k, "--enable-leader-election", True, "elect one replica to write status, using a Lease")
     k.add_argument("--leader-election-lock-name", default="nginx-ingress-leader-election",
                    help="name of the Lease in POD_NAMESPACE")

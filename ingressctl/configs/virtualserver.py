@@ -20,17 +20,21 @@ Guarantees:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ingressctl.configs import parsing
+from ingressctl.configs.config import Upstream, UpstreamServer
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.directive_values import StickyCookie
 from ingressctl.configs.ingress_ex import SecretReference
 from ingressctl.configs.policy import PolicyLocation, ResolvedPolicy
 from ingressctl.configs.policy_ext import policy_context_params
 from ingressctl.configs.policy_vs import VSPolicies
+from ingressctl.configs.transportserver import Listener
 from ingressctl.configs.vs_newer_nginx import NewerDirectives
 from ingressctl.keys import ResourceKey
 
@@ -40,7 +44,19 @@ VS_TYPES = ("total",)
 
 _DEFAULT_HEADERS = (("X-Real-IP", "$remote_addr"), ("X-Forwarded-For", "$proxy_add_x_forwarded_for"),
                     ("X-Forwarded-Host", "$host"), ("X-Forwarded-Port", "$server_port"))
+# The codes NGINX's errors map to gRPC statuses in gRPC locations (the template's GRPC_ERROR_PAGES).
+GRPC_ERROR_CODES = frozenset({400, 401, 403, 404, 405, 408, 413, 414, 415, 426, 429, 495, 496, 497, 500, 501,
+                              502, 503, 504})
 _MAP_SPECIAL = ("default", "hostnames", "include", "volatile")
+
+
+@dataclass(frozen=True)
+class CustomListeners:
+    """A VirtualServer's `spec.listener` resolved against the GlobalConfiguration: the server listens only on
+    the sides that resolved (NIC)."""
+
+    http: Listener | None = None
+    https: Listener | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +68,8 @@ class VirtualServerEx:
                                                  # upstreams under `vsr_endpoints_key`
     tls_secret: SecretReference | None = None    # None: no spec.tls.secret
     vsrs: list[dict[str, Any]] = field(default_factory=list)   # the VirtualServerRoutes delegated to
+    route_vsrs: dict[int, list[str]] = field(default_factory=dict)   # route index -> its VSRs' "ns/name"
+    listeners: CustomListeners | None = None     # None: no `spec.listener` (the default ports)
     policies: Mapping[str, ResolvedPolicy] = field(default_factory=dict)   # "ns/name" -> resolved Policy
     policy_endpoints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)   # externalAuth Services
 
@@ -69,20 +87,14 @@ class VirtualServerEx:
 
 
 @dataclass(frozen=True)
-class UpstreamServer:
-    address: str
-    max_fails: int = 1
-    fail_timeout: str = "10s"
-    max_conns: int = 0
-
-
-@dataclass(frozen=True)
 class VSUpstream:
     name: str
     servers: list[UpstreamServer]
     lb_method: str = ""
     keepalive: int = 0
     sticky: StickyCookie | None = None   # sessionCookie, only on an NGINX with OSS `sticky cookie`
+    zone: str = ""                       # the shared upstream zone ("" with ConfigMap upstream-zone-size 0)
+    zone_bytes: int = 0                  # what this upstream reserves in it
 
 
 @dataclass(frozen=True)
@@ -134,6 +146,8 @@ class VSLocation:
     buffering: bool = True
     buffers: str = ""
     buffer_size: str = ""
+    busy_buffers_size: str = ""          # NIC 5.2+ (HTTP upstreams only)
+    client_body_buffer_size: str = ""    # NIC 5.3+
     set_headers: list[Header] = field(default_factory=list)
     pass_request_headers: bool = True
     hide_headers: list[str] = field(default_factory=list)
@@ -160,9 +174,8 @@ class NamedReturn:
 @dataclass
 class VSServer:
     server_name: str
-    http_port: int
-    https_port: int
-    disable_ipv6: bool
+    http_listens: list[str]              # `listen` addresses of plain HTTP
+    https_listens: list[str]             # `listen` addresses with `ssl` (used only when `ssl`)
     namespace: str
     name: str
     ssl: bool = False
@@ -177,6 +190,7 @@ class VSServer:
     policy_lines: list[str] = field(default_factory=list)                    # complete, safe directives
     policy_locations: list[PolicyLocation] = field(default_factory=list)
     catch_all_404: bool = True           # no route for "/": unrouted requests get 404 (not a static file)
+    grpc_errors: bool = False            # TLS with HTTP/2 and a gRPC location: NGINX errors as gRPC statuses
     snippets: list[str] = field(default_factory=list)
     locations: list[VSLocation] = field(default_factory=list)
     named_returns: list[NamedReturn] = field(default_factory=list)
@@ -216,6 +230,13 @@ def unescape(value: Any) -> str:
     """A user string as NGINX reads NIC's rendering of it: validation requires every `"` to be escaped as
     `\\"`; the template's quoting escapes again, so the escapes are undone first."""
     return re.sub(r'\\(["\\])', r"\1", str(value or ""))
+
+
+def service_ref(namespace: str, service: str) -> tuple[str, str]:
+    """An upstream's `service` as (namespace, name): `name` is in the resource's namespace, `ns/name` in
+    `ns`."""
+    ns, _, name = service.rpartition("/")
+    return (ns or namespace), name
 
 
 def vsr_endpoints_key(namespace: str, name: str, upstream: str) -> str:
@@ -318,19 +339,20 @@ class _Generator:
             if u.get("use-cluster-ip") or lb == "round_robin":
                 lb = ""
             keepalive = int(u.get("keepalive", c.keepalive))
+            # In the shared zone, as the Ingresses' upstreams: their peers can then change without a reload.
+            zoned = Upstream(name, tuple(servers), zone_size=c.upstream_zone_size)
             out.append(VSUpstream(name, servers, lb, keepalive,
-                                  sticky=self.newer.sticky(self.upstream_labels[name], u)))
+                                  sticky=self.newer.sticky(self.upstream_labels[name], u),
+                                  zone=zoned.zone, zone_bytes=zoned.zone_bytes()))
         return out
 
     # -------------------------------------------------------------------------------------- routes
 
     def _route_path(self, path: str) -> tuple[str, str]:
-        if path.startswith("~*"):
-            return "~*", path[2:].lstrip(" ")
-        if path.startswith("~"):
-            return "~", path[1:].lstrip(" ")
-        if path.startswith("="):
-            return "=", path[1:].lstrip(" ")
+        """The location's modifier and path (NIC 5.5 normalises `= /x`, `^~ /x`, `~ re` alike)."""
+        for modifier in ("^~", "~*", "~", "="):
+            if path.startswith(modifier):
+                return modifier, path[len(modifier):].lstrip(" \t")
         return "", path
 
     def _error_pages(self, pages: list[Any]) -> list[tuple[str, str, str]]:
@@ -384,7 +406,7 @@ class _Generator:
         up_name = scope.get(str(action.get("pass") or proxy.get("upstream") or ""), "")
         u = self.upstreams.get(up_name, {})
         c = self.config
-        loc.service = str(u.get("service") or "")
+        loc.service = service_ref(self.ns, str(u.get("service") or ""))[1]
         loc.grpc = u.get("type") == "grpc"
         keepalive = int(u.get("keepalive", c.keepalive))
         loc.keepalive = keepalive > 0
@@ -396,6 +418,10 @@ class _Generator:
         buffers = _d(u.get("buffers"))
         loc.buffers = f"{buffers['number']} {buffers['size']}" if buffers else c.proxy_buffers
         loc.buffer_size = str(u.get("buffer-size") or c.proxy_buffer_size)
+        loc.busy_buffers_size = str(u.get("busy-buffers-size") or "")
+        loc.client_body_buffer_size = str(u.get("client-body-buffer-size") or "")
+        if not loc.grpc:
+            self._check_buffers(loc, up_name)
         loc.next_upstream = str(u.get("next-upstream") or "error timeout")
         loc.next_upstream_timeout = str(u.get("next-upstream-timeout") or "0s")
         loc.next_upstream_tries = int(u.get("next-upstream-tries") or 0)
@@ -464,6 +490,83 @@ class _Generator:
             self.locations.append(self._action_location(modifier, plain, _d(route["action"]), route,
                                                         internal=False, **kw))
 
+    def _route_vsrs(self, i: int, route: Mapping[str, Any], vsrs: Mapping[str, Any]) -> list[str]:
+        """The VirtualServerRoutes route `i` delegates to: as the Configuration attached them, or, for a
+        `VirtualServerEx` built without that map, the one its `route` names when it is given."""
+        if self.ex.route_vsrs:
+            return [k for k in self.ex.route_vsrs.get(i, []) if k in vsrs]
+        ref = str(route.get("route") or "")
+        key = ref if "/" in ref else f"{self.ns}/{ref}"
+        return [key] if ref and key in vsrs else []
+
+    def _add_vsr(self, route: Mapping[str, Any], vsr: Mapping[str, Any]) -> None:
+        """The subroutes a VirtualServer route delegates to (by `route` or `routeSelector`): all of them under
+        a prefix path; under a regex or exact path the one with that path (regex routes may share a
+        VirtualServerRoute, each serving its own subroute)."""
+        meta, vsr_spec = _d(vsr.get("metadata")), _d(vsr.get("spec"))
+        vsr_key = (str(meta.get("namespace")), str(meta.get("name")))
+        scope = self._register(_l(vsr_spec.get("upstreams")), vsr_key)
+        modifier, plain = self._route_path(str(route.get("path") or ""))
+        # NIC: the delegating route's error pages, snippets and policies reach subroutes without theirs.
+        inherited = {k: route[k] for k in _INHERITED_ROUTE_FIELDS if route.get(k)}
+        for subroute in _l(vsr_spec.get("subroutes")):
+            sd = _d(subroute)
+            own = self._route_path(str(sd.get("path") or ""))
+            if modifier in ("~", "~*", "=") and own != (modifier, plain):
+                continue
+            self.add_route({**inherited, **sd}, scope, vsr_key, route.get("policies"))
+
+    def _check_buffers(self, loc: VSLocation, upstream: str) -> None:
+        """NGINX refuses some combinations of `buffers`, `buffer-size` and `busy-buffers-size`: with
+        -enable-directive-autoadjust they are rebalanced (NIC 5.2+), otherwise left out (NGINX's defaults
+        apply), each time with a warning per upstream."""
+        page = os.sysconf("SC_PAGESIZE") if hasattr(os, "sysconf") else 4096
+        problem = parsing.buffers_problem(loc.buffers, loc.buffer_size, "", page,
+                                          proxy_busy_buffers_size=loc.busy_buffers_size)
+        if not problem:
+            return
+        if self.static.enable_directive_autoadjust:
+            loc.buffers, loc.buffer_size, loc.busy_buffers_size, _ = parsing.balance_proxy_buffers(
+                loc.buffers, loc.buffer_size, loc.busy_buffers_size, "", page)
+            warning = f"the proxy buffers of upstream {upstream} were adjusted ({problem})"
+        else:
+            loc.buffers = loc.buffer_size = loc.busy_buffers_size = ""
+            warning = (f"the proxy buffers of upstream {upstream} are ignored (NGINX would refuse them: "
+                       f"{problem})")
+        if warning not in self.warnings:
+            self.warnings.append(warning)
+
+    def _grpc_error_page_warnings(self) -> None:
+        """NIC: in gRPC locations NGINX's errors become gRPC statuses; error pages for those codes are
+        ignored, with a warning."""
+        for loc in self.locations:
+            if not loc.grpc or not loc.error_pages:
+                continue
+            used = {int(c) for codes, _, _ in loc.error_pages for c in codes.split()}
+            codes = " ".join(str(c) for c in sorted(used & GRPC_ERROR_CODES))
+            if codes:
+                upstream = loc.proxy_pass.split("://", 1)[-1]
+                self.warnings.append(f"The error page configuration for the upstream {upstream} is ignored "
+                                     f"for status code(s) [{codes}], which cannot be used for GRPC "
+                                     "upstreams.")
+
+    def _listens(self) -> tuple[list[str], list[str]]:
+        """The HTTP and HTTPS `listen` addresses: the default ports, or only the resolved custom listeners."""
+        static = self.static
+        custom = self.ex.listeners
+
+        def addresses(port: int, ipv4: str = "", ipv6: str = "") -> list[str]:
+            out = [f"{ipv4}:{port}" if ipv4 else str(port)]
+            if not static.disable_ipv6:
+                out.append(f"[{ipv6 or '::'}]:{port}")
+            return out
+
+        if custom is None:
+            return addresses(static.http_port), addresses(static.https_port)
+        http = addresses(custom.http.port, custom.http.ipv4, custom.http.ipv6) if custom.http else []
+        https = addresses(custom.https.port, custom.https.ipv4, custom.https.ipv6) if custom.https else []
+        return http, https
+
     def _splits(self, route: Mapping[str, Any], splits: list[Any], kw: dict[str, Any]) -> str:
         i = self.splits_count
         self.splits_count += 1
@@ -524,25 +627,17 @@ class _Generator:
         self.warnings.extend(w for w in spec_policies.warnings if w not in self.warnings)
         vsrs = {f"{_d(v.get('metadata')).get('namespace')}/{_d(v.get('metadata')).get('name')}": v
                 for v in self.ex.vsrs}
-        for route in _l(spec.get("routes")):
+        for i, route in enumerate(_l(spec.get("routes"))):
             rd = _d(route)
-            if not rd.get("route"):
+            if not rd.get("route") and not rd.get("routeSelector"):
                 self.add_route(rd, self.vs_scope)
                 continue
-            vsr_ref = str(rd["route"])
-            vsr = vsrs.get(vsr_ref if "/" in vsr_ref else f"{self.ns}/{vsr_ref}")
-            if vsr is None:     # missing or unfit: the VirtualServer's warning says so; not served
-                continue
-            meta, vsr_spec = _d(vsr.get("metadata")), _d(vsr.get("spec"))
-            scope = self._register(_l(vsr_spec.get("upstreams")),
-                                   (str(meta.get("namespace")), str(meta.get("name"))))
-            # NIC: the delegating route's error pages, snippets and policies reach subroutes without theirs.
-            inherited = {k: rd[k] for k in _INHERITED_ROUTE_FIELDS if rd.get(k)}
-            vsr_key = (str(meta.get("namespace")), str(meta.get("name")))
-            for subroute in _l(vsr_spec.get("subroutes")):
-                self.add_route({**inherited, **_d(subroute)}, scope, vsr_key, rd.get("policies"))
-        server = VSServer(server_name=str(spec.get("host") or ""), http_port=static.http_port,
-                          https_port=static.https_port, disable_ipv6=static.disable_ipv6, namespace=self.ns,
+            # Missing or unfit VirtualServerRoutes are not listed: the VirtualServer's warning says so.
+            for vsr_key in self._route_vsrs(i, rd, vsrs):
+                self._add_vsr(rd, vsrs[vsr_key])
+        http_listens, https_listens = self._listens()
+        server = VSServer(server_name=str(spec.get("host") or ""), http_listens=http_listens,
+                          https_listens=https_listens, namespace=self.ns,
                           name=self.name, server_tokens=c.server_tokens,
                           return_500=bool(spec_policies.error), policy_lines=spec_policies.server,
                           http2=c.http2, http2_directive=static.capabilities.has("http2_directive"),
@@ -575,6 +670,9 @@ class _Generator:
             if u.get("type") == "grpc" and not (server.ssl and c.http2):
                 self.warnings.append(f"gRPC cannot be configured for upstream {name}. gRPC requires enabled "
                                      "HTTP/2 and TLS termination.")
+        server.grpc_errors = server.ssl and c.http2 and any(loc.grpc for loc in self.locations)
+        if server.grpc_errors:
+            self._grpc_error_page_warnings()
         http_snippets = _lines(spec.get("http-snippets")) if static.enable_snippets else []
         return VSConfig(self.build_upstreams(), self.split_clients, self.maps, http_snippets, server,
                         policy_http=self.policies.http,

@@ -83,6 +83,10 @@ class ConfigurationKind(Protocol):
 
     def child_problem(self, entry: Entry) -> ConfigurationProblem: ...
 
+    # Optional, for NIC's custom-resource wording: `rejected_message(key, detail) -> str` (the Rejected text
+    # for "with error: ..."), `host_taken_message(taken) -> str` (the problem of a resource that lost its
+    # host).
+
 
 @dataclass
 class ResourceChange:
@@ -202,8 +206,10 @@ class Configuration:
                     change.error = errors
                     break
             else:
+                rejected = getattr(model, "rejected_message", None)
+                message = rejected(key.ns_name, f"with error: {errors}") if callable(rejected) else errors
                 problems.append(ConfigurationProblem(obj=obj, is_error=True, reason=REASON_REJECTED,
-                                                     message=errors, key=key))
+                                                     message=message, key=key))
         return changes, problems
 
     def delete(self, key: ResourceKey) -> Changes:
@@ -440,7 +446,8 @@ class Configuration:
                 return ConfigurationProblem(e.obj, False, REASON_REJECTED, message, key=key)
             taken = {h: (o.ns_name, self.api_kind(o)) if (o := self._hosts.get(h)) else None
                      for h in e.hosts}
-            message = all_hosts_taken_message(taken)
+            taken_message = getattr(self._kinds[key.kind], "host_taken_message", None)
+            message = taken_message(taken) if callable(taken_message) else all_hosts_taken_message(taken)
             return ConfigurationProblem(e.obj, False, REASON_REJECTED, message, key=key)
         return None
 

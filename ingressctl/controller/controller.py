@@ -402,8 +402,11 @@ class LoadBalancerController:
         svc = self.get_object("services", key)
         if key == self._external_service_key:
             self.status.save_status_from_external_service(svc)
-            if self._ready.is_set() and self.status.report_status_enabled():
-                self.status_writers.bulk_update(self.status_keys())
+            if self._ready.is_set():
+                # Ingress status needs --report-ingress-status; custom resources' externalEndpoints only
+                # leadership (their writers gate themselves), as NIC.
+                self.status_writers.bulk_update([k for k in self.status_keys()
+                                                 if self.status_writers.report_status_enabled_for(k)])
         if not self._rendering():
             return
         resources = self._service_users(ns, name)

@@ -51,6 +51,26 @@ def all_hosts_taken_message(taken: Mapping[str, tuple[str, str] | None]) -> str:
     return f"{MESSAGE_ALL_HOSTS_TAKEN}: {details}" if details else MESSAGE_ALL_HOSTS_TAKEN
 
 
+HOST_TAKEN = "Host is taken by another resource"
+
+
+class CustomResourceMessages:
+    """NIC's wording for a custom resource's Rejected events and problems (VirtualServer, VirtualServerRoute,
+    TransportServer): a kind's Configuration part inherits it."""
+
+    api_kind = ""
+
+    def rejected_message(self, key: str, detail: str) -> str:
+        """"VirtualServer ns/name was rejected with error: ..." (or "... with warning(s): ...")."""
+        return f"{self.api_kind} {key} was rejected {detail}"
+
+    def host_taken_message(self, taken: Mapping[str, tuple[str, str] | None]) -> str:
+        """NIC's "Host is taken by another resource", followed by the resource (name, kind) holding it."""
+        details = ", ".join(f"{host_label(h)} by {w[1]} {w[0]}" if w else host_label(h)
+                            for h, w in taken.items())
+        return f"{HOST_TAKEN}: {details}" if details else HOST_TAKEN
+
+
 class Resource(Protocol):
     """A configured resource of any kind (NIC's Resource interface)."""
 

@@ -58,6 +58,33 @@ def added_event(key: str, warnings: list[str], error: str) -> tuple[str, str, st
     return EVENT_NORMAL, REASON_ADDED_OR_UPDATED, msg
 
 
+def custom_resource_added_event(key: str, resource_warnings: list[str], other_warnings: list[str],
+                                error: str) -> tuple[str, str, str]:
+    """NIC's event for an added or updated custom resource (VirtualServer, VirtualServerRoute,
+    TransportServer): the resource's own warnings
+    ("with warning(s): w1; w2"), then the configurator's ("; with warning(s): ..."), then an apply error
+    ("; but was not applied: ..."); NIC's text keeps its trailing space when there is nothing to add."""
+    detail = ""
+    event_type, reason = EVENT_NORMAL, REASON_ADDED_OR_UPDATED
+    if resource_warnings:
+        detail = "with warning(s): " + "; ".join(resource_warnings)
+    if other_warnings:
+        detail = f"{detail}; with warning(s): " + "; ".join(other_warnings)
+    if resource_warnings or other_warnings:
+        event_type, reason = EVENT_WARNING, REASON_ADDED_OR_UPDATED_WITH_WARNING
+    if error:
+        detail = f"{detail}; but was not applied: {error}"
+        event_type, reason = EVENT_WARNING, REASON_ADDED_OR_UPDATED_WITH_ERROR
+    return event_type, reason, f"Configuration for {key} was added or updated {detail}"
+
+
+class MessageStyle(Protocol):
+    """A kind whose events use NIC's custom-resource wording (its Configuration model implements it)."""
+
+    def rejected_message(self, key: str, detail: str) -> str:
+        """The Rejected text for `detail` ("with error: ..." or "with warning(s): ...")."""
+
+
 def keys_of(resource: Resource) -> list[ResourceKey]:
     """The resource's key and its children's."""
     return [resource.key_with_kind, *(k for k, _ in resource.children())]
@@ -132,24 +159,24 @@ class Reporter:
             # A resource rendered earlier in a batch: report it now.
             obj = self._get_object(k)
             if obj is not None:
-                self.event(obj, k.kind, EVENT_WARNING, REASON_ADDED_OR_UPDATED_WITH_ERROR,
-                           f"Configuration for {k.ns_name} was added or updated; but was not applied: {err}")
+                self.event(obj, k.kind, *self._added(k.kind, k.ns_name, [], [], err))
 
     def report(self, applied: list[Applied], *, defer_status: bool) -> None:
         """Events for each applied resource (NIC 2.5), then status (now, or deferred to the start-up
-        flush)."""
+        flush). A custom resource NGINX refused gets its Invalid status too (NIC's
+        AddedOrUpdatedWithError state); an Ingress keeps its last status."""
         for a in applied:
             res = a.resource
             keys = keys_of(res)
             with self._lock:
                 self._status_keys.update(keys)
             kind = res.key_with_kind.kind
-            self.event(res.obj, kind, *added_event(res.key, a.warnings, a.error))
+            self.event(res.obj, kind, *self._added_event(a))
             for ck, child in res.children():
-                self.event(child, ck.kind, *added_event(ck.ns_name, a.child_warnings.get(ck.ns_name, []),
-                                                        a.error))
-            if a.error:
-                continue
+                child_ws = a.child_warnings.get(ck.ns_name, [])
+                self.event(child, ck.kind, *self._added(ck.kind, ck.ns_name, child_ws, [], a.error))
+            if a.error and self._style(kind) is None:
+                continue    # NIC writes no Ingress status for a configuration NGINX refused
             if defer_status:
                 self._deferred.extend(keys)
             elif self._is_ready():
@@ -161,7 +188,7 @@ class Reporter:
         for a in applied:
             if a.error:
                 res = a.resource
-                self.event(res.obj, res.key_with_kind.kind, *added_event(res.key, a.warnings, a.error))
+                self.event(res.obj, res.key_with_kind.kind, *self._added_event(a))
 
     def report_delete(self, ch: ResourceChange) -> None:
         """NIC's UpdateIngressStatusAndEventsOnDelete: only for a resource that still exists."""
@@ -176,8 +203,9 @@ class Reporter:
             msg = "with warning(s): " + "; ".join(res.warnings)
         else:
             return  # a class change: no event, no status change (NIC)
-        self.event(obj, key.kind, EVENT_WARNING, REASON_REJECTED,
-                   f"{res.key} was rejected: {msg}")
+        style = self._style(key.kind)
+        text = style.rejected_message(res.key, msg) if style is not None else f"{res.key} was rejected: {msg}"
+        self.event(obj, key.kind, EVENT_WARNING, REASON_REJECTED, text)
         if self._is_ready() and self.status.report_status_enabled_for(key):
             self._safe_status(self.status.clear, key)
 
@@ -186,6 +214,28 @@ class Reporter:
         for p in problems:
             self.event(p.obj, p.key.kind, EVENT_WARNING, p.reason, p.message)
             self._safe_status(self.status.clear, p.key)
+
+    def _style(self, kind: str) -> MessageStyle | None:
+        entry = self._kinds.get(kind)
+        model = entry.model if entry is not None else None
+        return model if callable(getattr(model, "rejected_message", None)) else None  # type: ignore[return-value]
+
+    def _added(self, kind: str, key: str, own: list[str], others: list[str],
+               error: str) -> tuple[str, str, str]:
+        """The added-or-updated event in the kind's wording (the Ingress's joins all warnings)."""
+        if self._style(kind) is None:
+            return added_event(key, own + others, error)
+        return custom_resource_added_event(key, own, others, error)
+
+    def _added_event(self, a: Applied) -> tuple[str, str, str]:
+        res = a.resource
+        own = list(res.warnings)
+        # The builders list the resource's own warnings first, then the configurator's.
+        others = a.warnings[len(own):] if a.warnings[:len(own)] == own else \
+            [w for w in a.warnings if w not in own]
+        if self._style(res.key_with_kind.kind) is None:
+            own, others = list(a.warnings), []
+        return self._added(res.key_with_kind.kind, res.key, own, others, a.error)
 
     def _safe_status(self, fn: Callable[[ResourceKey], bool], key: ResourceKey) -> None:
         try:

@@ -33,6 +33,7 @@ from ingressctl.controller.globalconfiguration import Listeners, parse_listeners
 from ingressctl.controller.handlers import resource_version, tombstone_key, unwrap
 from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
 from ingressctl.controller.model import Resource
+from ingressctl.controller.reporter import custom_resource_added_event
 from ingressctl.controller.status import safe_status_write
 from ingressctl.controller.task import Task
 from ingressctl.controller.ts_model import TransportServerConfiguration, TransportServerModel
@@ -79,6 +80,9 @@ class Controller(Protocol):
 
     @property
     def informers(self) -> Any: ...
+
+    @property
+    def kinds(self) -> Any: ...
 
 
 # ------------------------------------------------------------------------------------------ listeners
@@ -208,14 +212,10 @@ class TransportServerStatus:
         rkey = ResourceKey(TRANSPORTSERVER_KIND, key)
         res = self._lbc.configuration.get_resource(rkey)
         if res is not None:
-            rejected = self._lbc.configurator.rejected.get(rkey)
-            if rejected:
-                return STATE_INVALID, "AddedOrUpdatedWithError", \
-                    f"Configuration for {key} was added or updated; but was not applied: {rejected}"
-            if res.warnings:
-                return STATE_WARNING, "AddedOrUpdatedWithWarning", \
-                    f"Configuration for {key} was added or updated with warning(s): {'; '.join(res.warnings)}"
-            return STATE_VALID, "AddedOrUpdated", f"Configuration for {key} was added or updated"
+            rejected = self._lbc.configurator.rejected.get(rkey) or ""
+            _, reason, message = custom_resource_added_event(key, list(res.warnings), [], rejected)
+            state = STATE_INVALID if rejected else STATE_WARNING if res.warnings else STATE_VALID
+            return state, reason, message
         problem = self._lbc.configuration.host_problems().get(rkey)
         if problem is not None:
             return STATE_WARNING, "Rejected", problem.message
@@ -290,16 +290,21 @@ class GlobalConfigurationHandler:
         self._maybe(tombstone_key(obj) or object_key(unwrap(obj)))
 
 
-class _NoBuilder:
+class NoBuilder:
+    """The builder of a kind that only feeds other kinds (GlobalConfiguration, Pod)."""
+
+    def __init__(self, api_kind: str = "GlobalConfiguration") -> None:
+        self._api_kind = api_kind
+
     def apply(self, resource: Resource) -> Applied:
-        raise TypeError("a GlobalConfiguration is not a configuration resource")
+        raise TypeError(f"a {self._api_kind} is not a configuration resource")
 
     def forget(self, key: ResourceKey) -> None:
         pass
 
 
-class _NoStatus:
-    """GlobalConfigurations have no status (NIC)."""
+class NoStatus:
+    """The status writer of a kind without status (GlobalConfigurations have none, NIC)."""
 
     writes = 0
 
@@ -334,6 +339,10 @@ class GlobalConfigurationSync:
                                          f"GlobalConfiguration {key} was added or updated")
         for ts in self._lbc.informers.list(TRANSPORTSERVER_KIND):
             self._lbc.sync_resource(ResourceKey(TRANSPORTSERVER_KIND, object_key(ts)))
+        # VirtualServers' `spec.listener` names its HTTP listeners.
+        if "virtualserver" in self._lbc.kinds:
+            for vs in self._lbc.informers.list("virtualserver"):
+                self._lbc.sync_resource(ResourceKey("virtualserver", object_key(vs)))
 
 
 def globalconfiguration_kind(lbc: Controller, listeners: ListenerSource) -> ResourceKind:
@@ -343,5 +352,5 @@ def globalconfiguration_kind(lbc: Controller, listeners: ListenerSource) -> Reso
         return GlobalConfigurationHandler(enqueue, listeners.key)
 
     return ResourceKind(name=GLOBALCONFIGURATION_KIND, rt=GLOBALCONFIGURATIONS, handler=handler,
-                        builder=_NoBuilder(), status=_NoStatus(),
+                        builder=NoBuilder(), status=NoStatus(),
                         sync=GlobalConfigurationSync(lbc, listeners))

@@ -22,7 +22,7 @@ from typing import Any
 
 from ingressctl.configs.transportserver import TLS_PASSTHROUGH_LISTENER, TRANSPORTSERVER_KIND, Listener
 from ingressctl.controller.globalconfiguration import Listeners
-from ingressctl.controller.model import Claims, ConfigurationProblem, Entry, Resource
+from ingressctl.controller.model import Claims, ConfigurationProblem, CustomResourceMessages, Entry, Resource
 from ingressctl.controller.ts_validation import PROTOCOL_TLS_PASSTHROUGH, validate_transportserver
 from ingressctl.controller.validation import aggregate_message
 from ingressctl.keys import ResourceKey
@@ -72,7 +72,7 @@ def listener_ref(obj: Mapping[str, Any]) -> tuple[str, str]:
     return str(listener.get("name") or ""), str(listener.get("protocol") or "")
 
 
-class TransportServerModel:
+class TransportServerModel(CustomResourceMessages):
     """The TransportServer's `ConfigurationKind`."""
 
     kind = TRANSPORTSERVER_KIND
@@ -123,3 +123,11 @@ class TransportServerModel:
 
     def child_problem(self, entry: Entry) -> ConfigurationProblem:
         raise AssertionError("TransportServers have no children")
+
+    def rejected_message(self, key: str, detail: str) -> str:
+        """NIC: "TransportServer ns/name was rejected with error: ..."; a missing listener is its own problem
+        ("Listener X doesn't exist")."""
+        error = detail.removeprefix("with error: ")
+        if error.startswith("Listener "):
+            return error
+        return super().rejected_message(key, detail)

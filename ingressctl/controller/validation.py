@@ -213,6 +213,17 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     return errs
 
 
+def is_dns1123_label(value: str) -> list[str]:
+    errs = []
+    if len(value) > 63:
+        errs.append(max_len_error(63))
+    if not re.fullmatch(_DNS1123_LABEL_FMT, value):
+        errs.append(regex_error("a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                                "characters or '-', and must start and end with an alphanumeric character",
+                                _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
 def is_wildcard_dns1123_subdomain(value: str) -> list[str]:
     errs = []
     if len(value) > 253:

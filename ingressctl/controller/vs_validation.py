@@ -26,16 +26,25 @@ from ingressctl.controller.validation import (
     forbidden,
     invalid,
     is_dns1035_label,
+    is_dns1123_label,
     is_dns1123_subdomain,
     is_http_header_name,
     is_wildcard_dns1123_subdomain,
     not_supported,
     required,
 )
+from ingressctl.controller.vs_paths import CONTROL as _CONTROL
+from ingressctl.controller.vs_paths import ESCAPED as _ESCAPED
+from ingressctl.controller.vs_paths import (
+    as_dict,
+    as_list,
+    as_str,
+    modifier_category,
+    normalize_path,
+    validate_path,
+    vsr_reference_errors,
+)
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_PREFIX_PATH = re.compile(r"/[^\s{};\\]*")
-_ESCAPED = re.compile(r'([^"\\]|\\.)*')
 _VAR = re.compile(r"\$\{([^}]*)\}")
 _ARG_NAME = re.compile(r"[_A-Za-z0-9]+")
 _RETURN_TYPE = re.compile(r'[^"{};\\]*')
@@ -69,16 +78,7 @@ VAR_PREFIXES = ("arg_", "http_", "cookie_")
 PLUS_UPSTREAM_FIELDS = ("healthCheck", "slow-start", "queue", "ntlm", "backup", "backupPort")
 
 
-def _d(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def _l(v: Any) -> list[Any]:
-    return v if isinstance(v, list) else []
-
-
-def _s(v: Any) -> str:
-    return v if isinstance(v, str) else ""
+_d, _l, _s = as_dict, as_list, as_str
 
 
 def _control(field: str, value: str) -> list[FieldError]:
@@ -147,35 +147,50 @@ def validate_host(field: str, host: Any) -> list[FieldError]:
     return [invalid(field, host, m) for m in msgs]
 
 
-def validate_path(field: str, path: Any) -> list[FieldError]:
-    """prefix `/p`, exact `=/p`, regex `~re` / `~*re` (NIC's path forms)."""
-    if not isinstance(path, str) or not path:
-        return [required(field)]
-    if _CONTROL.search(path):
-        return [invalid(field, path, "must not contain control characters")]
-    if path.startswith("="):
-        if not _PREFIX_PATH.fullmatch(path[1:]):
-            return [invalid(field, path, "must start with / and must not include any whitespace character, "
-                                         "`{`, `}` or `;`")]
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+
+
+def _label_key_errors(key: str) -> list[str]:
+    """Kubernetes' qualified name (`[prefix/]name`)."""
+    prefix, _, name = key.rpartition("/")
+    msgs = [] if _LABEL_NAME.fullmatch(name) and len(name) <= 63 else [
+        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+        "alphanumeric character"]
+    if prefix or key.startswith("/"):
+        msgs += [f"prefix part {m}" for m in is_dns1123_subdomain(prefix)]
+    return msgs
+
+
+def _validate_labels(field: str, labels: Any, *, allow_empty_values: bool = True) -> list[FieldError]:
+    """A label map (upstream `subselector`, `routeSelector.matchLabels`): qualified-name keys, label
+    values."""
+    if labels in (None, {}):
         return []
-    if path.startswith("~"):
-        regex = path[2:] if path.startswith("~*") else path[1:]
-        errs: list[FieldError] = []
-        if not _ESCAPED.fullmatch(regex):
-            errs.append(invalid(field, path, 'a valid path must have all \'"\' escaped'))
-        try:
-            re.compile(regex)
-        except re.error as e:
-            errs.append(invalid(field, path, f"must be a valid regular expression: {e}"))
-        if regex.endswith("\\") and not regex.endswith("\\\\"):
-            errs.append(invalid(field, path, "must not end with a lone \\"))
-        return errs
-    if path.startswith("/"):
-        if not _PREFIX_PATH.fullmatch(path):
-            return [invalid(field, path, "must start with / and must not include any whitespace character, "
-                                         "`{`, `}` or `;`")]
-        return []
-    return [invalid(field, path, "must start with /, ~ or =")]
+    if not isinstance(labels, Mapping):
+        return [invalid(field, str(labels), "must be a map of labels")]
+    errs: list[FieldError] = []
+    for k, v in labels.items():
+        errs.extend(invalid(field, k, m) for m in _label_key_errors(str(k)))
+        value = v if isinstance(v, str) else ""
+        if not isinstance(v, str) or not _LABEL_VALUE.fullmatch(value) or len(value) > 63:
+            errs.append(invalid(f"{field}[{k}]", v, "a valid label must be an empty string or consist of "
+                                                   "alphanumeric characters, '-', '_' or '.', and must start "
+                                                   "and end with an alphanumeric character"))
+        elif not value and not allow_empty_values:
+            errs.append(required(f"{field}[{k}]", "label value must not be empty"))
+    return errs
+
+
+def _validate_service_name(field: str, service: str) -> list[FieldError]:
+    """NIC 5.3+: a Service of the resource's namespace (an RFC 1035 label) or `namespace/name` (the namespace
+    an RFC 1123 label)."""
+    if "/" not in service:
+        return [invalid(field, service, m) for m in is_dns1035_label(service)]
+    ns, _, name = service.partition("/")
+    errs = [invalid(field, service, f"namespace {m}") for m in is_dns1123_label(ns)]
+    errs.extend(invalid(field, service, m) for m in is_dns1035_label(name))
+    return errs
 
 
 def _validate_upstream(field: str, up: Mapping[str, Any]) -> list[FieldError]:
@@ -188,7 +203,7 @@ def _validate_upstream(field: str, up: Mapping[str, Any]) -> list[FieldError]:
     if not svc:
         errs.append(required(f"{field}.service"))
     else:
-        errs.extend(invalid(f"{field}.service", svc, m) for m in is_dns1035_label(str(svc)))
+        errs.extend(_validate_service_name(f"{field}.service", str(svc)))
     port = up.get("port")
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         errs.append(invalid(f"{field}.port", port, "must be between 1 and 65535, inclusive"))
@@ -203,6 +218,10 @@ def _validate_upstream(field: str, up: Mapping[str, Any]) -> list[FieldError]:
     errs.extend(_checked(f"{field}.client-max-body-size", up.get("client-max-body-size"),
                          parsing.parse_offset))
     errs.extend(_checked(f"{field}.buffer-size", up.get("buffer-size"), parsing.parse_size))
+    errs.extend(_checked(f"{field}.busy-buffers-size", up.get("busy-buffers-size"), parsing.parse_size))
+    errs.extend(_checked(f"{field}.client-body-buffer-size", up.get("client-body-buffer-size"),
+                         parsing.parse_size))
+    errs.extend(_validate_labels(f"{field}.subselector", up.get("subselector")))
     buffers = up.get("buffers")
     if buffers is not None:
         b = _d(buffers)
@@ -427,12 +446,21 @@ def validate_route(field: str, route: Mapping[str, Any], upstreams: set[str], *,
     errs = validate_path(f"{field}.path", route.get("path"))
     errs.extend(validate_add_header_inherit(f"{field}.add-header-inherit", route.get("add-header-inherit")))
     action, splits, delegate = route.get("action"), _l(route.get("splits")), route.get("route")
+    selector = route.get("routeSelector")
     matches = _l(route.get("matches"))
-    chosen = [k for k, v in (("action", action), ("splits", splits), ("route", delegate)) if v]
+    chosen = [k for k, v in (("action", action), ("splits", splits), ("route", delegate),
+                             ("routeSelector", selector)) if v]
     if delegate and not allow_route:
         errs.append(forbidden(f"{field}.route", "is not allowed in a subroute"))
+    if selector and not allow_route:
+        errs.append(forbidden(f"{field}.routeSelector", "is not allowed in a subroute"))
     if len(chosen) != 1:
-        errs.append(invalid(field, "", "must specify exactly one of: `action`, `splits` or `route`"))
+        errs.append(invalid(field, "", "must specify exactly one of: `action`, `splits`, `route` or "
+                                       "`routeSelector`"))
+    elif matches and chosen[0] in ("route", "routeSelector"):
+        errs.append(invalid(field, "", "must specify exactly one of: `action` or `splits` with `matches`"))
+    if selector is not None and allow_route:
+        errs.extend(_validate_route_selector(f"{field}.routeSelector", selector))
     if action:
         errs.extend(_validate_action(f"{field}.action", _d(action), upstreams))
     if splits:
@@ -464,6 +492,14 @@ def validate_route(field: str, route: Mapping[str, Any], upstreams: set[str], *,
     return errs
 
 
+def _validate_route_selector(field: str, selector: Any) -> list[FieldError]:
+    """NIC 5.4+: `matchLabels` non-empty, label-valid, no empty value (`matchExpressions` is ignored)."""
+    labels = _d(selector).get("matchLabels")
+    if not isinstance(labels, Mapping) or not labels:
+        return [required(f"{field}.matchLabels", "must specify at least one label")]
+    return _validate_labels(f"{field}.matchLabels", labels, allow_empty_values=False)
+
+
 def validate_upstreams(field: str, upstreams: list[Any]) -> tuple[list[FieldError], set[str]]:
     errs: list[FieldError] = []
     names: set[str] = set()
@@ -475,10 +511,6 @@ def validate_upstreams(field: str, upstreams: list[Any]) -> tuple[list[FieldErro
             errs.append(duplicate(f"{field}[{i}].name", name))
         names.add(name)
     return errs, names
-
-
-def _normalised(path: str) -> str:
-    return path.replace(" ", "") if path[:1] in ("=", "~") else path
 
 
 def validate_virtual_server(obj: Mapping[str, Any]) -> list[FieldError]:
@@ -501,6 +533,12 @@ def validate_virtual_server(obj: Mapping[str, Any]) -> list[FieldError]:
             errs.append(not_supported("spec.tls.redirect.basedOn", based, ["scheme", "x-forwarded-proto"]))
         if t.get("cert-manager"):
             errs.append(forbidden("spec.tls.cert-manager", "cert-manager support is not enabled"))
+    listener = spec.get("listener")
+    if listener is not None:
+        for side in ("http", "https"):
+            name = _d(listener).get(side)
+            if name not in (None, ""):
+                errs.extend(invalid(f"spec.listener.{side}", name, m) for m in is_dns1035_label(_s(name)))
     if _d(spec.get("externalDNS")).get("enable"):
         errs.append(forbidden("spec.externalDNS.enable", "external DNS support is not enabled"))
     if spec.get("dos"):
@@ -514,9 +552,11 @@ def validate_virtual_server(obj: Mapping[str, Any]) -> list[FieldError]:
         errs.extend(validate_route(f"spec.routes[{i}]", rd, upstreams))
         p = rd.get("path")
         if isinstance(p, str) and p:
-            if _normalised(p) in paths:
+            if normalize_path(p) in paths:
                 errs.append(duplicate(f"spec.routes[{i}].path", p))
-            paths.add(_normalised(p))
+            paths.add(normalize_path(p))
+    meta_ns = _s(_d(obj.get("metadata")).get("namespace"))
+    errs.extend(vsr_reference_errors(meta_ns, _l(spec.get("routes"))))
     for f in ("http-snippets", "server-snippets"):
         errs.extend(_control(f"spec.{f}", _s(spec.get(f)).replace("\n", "").replace("\t", "")))
     return errs
@@ -547,20 +587,10 @@ def validate_virtual_server_route(obj: Mapping[str, Any]) -> list[FieldError]:
         errs.extend(validate_route(f"spec.subroutes[{i}]", rd, upstreams, allow_route=False))
         p = rd.get("path")
         if isinstance(p, str) and p:
-            if _normalised(p) in paths:
+            if normalize_path(p) in paths:
                 errs.append(duplicate(f"spec.subroutes[{i}].path", p))
-            paths.add(_normalised(p))
+            paths.add(normalize_path(p))
+    if len({modifier_category(p) for p in paths}) > 1:
+        errs.append(invalid("spec.subroutes", ", ".join(sorted(paths)),
+                            "all subroutes must use the same path modifier type"))
     return errs
-
-
-def vsr_fit_errors(route_path: str, vsr: Mapping[str, Any]) -> list[str]:
-    """How a valid VirtualServerRoute fails the VirtualServer route delegating `route_path` to it (NIC):
-    under a prefix every subroute path starts with that prefix; under an exact or regex path there is exactly
-    one subroute, with that path."""
-    subroutes = [_d(r) for r in _l(_d(vsr.get("spec")).get("subroutes"))]
-    if route_path[:1] in ("=", "~"):
-        if len(subroutes) != 1 or _normalised(_s(subroutes[0].get("path"))) != _normalised(route_path):
-            return [f"spec.subroutes: must have exactly one subroute with the path {route_path!r}"]
-        return []
-    return [f"spec.subroutes[{i}].path: Invalid value: {_s(r.get('path'))!r}: must start with {route_path!r}"
-            for i, r in enumerate(subroutes) if not _s(r.get("path")).startswith(route_path)]

@@ -289,6 +289,7 @@ def test_rbac_defaults(helm: Helm) -> None:
         ("networking.k8s.io", "ingresses/status"): ["update"], ("", "events"): ["create", "patch"],
         **{("k8s.nginx.org", r): read for r in CUSTOM_RESOURCES},
         **{("k8s.nginx.org", f"{r}/status"): ["patch", "update"] for r in CUSTOM_RESOURCES if r != GC},
+        ("", "pods"): ["list", "watch"],     # VirtualServer upstream subselectors
     }
     role = find(docs, "Role")
     assert role["metadata"]["namespace"] == NAMESPACE

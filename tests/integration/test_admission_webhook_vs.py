@@ -67,7 +67,7 @@ def test_bad_virtualserver_is_refused_with_the_reason_and_not_stored(env: Env, w
     assert DENIED in bad.stderr
     assert f"VirtualServer {NS}/bad was rejected: " in bad.stderr
     assert 'spec.upstreams[1].name: Duplicate value: "web"' in bad.stderr
-    assert 'spec.routes[0].path: Invalid value: "tea": must start with /, ~ or =' in bad.stderr
+    assert 'spec.routes[0].path: Invalid value: "tea": must start with /, ~, ^~ or =' in bad.stderr
     assert _absent(env, VIRTUALSERVERS, "bad")
 
     good = virtual_server("good", "good.example.com", upstreams=[UPSTREAM],

@@ -152,7 +152,8 @@ def test_missing_then_created_then_invalid_policy(env: Env) -> None:
     c.wait_backend(HOST, "/open", "web")
     assert _status(c, "/secure") == 500                  # only that route
     st = wait_vs_state(env, "cafe", "Warning", "AddedOrUpdatedWithWarning")
-    assert st["message"] == (f"Configuration for {NS}/cafe was added or updated with warning(s): "
+    # NIC's wording: the configurator's warnings follow "; with warning(s): ".
+    assert st["message"] == (f"Configuration for {NS}/cafe was added or updated ; with warning(s): "
                              f"Policy {NS}/later is missing or invalid")
     apply_policy(env, policy("later", accessControl={"allow": ["127.0.0.2"]}))
     c.wait_status(HOST, "/secure", 403)

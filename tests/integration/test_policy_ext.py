@@ -245,7 +245,8 @@ def test_invalid_policies_of_the_new_types_are_rejected(env: Env) -> None:
 
 def test_a_crl_file_nginx_cannot_read_fails_only_that_virtual_server(env: Env) -> None:
     """`crlFileName` names a file the controller does not manage: when it is absent, NGINX refuses that
-    VirtualServer (AddedOrUpdatedWithError with NGINX's message) and everything else keeps serving."""
+    VirtualServer (AddedOrUpdatedWithError event and Invalid status with NGINX's message) and the rest
+    keeps serving."""
     policy_env(env)
     ca = CA("client-ca")
     env.apply(make_cert(HOST).secret("cafe-tls", NS))
@@ -258,4 +259,5 @@ def test_a_crl_file_nginx_cannot_read_fails_only_that_virtual_server(env: Env) -
     apply_vs(env, virtual_server("cafe", HOST, upstreams=WEB, routes=[_route("/")],
                                  tls={"secret": "cafe-tls"}, policies=_refs("mtls")))
     env.wait_event("cafe", "AddedOrUpdatedWithError", "not-there.crl", kind="VirtualServer")
+    wait_vs_state(env, "cafe", "Invalid", "AddedOrUpdatedWithError", "not-there.crl")
     assert c.get("other.example.com", "/").backend == "web"

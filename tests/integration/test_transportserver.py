@@ -111,7 +111,7 @@ def test_tcp_and_udp_through_their_listeners_with_one_reload_at_startup(stream_e
     conf = Path(c.manager.conf_dir) / "stream-conf.d" / f"ts_{NS}_tcp.conf"
     assert "upstream ts_demo_tcp_app" in conf.read_text() and "proxy_timeout 30s;" in conf.read_text()
     wait_until(lambda: ts_status(env, "tcp").get("state") == "Valid", "status Valid")
-    assert ts_status(env, "tcp")["message"] == f"Configuration for {NS}/tcp was added or updated"
+    assert ts_status(env, "tcp")["message"] == f"Configuration for {NS}/tcp was added or updated "
     env.wait_event("tcp", "AddedOrUpdated", kind="TransportServer")
     # `kubectl get ts` shows the status through the CRD's printer columns.
     out = subprocess.run(["kubectl", "--kubeconfig", env.kubeconfig, "get", "ts", "-n", NS, "--no-headers",

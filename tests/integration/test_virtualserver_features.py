@@ -68,6 +68,15 @@ def test_snippets_with_enable_snippets(env: Env) -> None:
     assert c.get(HOST, "/").headers.get("x-snippet") == "location"
     wait_vs_state(env, "shop", "Valid", "AddedOrUpdated")
 
+    # A configuration NGINX refuses: the VirtualServer's status says so (Invalid), as its event does.
+    reloads = c.reloads
+    apply_vs(env, virtual_server("shop", HOST, upstreams=[{"name": "web", "service": "web", "port": 80}],
+                                 routes=[{"path": "/", "action": {"pass": "web"}}],
+                                 **{"server-snippets": "no_such_directive on;"}))
+    st = wait_vs_state(env, "shop", "Invalid", "AddedOrUpdatedWithError", "no_such_directive")
+    assert st["message"].startswith(f"Configuration for {NS}/shop was added or updated ")
+    assert "; but was not applied: " in st["message"] and c.reloads > reloads
+
 
 def test_resource_count_metric_and_custom_resources_off(env: Env) -> None:
     _env(env)

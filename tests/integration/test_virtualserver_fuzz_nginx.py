@@ -41,7 +41,8 @@ def base_spec() -> dict[str, Any]:
         "upstreams": [{"name": "up", "service": "svc", "port": 80, "lb-method": "least_conn",
                        "fail-timeout": "5s", "connect-timeout": "3s", "next-upstream": "error timeout",
                        "client-max-body-size": "2m", "buffer-size": "8k",
-                       "buffers": {"number": 4, "size": "8k"}}],
+                       "buffers": {"number": 4, "size": "8k"}, "busy-buffers-size": "16k",
+                       "client-body-buffer-size": "16k"}],
         "routes": [
             {"path": "/pass", "action": {"pass": "up"}},
             {"path": "=/exact", "action": {"return": {"code": 200, "type": "text/plain", "body": "body",
@@ -62,13 +63,14 @@ def base_spec() -> dict[str, Any]:
             # A route for "/": a fuzzed path that becomes "/" is then a duplicate (rejected) instead of
             # legitimately replacing the catch-all 404 location (one directive fewer).
             {"path": "/", "action": {"pass": "up"}},
+            {"path": "^~ /lp", "action": {"pass": "up"}},
         ],
     }
 
 
 Setter = Callable[[dict[str, Any], str], None]
 # The path fields keep their kind (modifier) when fuzzed; a value of another kind renders another route.
-PATH_KINDS = {"prefix path": "/", "exact path": "=", "regex path": "~"}
+PATH_KINDS = {"prefix path": "/", "exact path": "=", "regex path": "~", "longest-prefix path": "^~"}
 
 
 def _route(i: int, *path: Any) -> Setter:
@@ -96,6 +98,9 @@ FIELDS: dict[str, tuple[Setter, str]] = {
     "upstream.next-upstream": (_up("next-upstream"), "error timeout"),
     "upstream.client-max-body-size": (_up("client-max-body-size"), "2m"),
     "upstream.buffer-size": (_up("buffer-size"), "8k"),
+    "upstream.busy-buffers-size": (_up("busy-buffers-size"), "16k"),
+    "upstream.client-body-buffer-size": (_up("client-body-buffer-size"), "16k"),
+    "longest-prefix path": (_route(6, "path"), "^~ /lp"),
     "prefix path": (_route(0, "path"), "/pass"),
     "exact path": (_route(1, "path"), "=/exact"),
     "regex path": (_route(2, "path"), "~ ^/re/(.*)"),
@@ -130,9 +135,13 @@ def render(spec: dict[str, Any], static: StaticConfigParams) -> Rendered | str:
     ref = SecretReference("default/fuzz-tls", path=f"{static.conf_dir}/secrets/default-tls")
     ex = VirtualServerEx(vs, {"up": ["10.0.0.1:80"]}, ref)
     try:
-        text = RENDERER.render(ex, RenderContext(static, ConfigParams(), TEMPLATES)).text
+        rendered = RENDERER.render(ex, RenderContext(static, ConfigParams(), TEMPLATES))
     except TemplateRenderError as e:
         return f"template: {e}"
+    refused = [w for w in rendered.warnings if "NGINX would refuse them" in w]
+    if refused:     # left out with a warning on the resource, as a rejection is reported
+        return f"warning: {refused[0]}"
+    text = rendered.text
     main = TEMPLATES.execute_main_template(generate_main_config(static, ConfigParams()))
     return Rendered(text, main)
 

@@ -60,6 +60,7 @@ def test_delegation_across_namespaces_path_rules_and_orphans(env: Env) -> None:
     st = wait_vs_state(env, "cafe", "Warning", "AddedOrUpdatedWithWarning")
     assert f"VirtualServerRoute {COFFEE}/coffee doesn't exist or invalid" in st["message"]
     wait_until(lambda: vsr_status(env, "tea", TEA).get("state") == "Valid", "the VSR's status")
+    assert vsr_status(env, "tea", TEA)["referencedBy"] == f"{NS}/cafe"        # NIC names its VirtualServer
     env.wait_event("tea", "AddedOrUpdated", namespace=TEA, kind="VirtualServerRoute")
 
     # Under an exact path the VSR needs exactly that one path; a wrong one is ignored with a warning.
@@ -155,4 +156,5 @@ def test_a_virtualserverroute_no_route_delegates_to_is_ignored(env: Env) -> None
     apply_vs(env, virtual_server("cafe", HOST, upstreams=[{"name": "web", "service": "web", "port": 80}],
                                  routes=[{"path": "/", "action": {"pass": "web"}}]))
     wait_until(lambda: vsr_status(env, "tea", TEA).get("reason") == "Ignored", "ignored again")
+    assert vsr_status(env, "tea", TEA)["referencedBy"] == ""
     wait_until(lambda: c.get(HOST, "/tea").backend == "web", "/tea no longer delegated")

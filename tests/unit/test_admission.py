@@ -186,7 +186,7 @@ def test_registry_kinds_are_validated_by_their_configuration_part() -> None:
     r = review(make_review(bad, group="k8s.nginx.org", kind="VirtualServer"), config, lookup)["response"]
     assert r["allowed"] is False
     assert r["status"]["message"] == ("VirtualServer demo/v was rejected: spec.routes[0].path: Invalid "
-                                      'value: "tea": must start with /, ~ or =')
+                                      'value: "tea": must start with /, ~, ^~ or =')
     # Another class: not ours, allowed untouched; the Ingress still goes to the built-in validator.
     other = {**bad, "spec": {**spec, "ingressClassName": "other"}}
     assert review(make_review(other, group="k8s.nginx.org", kind="VirtualServer"), config,

@@ -9,11 +9,11 @@ import pytest
 from ingressctl.controller.model import make_entry
 from ingressctl.controller.validation import aggregate_message
 from ingressctl.controller.vs_model import VirtualServerModel, VirtualServerRouteModel
+from ingressctl.controller.vs_paths import vsr_fit_errors
 from ingressctl.controller.vs_validation import (
     plus_only_warnings,
     validate_virtual_server,
     validate_virtual_server_route,
-    vsr_fit_errors,
 )
 from ingressctl.keys import ResourceKey
 
@@ -47,7 +47,7 @@ def test_a_valid_virtual_server_has_no_errors() -> None:
     ({"upstreams": [{"name": "tea", "service": "tea", "port": 80, "lb-method": "least_time header"}]},
      'spec.upstreams[0].lb-method: Invalid value: "least_time header": invalid load balancing method'),
     ({"routes": [{"path": "tea", "action": {"pass": "tea"}}]},
-     'spec.routes[0].path: Invalid value: "tea": must start with /, ~ or ='),
+     'spec.routes[0].path: Invalid value: "tea": must start with /, ~, ^~ or ='),
     ({"routes": [{"path": "/", "action": {"pass": "tea"}}, {"path": "/", "action": {"pass": "tea"}}]},
      'spec.routes[1].path: Duplicate value: "/"'),
     ({"routes": [{"path": "~ (", "action": {"pass": "tea"}}]},
