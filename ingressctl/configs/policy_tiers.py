@@ -9,7 +9,8 @@ Guarantees (for validated policies; every user value goes through `configs.quoti
   "Val<key>"; default ""; }` and its own `limit_req_zone` on that variable: outside its tier the key is
   empty, and NGINX does not count empty keys, so only the request's tier limits it.
 - `tier_error(siblings)` is NIC's check of the tiered policies of one context: one variable for all of them,
-  at most one `default: true`, no two tiers with the same match; a context that fails it answers 500.
+  at most one `default: true`, no two tiers with the same match (plain strings compared regardless of
+  case, as NGINX's map does); a context that fails it answers 500.
 - `<ctx>` is a digest of the context (level, VirtualServerRoute, route path): contexts never share a map.
 """
 
@@ -57,7 +58,8 @@ def tier_error(owner: str, siblings: Sequence[Mapping[str, Any]]) -> str:
         return f"Tiered rate-limit Policies on {owner} must all use the same condition variable"
     if sum(1 for s in siblings if condition_variable(s) is not None and is_default(s)) > 1:
         return f"Tiered rate-limit Policies on {owner} contain conflicting default values"
-    matches = [str(v.get("match")) for v in tiered]
+    # NGINX compares a map's plain strings case-insensitively (two differing in case conflict).
+    matches = [m if m.startswith("~") else m.lower() for m in (str(v.get("match")) for v in tiered)]
     if len(set(matches)) != len(matches):
         return f"Tiered rate-limit Policies on {owner} contain duplicate match values"
     return ""

@@ -129,6 +129,7 @@ def test_contexts_get_their_own_maps_and_no_default_means_an_empty_tier() -> Non
     (rate_limit("POST", default=True), "Tiered rate-limit Policies on demo/cafe contain conflicting default "
                                        "values"),
     (rate_limit("GET"), "Tiered rate-limit Policies on demo/cafe contain duplicate match values"),
+    (rate_limit("get"), "Tiered rate-limit Policies on demo/cafe contain duplicate match values"),
     (rate_limit("x", name="$apikey_client_name"), "Tiered rate-limit Policies on demo/cafe must all use the "
                                                   "same condition variable"),
 ])
