@@ -51,6 +51,17 @@ def _codes(c: Controller, n: int, path: str = "/", method: str = "GET", key: str
             for _ in range(n)]
 
 
+def _api_key_tiers(env: Env, clients: dict[str, str], *, key: str, premium_burst: int) -> None:
+    """An apiKey policy `api-key` (header X-API-Key) and the tiers `premium` (clients named `*-premium`)
+    and `basic` (`*-basic`, the default), keyed on `key`."""
+    policy_env(env)
+    env.apply(apikey_secret("api-keys", clients))
+    apply_policy(env, policy("api-key", apiKey={"suppliedIn": {"header": ["X-API-Key"]},
+                                                "clientSecret": "api-keys"}))
+    apply_policy(env, _tier("premium", "$apikey_client_name", "~^.*-premium$", key=key, burst=premium_burst))
+    apply_policy(env, _tier("basic", "$apikey_client_name", "~^.*-basic$", key=key, default=True))
+
+
 def test_request_method_tiers_give_reads_and_writes_their_own_limits(env: Env) -> None:
     policy_env(env)
     apply_policy(env, _tier("reads", "$request_method", "~^(GET|HEAD)$", key="${binary_remote_addr}",
@@ -75,15 +86,8 @@ def test_request_method_tiers_give_reads_and_writes_their_own_limits(env: Env) -
 
 
 def test_api_key_client_tiers_limit_each_client_by_its_tier(env: Env) -> None:
-    policy_env(env)
-    env.apply(apikey_secret("api-keys", {"alpha-premium": "premium-key", "beta-basic": "basic-key",
-                                         "gamma": "gamma-key"}))
-    apply_policy(env, policy("api-key", apiKey={"suppliedIn": {"header": ["X-API-Key"]},
-                                                "clientSecret": "api-keys"}))
-    apply_policy(env, _tier("premium", "$apikey_client_name", "~^.*-premium$", key="${apikey_auth_token}",
-                            burst=3))
-    apply_policy(env, _tier("basic", "$apikey_client_name", "~^.*-basic$", key="${apikey_auth_token}",
-                            default=True))
+    _api_key_tiers(env, {"alpha-premium": "premium-key", "beta-basic": "basic-key", "gamma": "gamma-key"},
+                   key="${apikey_auth_token}", premium_burst=3)
     apply_vs(env, virtual_server("tiers", HOST, upstreams=WEB,
                                  policies=[{"name": "api-key"}, {"name": "premium"}, {"name": "basic"}],
                                  routes=[{"path": "/", "action": {"pass": "web"}}]))
@@ -94,19 +98,13 @@ def test_api_key_client_tiers_limit_each_client_by_its_tier(env: Env) -> None:
     assert _codes(c, 5, key="premium-key") == [200, 200, 200, 200, 429]
     assert _codes(c, 2, key="basic-key") == [200, 429]
     assert _codes(c, 2, key="gamma-key") == [200, 429]              # no tier matches: the default one
-    # The key is the supplied API key: each client has its own counter even from one address.
+    # The zone key is the supplied API key, not the address: from another address it shares its counter.
     assert _codes(c, 1, key="basic-key", source="127.0.0.2") == [429]
 
 
 def test_tiers_on_a_route_selected_virtual_server_route_under_a_server_api_key(env: Env) -> None:
-    policy_env(env)
-    env.apply(apikey_secret("api-keys", {"team-premium": "p-key", "team-basic": "b-key"}))
-    apply_policy(env, policy("api-key", apiKey={"suppliedIn": {"header": ["X-API-Key"]},
-                                                "clientSecret": "api-keys"}))
-    apply_policy(env, _tier("premium", "$apikey_client_name", "~-premium$", key="${apikey_client_name}",
-                            burst=1))
-    apply_policy(env, _tier("basic", "$apikey_client_name", "~-basic$", key="${apikey_client_name}",
-                            default=True))
+    _api_key_tiers(env, {"team-premium": "p-key", "team-basic": "b-key"}, key="${apikey_client_name}",
+                   premium_burst=1)
     apply_vs(env, virtual_server("tiers", HOST, upstreams=WEB, policies=[{"name": "api-key"}], routes=[
         {"path": "/api", "routeSelector": {"matchLabels": {"tier": "api"}}},
         {"path": "/", "action": {"pass": "web"}}]))
