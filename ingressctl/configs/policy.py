@@ -36,6 +36,7 @@ Contract (other policy types and owners build on it; changes are additive only):
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -192,6 +193,18 @@ def missing_or_invalid(key: str) -> str:
 def name_part(value: str) -> str:
     """A name as part of an NGINX variable or zone name (NIC replaces dashes by underscores)."""
     return value.replace("-", "_").replace(".", "_")
+
+
+MAX_NAME = 120
+
+
+def short_name(value: str) -> str:
+    """`name_part(value)`, cut to MAX_NAME characters with a digest of the whole when longer: NGINX keeps
+    variable names in a hash whose buckets (`variables_hash_bucket_size`) must hold the longest one."""
+    name = name_part(value)
+    if len(name) <= MAX_NAME:
+        return name
+    return f"{name[:MAX_NAME - 17]}_{hashlib.sha256(name.encode()).hexdigest()[:16]}"
 
 
 def secret_error(type_label: str, secret: PolicySecret | None, expected: str) -> str:

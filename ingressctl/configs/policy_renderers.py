@@ -37,6 +37,7 @@ from ingressctl.configs.policy import (
     PolicyResult,
     name_part,
     register_policy_renderer,
+    short_name,
 )
 from ingressctl.configs.policy_tiers import condition_variable, tier_error, tier_maps, tiered_zone
 from ingressctl.configs.quoting import arg, quote, quote_regex, quote_vars, token
@@ -150,8 +151,8 @@ def render_basic_auth(spec: Mapping[str, Any], ctx: PolicyContext) -> PolicyResu
 
 
 def apikey_variable(ctx: PolicyContext) -> str:
-    return "$apikey_auth_" + name_part(f"{ctx.owner_namespace}_{ctx.owner_name}_{ctx.policy_namespace}_"
-                                       f"{ctx.policy_name}")
+    return "$" + short_name(f"apikey_auth_{ctx.owner_namespace}_{ctx.owner_name}_{ctx.policy_namespace}_"
+                            f"{ctx.policy_name}")
 
 
 def apikey_source(spec: Mapping[str, Any]) -> str:

@@ -12,6 +12,8 @@ Guarantees (for validated policies; every user value goes through `configs.quoti
   at most one `default: true`, no two tiers with the same match (plain strings compared regardless of
   case, as NGINX's map does); a context that fails it answers 500.
 - `<ctx>` is a digest of the context (level, VirtualServerRoute, route path): contexts never share a map.
+  Variable and tier names longer than `policy.MAX_NAME` are cut and end in a digest (`policy.short_name`):
+  NGINX's variable and map hashes must hold them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ingressctl.configs.policy import PolicyContext, name_part
+from ingressctl.configs.policy import PolicyContext, short_name
 from ingressctl.configs.quoting import NginxValueError, quote_regex, quote_vars, token
 
 # The variables a tier condition may use (NIC: the request method, and the client of an apiKey policy).
@@ -66,18 +68,18 @@ def tier_error(owner: str, siblings: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _tier_map_variable(ctx: PolicyContext, variable: str) -> str:
-    return "$" + name_part(f"rl_{ctx.owner_namespace}_{ctx.owner_name}_variable_{variable.lstrip('$')}_"
-                           f"{context_suffix(ctx)}")
+    return "$" + short_name(f"rl_{ctx.owner_namespace}_{ctx.owner_name}_variable_{variable.lstrip('$')}_"
+                            f"{context_suffix(ctx)}")
 
 
 def _tier_name(ctx: PolicyContext, namespace: str, name: str) -> str:
-    return name_part(f"rl_{ctx.owner_namespace}_{ctx.owner_name}_match_{namespace}_{name}")
+    return short_name(f"rl_{ctx.owner_namespace}_{ctx.owner_name}_match_{namespace}_{name}")
 
 
 def tiered_zone(ctx: PolicyContext) -> str:
     """The zone (and key variable name) of the context's tiered policy `ctx.policy_*`."""
-    return name_part(f"pol_rl_{ctx.policy_namespace}_{ctx.policy_name}_{ctx.owner_namespace}_"
-                     f"{ctx.owner_name}_{context_suffix(ctx)}")
+    return short_name(f"pol_rl_{ctx.policy_namespace}_{ctx.policy_name}_{ctx.owner_namespace}_"
+                      f"{ctx.owner_name}_{context_suffix(ctx)}")
 
 
 def tier_maps(spec: Mapping[str, Any], ctx: PolicyContext, key: str) -> list[str]:

@@ -51,15 +51,16 @@ def _codes(c: Controller, n: int, path: str = "/", method: str = "GET", key: str
             for _ in range(n)]
 
 
-def _api_key_tiers(env: Env, clients: dict[str, str], *, key: str, premium_burst: int) -> None:
+def _api_key_tiers(env: Env, clients: dict[str, str], *, key: str, premium_burst: int,
+                   names: tuple[str, str] = ("premium", "basic")) -> None:
     """An apiKey policy `api-key` (header X-API-Key) and the tiers `premium` (clients named `*-premium`)
-    and `basic` (`*-basic`, the default), keyed on `key`."""
+    and `basic` (`*-basic`, the default), keyed on `key` (the tiers' Policy names are `names`)."""
     policy_env(env)
     env.apply(apikey_secret("api-keys", clients))
     apply_policy(env, policy("api-key", apiKey={"suppliedIn": {"header": ["X-API-Key"]},
                                                 "clientSecret": "api-keys"}))
-    apply_policy(env, _tier("premium", "$apikey_client_name", "~^.*-premium$", key=key, burst=premium_burst))
-    apply_policy(env, _tier("basic", "$apikey_client_name", "~^.*-basic$", key=key, default=True))
+    apply_policy(env, _tier(names[0], "$apikey_client_name", "~^.*-premium$", key=key, burst=premium_burst))
+    apply_policy(env, _tier(names[1], "$apikey_client_name", "~^.*-basic$", key=key, default=True))
 
 
 def test_request_method_tiers_give_reads_and_writes_their_own_limits(env: Env) -> None:
@@ -132,3 +133,18 @@ def test_two_default_tiers_fail_the_context_closed(env: Env) -> None:
     c.wait_status(HOST, "/both", 500)
     st = wait_vs_state(env, "tiers", "Warning", "AddedOrUpdatedWithWarning")
     assert f"Tiered rate-limit Policies on {NS}/tiers contain conflicting default values" in st["message"]
+
+
+def test_names_at_kubernetes_limits_load(env: Env) -> None:
+    # Long VirtualServer and Policy names make long map variables; NGINX must still load them.
+    vs, premium, basic = "v" * 150, "p" * 200, "b" * 200     # (config file names stop at 200 bytes)
+    _api_key_tiers(env, {"x-premium": "p-key", "x-basic": "b-key"}, key="${apikey_client_name}",
+                   premium_burst=1, names=(premium, basic))
+    apply_vs(env, virtual_server(vs, HOST, upstreams=WEB,
+                                 policies=[{"name": "api-key"}, {"name": premium}, {"name": basic}],
+                                 routes=[{"path": "/", "action": {"pass": "web"}}]))
+    c = env.controller()
+    c.wait_status(HOST, "/", 401)
+    wait_vs_state(env, vs, "Valid", "AddedOrUpdated")
+    assert _codes(c, 3, key="p-key") == [200, 200, 429]
+    assert _codes(c, 2, key="b-key") == [200, 429]

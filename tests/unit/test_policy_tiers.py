@@ -3,6 +3,7 @@ the context checks (one variable, one default, distinct matches) and the `apikey
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -141,3 +142,18 @@ def test_conflicting_tiers_fail_the_context_closed(second: dict[str, Any], messa
 def test_a_jwt_condition_requires_nginx_plus() -> None:
     r = generate_policies([ref("jwt", rate_limit(condition={"jwt": {"claim": "c", "match": "m"}}))], ctx())
     assert r.error == "RateLimit policy demo/jwt with a jwt condition requires NGINX Plus"
+
+
+def test_long_names_are_cut_to_fit_nginx_variable_hash() -> None:
+    # Namespaces and names at Kubernetes' limits would otherwise overflow variables_hash_bucket_size.
+    ns, vs = "n" * 63, "v" * 200
+    c = PolicyContext("virtualserver", ns, vs, LEVEL_ROUTE, context_id="/api")
+    long_ref = ResolvedPolicy(f"{ns}/{'p' * 200}", {"metadata": {"name": "p" * 200, "namespace": ns},
+                                                      "spec": {"rateLimit": rate_limit("GET")}})
+    r = generate_policies([long_ref], c)
+    words = {w.rstrip(";") for line in r.http for w in line.split()}
+    variables = {w for w in words if w.startswith("$")} - {"$request_method"}
+    tiers = {w for w in words if w.startswith("rl_")}
+    assert variables and tiers and all(len(v) <= 121 for v in variables | tiers), variables | tiers
+    other = dataclasses.replace(c, context_id="/other")     # another context: other variables
+    assert not variables & {w for line in generate_policies([long_ref], other).http for w in line.split()}
