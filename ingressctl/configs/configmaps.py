@@ -299,6 +299,9 @@ PLUS_ONLY_KEYS = frozenset({
     "resolver-addresses", "resolver-ipv6", "resolver-valid", "resolver-timeout",
     "zone-sync", "zone-sync-port",
     "zone-sync-resolver-addresses", "zone-sync-resolver-ipv6", "zone-sync-resolver-valid",
+    # OIDC key-value zones (NIC 5.3/5.4)
+    *(f"oidc-{t}-{what}" for t in ("pkce", "id-tokens", "access-tokens", "refresh-tokens", "sids")
+      for what in ("timeout", "zone-size")),
 })
 # An error in any of these keeps the defaults of all of them (NIC).
 HSTS_KEYS = ("hsts", "hsts-max-age", "hsts-include-subdomains", "hsts-behind-proxy")

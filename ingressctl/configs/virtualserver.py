@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingressctl.configs import parsing
+from ingressctl.configs.config import Upstream, UpstreamServer
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.directive_values import StickyCookie
 from ingressctl.configs.ingress_ex import SecretReference
@@ -86,20 +87,14 @@ class VirtualServerEx:
 
 
 @dataclass(frozen=True)
-class UpstreamServer:
-    address: str
-    max_fails: int = 1
-    fail_timeout: str = "10s"
-    max_conns: int = 0
-
-
-@dataclass(frozen=True)
 class VSUpstream:
     name: str
     servers: list[UpstreamServer]
     lb_method: str = ""
     keepalive: int = 0
     sticky: StickyCookie | None = None   # sessionCookie, only on an NGINX with OSS `sticky cookie`
+    zone: str = ""                       # the shared upstream zone ("" with ConfigMap upstream-zone-size 0)
+    zone_bytes: int = 0                  # what this upstream reserves in it
 
 
 @dataclass(frozen=True)
@@ -344,8 +339,11 @@ class _Generator:
             if u.get("use-cluster-ip") or lb == "round_robin":
                 lb = ""
             keepalive = int(u.get("keepalive", c.keepalive))
+            # In the shared zone, as the Ingresses' upstreams: their peers can then change without a reload.
+            zoned = Upstream(name, tuple(servers), zone_size=c.upstream_zone_size)
             out.append(VSUpstream(name, servers, lb, keepalive,
-                                  sticky=self.newer.sticky(self.upstream_labels[name], u)))
+                                  sticky=self.newer.sticky(self.upstream_labels[name], u),
+                                  zone=zoned.zone, zone_bytes=zoned.zone_bytes()))
         return out
 
     # -------------------------------------------------------------------------------------- routes

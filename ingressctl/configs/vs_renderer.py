@@ -49,7 +49,7 @@ class VirtualServerRenderer:
             raise TypeError(f"not a VirtualServer: {type(resource).__name__}")
         cfg, warnings = generate_vs_config(resource, ctx.static, ctx.config, ctx.replicas)
         return Rendered(render_model(self._template, cfg, "virtualserver"), warnings,
-                        child_warnings=cfg.child_warnings)
+                        sum(u.zone_bytes for u in cfg.upstreams), child_warnings=cfg.child_warnings)
 
     def catch_all(self, resource: object) -> str:
         """A VirtualServer is never the class-wide catch-all (an Ingress without rules is)."""

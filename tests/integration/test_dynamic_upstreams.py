@@ -13,6 +13,7 @@ from ingressctl.demo_backend import Backend
 from ingressctl.nginx.processes import current_workers
 from tests.helpers import wait_until
 from tests.integration.harness import Controller, Env, rule
+from tests.integration.vs_helpers import apply_vs, install_crds, virtual_server
 
 pytestmark = pytest.mark.integration
 
@@ -156,3 +157,26 @@ def test_endpoints_reach_nginx_with_reloads_when_turned_off(env: Env) -> None:
     c.wait_backend(HOST, "/", "b")
     c.wait_idle()
     assert c.reloads == reloads + 1 and c.manager.dynamic_update_count == 0
+
+
+def test_virtual_server_endpoint_changes_reach_nginx_without_a_reload(env: Env) -> None:
+    """A VirtualServer's upstreams share the zone as well: its endpoint changes are pushed, not reloaded."""
+    install_crds(env)
+    a, b = env.backend("a"), env.backend("b")
+    env.service("web")
+    env.endpoints("web", [a])
+    apply_vs(env, virtual_server("dyn", HOST, upstreams=[{"name": "web", "service": "web", "port": 80}],
+                                 routes=[{"path": "/", "action": {"pass": "web"}}]))
+    c = env.controller()
+    c.wait_backend(HOST, "/", "a")
+    c.wait_idle()
+    reloads, gen = c.reloads, workers(c)
+
+    env.endpoints("web", [a, b])
+    wait_until(lambda: "b" in spread(c, 6), "the new endpoint gets traffic")
+    env.endpoints("web", [b])
+    wait_until(lambda: set(spread(c, 6)) == {"b"}, "the removed endpoint gets no traffic")
+    c.wait_idle()
+    assert c.reloads == reloads and workers(c) == gen, "a VirtualServer endpoint change reloaded NGINX"
+    assert c.manager.endpoints_reload_count == 0 and c.manager.dynamic_update_errors == 0
+    assert any(n.startswith("vs_") for n in c.manager.served_upstreams())

@@ -235,7 +235,9 @@ def test_takeover_waits_for_the_lease_and_the_old_leader_steps_down_first(cluste
         old.client.broken = False
         wait_until(lambda: old.elector.get_leader() == new.identity, "old replica sees the new leader")
         assert old.elector.is_leader() is False
-        assert new.identity in old.new_leaders
+        # OnNewLeader runs after the observed record changes (asynchronously, as client-go's goroutine).
+        wait_until(lambda: new.identity in old.new_leaders, "old replica's OnNewLeader for the new leader")
+        assert old.elector.is_leader() is False
     finally:
         for r in replicas:
             r.elector.stop()

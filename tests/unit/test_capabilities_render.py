@@ -184,8 +184,10 @@ def test_plus_only_config_map_keys_and_annotation() -> None:
     from tests.unit.test_configs_ingress import ingress
 
     _, errors = parse_config_map({"zone-sync": "true", "resolver-addresses": "10.0.0.1",
-                                  "zone-sync-resolver-valid": "5s", "opentracing": "true"})
-    assert errors == [("resolver-addresses", "requires NGINX Plus; ignored"),
+                                  "zone-sync-resolver-valid": "5s", "opentracing": "true",
+                                  "oidc-pkce-timeout": "90s"})
+    assert errors == [("oidc-pkce-timeout", "requires NGINX Plus; ignored"),
+                      ("resolver-addresses", "requires NGINX Plus; ignored"),
                       ("zone-sync", "requires NGINX Plus; ignored"),
                       ("zone-sync-resolver-valid", "requires NGINX Plus; ignored")]
     # (opentracing was removed in NIC 5.0: ignored like any unknown key)
