@@ -171,10 +171,12 @@ def _variable_condition(field: str, entry: Any) -> list[FieldError]:
         errs.append(required(f"{field}.name"))
     elif name not in TIER_VARIABLES:
         errs.append(not_supported(f"{field}.name", name, TIER_VARIABLES))
-    match = cond.get("match")
-    if not _s(match):
+    raw = cond.get("match")
+    if raw is not None and not isinstance(raw, str):
+        return [*errs, invalid(f"{field}.match", raw, "must be a string")]
+    match = _s(raw)
+    if not match:
         return [*errs, required(f"{field}.match")]
-    assert isinstance(match, str)
     if not TIER_MATCH.fullmatch(match):
         errs.append(invalid(f"{field}.match", match, "must not contain whitespace or quotes"))
     elif match in MAP_KEYWORDS or match.startswith("\\"):

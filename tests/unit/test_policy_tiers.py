@@ -59,6 +59,8 @@ def test_valid_conditions() -> None:
     ({"variables": [{"name": "$host", "match": "a"}]},
      'spec.rateLimit.condition.variables[0].name: Unsupported value: "$host"'),
     ({"variables": [{"match": "a"}]}, "spec.rateLimit.condition.variables[0].name: Required value"),
+    ({"variables": [{"name": "$request_method", "match": 5}]},
+     "spec.rateLimit.condition.variables[0].match: Invalid value: 5: must be a string"),
     ({"variables": [{"name": "$request_method"}]},
      "spec.rateLimit.condition.variables[0].match: Required value"),
     ({"variables": [{"name": "$request_method", "match": "GET POST"}]},
