@@ -59,13 +59,14 @@ class Response:
 
 
 def http_get(port: int, host: str, path: str = "/", timeout: float = 10.0, cookie: str = "", *,
-             headers: dict[str, str] | None = None, source: str | None = None) -> Response:
-    """GET from 127.0.0.1, or from the client address `source` (any 127.0.0.0/8 address reaches a server
-    listening on loopback), with a Cookie and extra request headers."""
+             headers: dict[str, str] | None = None, source: str | None = None,
+             method: str = "GET") -> Response:
+    """GET (or `method`) from 127.0.0.1, or from the client address `source` (any 127.0.0.0/8 address
+    reaches a server listening on loopback), with a Cookie and extra request headers."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout,
                                       source_address=(source, 0) if source else None)
     try:
-        conn.request("GET", path, headers={"Host": host, "Connection": "close",
+        conn.request(method, path, headers={"Host": host, "Connection": "close",
                                            **({"Cookie": cookie} if cookie else {}), **(headers or {})})
         r = conn.getresponse()
         body = r.read().decode(errors="replace")

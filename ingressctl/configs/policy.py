@@ -9,7 +9,8 @@ Contract (other policy types and owners build on it; changes are additive only):
 - Per type a renderer `(type_spec, ctx) -> PolicyResult` is registered in `POLICY_RENDERERS` under the
   type's spec key (`register_policy_renderer`). It receives a copy of the context with the policy's
   namespace/name, its Secrets, `index` (its position among the policies of its type in this context) and
-  `siblings` (the specs of every policy of its type in this context, in order), so it can apply NIC's
+  `siblings` (the specs of every policy of its type in this context, in order; `sibling_keys` their
+  "namespace/name"), so it can apply NIC's
   "first of a kind wins" / "concatenate" / "second one is an error" rules itself. The Secret types each
   field must have are declared in `POLICY_SECRET_FIELDS` (type key -> field -> Secret type); the generator
   checks them before the renderer runs (a wrong type or an invalid Secret makes the context fail).
@@ -35,6 +36,7 @@ Contract (other policy types and owners build on it; changes are additive only):
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,6 +98,7 @@ class PolicyContext:
     secrets: Mapping[str, PolicySecret] = field(default_factory=dict)
     index: int = 0                        # position among the policies of this type in the context
     siblings: tuple[Mapping[str, Any], ...] = ()   # specs of every policy of this type in the context
+    sibling_keys: tuple[str, ...] = ()    # their "namespace/name", in the same order
 
     @property
     def is_server_level(self) -> bool:
@@ -192,6 +195,18 @@ def name_part(value: str) -> str:
     return value.replace("-", "_").replace(".", "_")
 
 
+MAX_NAME = 120
+
+
+def short_name(value: str) -> str:
+    """`name_part(value)`, cut to MAX_NAME characters with a digest of the whole when longer: NGINX keeps
+    variable names in a hash whose buckets (`variables_hash_bucket_size`) must hold the longest one."""
+    name = name_part(value)
+    if len(name) <= MAX_NAME:
+        return name
+    return f"{name[:MAX_NAME - 17]}_{hashlib.sha256(name.encode()).hexdigest()[:16]}"
+
+
 def secret_error(type_label: str, secret: PolicySecret | None, expected: str) -> str:
     """NIC's message for a policy Secret that cannot be used, or "" when it is fine."""
     if secret is None or (not secret.secret_type and secret.error):
@@ -243,6 +258,7 @@ def generate_policies(refs: Sequence[ResolvedPolicy], ctx: PolicyContext) -> Pol
     for type_key in order:
         entries = by_type[type_key]
         siblings = tuple(spec for _, spec in entries)
+        sibling_keys = tuple(_policy_key(ref) for ref, _ in entries)
         for i, (ref, spec) in enumerate(entries):
             err = _check_secrets(type_key, ref)
             if err:
@@ -252,7 +268,7 @@ def generate_policies(refs: Sequence[ResolvedPolicy], ctx: PolicyContext) -> Pol
             meta = (ref.policy or {}).get("metadata") or {}
             pctx = dataclasses.replace(ctx, policy_namespace=str(meta.get("namespace") or ""),
                                        policy_name=str(meta.get("name") or ""), secrets=ref.secrets,
-                                       index=i, siblings=siblings)
+                                       index=i, siblings=siblings, sibling_keys=sibling_keys)
             result = POLICY_RENDERERS[type_key](spec, pctx)
             out.extend(result)
             if result.error:
@@ -262,6 +278,11 @@ def generate_policies(refs: Sequence[ResolvedPolicy], ctx: PolicyContext) -> Pol
     out.warnings = list(dict.fromkeys(out.warnings))
     out.types = order
     return out
+
+
+def _policy_key(ref: ResolvedPolicy) -> str:
+    meta = (ref.policy or {}).get("metadata") or {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
 
 
 def dedupe(lines: Iterable[str]) -> list[str]:

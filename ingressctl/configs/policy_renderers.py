@@ -9,12 +9,18 @@ Guarantees (for validated policies; every user value goes through `configs.quoti
   rate=<rate>;` per (policy, owner) at http level, one `limit_req` per policy of the context; dry run, log
   level and reject code come from the first policy of the context (different values in later ones give a
   warning). With `scale`, the rate is divided by the controller replicas (r/s below 1 becomes r/m).
+  Tiered policies (`condition.variables`) get per-context zones and maps (`configs/policy_tiers.py`);
+  a `condition.jwt` is NGINX Plus only (the context fails closed).
 - basicAuth: `auth_basic` and `auth_basic_user_file`; only the first of a context applies (warning).
 - apiKey, without njs (open-source NGINX 1.22 has no njs module here): an http-level
   `map "<header and query values>" $apikey_auth_<owner>_<policy>` whose entries come from the Secret's
   file (exact, case-sensitive regular expressions of the keys; written by the Secret store, mode 0600,
   so keys never appear in the VirtualServer's file), `"" 401` for no key and `default 403`; the context
-  answers 401 / 403 from it before anything else runs. A second apiKey in one context is an error (500).
+  answers 401 / 403 from it before anything else runs, then sets `$apikey_client_name` (the Secret data
+  key that matched, from a second map) and `$apikey_auth_token` (the supplied value; NIC's is its
+  SHA-256, which needs njs) for rate-limit keys and tiers. Both variables exist everywhere (empty
+  outside such contexts: the main configuration defines them). A second apiKey in one context is an
+  error (500).
 - jwt, oidc: NGINX Plus only: the context fails closed (500) with the warning "... requires NGINX Plus".
 """
 
@@ -31,7 +37,9 @@ from ingressctl.configs.policy import (
     PolicyResult,
     name_part,
     register_policy_renderer,
+    short_name,
 )
+from ingressctl.configs.policy_tiers import condition_variable, tier_error, tier_maps, tiered_zone
 from ingressctl.configs.quoting import arg, quote, quote_regex, quote_vars, token
 
 SECRET_TYPE_HTPASSWD = "nginx.org/htpasswd"
@@ -86,10 +94,23 @@ def render_rate_limit(spec: Mapping[str, Any], ctx: PolicyContext) -> PolicyResu
     rate = str(spec.get("rate") or "").lower()
     if spec.get("scale") and ctx.replicas > 1:
         rate = parsing.scale_rate(rate, ctx.replicas)
-    zone = rate_limit_zone(ctx)
     result = PolicyResult()
-    result.http.append(f"limit_req_zone {quote_vars(unescape(spec.get('key')))} "
-                       f"zone={token(zone)}:{token(spec.get('zoneSize'))} rate={token(rate)};")
+    condition = spec.get("condition")
+    if isinstance(condition, Mapping) and condition.get("jwt") is not None:
+        msg = f"RateLimit policy {_key(ctx)} with a jwt condition requires NGINX Plus"
+        return PolicyResult(warnings=[msg], error=msg)
+    if condition_variable(spec) is not None:
+        err = tier_error(f"{ctx.owner_namespace}/{ctx.owner_name}", ctx.siblings)
+        if err:
+            return PolicyResult(warnings=[err], error=err)
+        zone = tiered_zone(ctx)
+        result.http.extend(tier_maps(spec, ctx, unescape(spec.get("key"))))
+        key = f"${zone}"
+    else:
+        zone = rate_limit_zone(ctx)
+        key = quote_vars(unescape(spec.get("key")))
+    result.http.append(f"limit_req_zone {key} zone={token(zone)}:{token(spec.get('zoneSize'))} "
+                       f"rate={token(rate)};")
     line = f"limit_req zone={token(zone)}"
     if spec.get("burst"):
         line += f" burst={int(spec['burst'])}"
@@ -130,8 +151,8 @@ def render_basic_auth(spec: Mapping[str, Any], ctx: PolicyContext) -> PolicyResu
 
 
 def apikey_variable(ctx: PolicyContext) -> str:
-    return "$apikey_auth_" + name_part(f"{ctx.owner_namespace}_{ctx.owner_name}_{ctx.policy_namespace}_"
-                                       f"{ctx.policy_name}")
+    return "$" + short_name(f"apikey_auth_{ctx.owner_namespace}_{ctx.owner_name}_{ctx.policy_namespace}_"
+                            f"{ctx.policy_name}")
 
 
 def apikey_source(spec: Mapping[str, Any]) -> str:
@@ -151,10 +172,14 @@ def render_api_key(spec: Mapping[str, Any], ctx: PolicyContext) -> PolicyResult:
     variable = apikey_variable(ctx)
     result = PolicyResult()
     include = arg(secret.path if secret else "")
-    result.http.append(f"map {quote_vars(apikey_source(spec))} {variable} {{ include {include}; "
+    source = quote_vars(apikey_source(spec))
+    result.http.append(f"map {source} {variable} {{ include {include}; "
                        f'"" {APIKEY_MISSING}; default {APIKEY_UNKNOWN}; }}')
+    result.http.append(f'map {variable} {variable}_client {{ "~^=(?<client>.*)$" $client; default ""; }}')
     checks = [f"if ({variable} = {APIKEY_MISSING}) {{ return 401; }}",
-              f"if ({variable} = {APIKEY_UNKNOWN}) {{ return 403; }}"]
+              f"if ({variable} = {APIKEY_UNKNOWN}) {{ return 403; }}",
+              f"set $apikey_client_name {variable}_client;",
+              f"set $apikey_auth_token {source};"]
     if ctx.is_server_level:     # an `if` in the server would run before any location could override it
         result.inherited["apiKey"] = checks
     else:

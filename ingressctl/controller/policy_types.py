@@ -5,8 +5,11 @@ Guarantees:
 - accessControl: exactly one of `allow` / `deny`, every entry an IPv4/IPv6 address or CIDR.
 - rateLimit: `rate` (`^[1-9]\\d*r/[sSmM]$`), `key` (text with `${var}` from NIC's allow-list and the
   `arg_`, `http_`, `cookie_`, `apikey_` prefixes), `zoneSize` (NIC's size rule: a bare or k value >= 32,
-  an m value > 0), `burst` / `delay` > 0, `logLevel`, `rejectCode` 400..599. Tiered limits (`condition`)
-  are not supported and rejected with a message saying so.
+  an m value > 0), `burst` / `delay` > 0, `logLevel`, `rejectCode` 400..599, and the tier `condition`:
+  exactly one of `variables` (one entry, `$request_method` or `$apikey_client_name`, a `match` without
+  whitespace or quotes, a valid regex after `~`) and `jwt` (NGINX Plus only: forbidden otherwise).
+  The `apikey_` variables a key may use are the two an apiKey policy sets: `apikey_client_name` and
+  `apikey_auth_token`.
 - basicAuth: `secret` a DNS-1123 subdomain, `realm` without `$`, unescaped `"` or control characters.
 - apiKey: at least one header or query name; header names are HTTP tokens, query names `[_A-Za-z0-9]+`;
   `clientSecret` a DNS-1123 subdomain.
@@ -21,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from ingressctl.configs.policy_tiers import MAP_KEYWORDS, TIER_VARIABLES
 from ingressctl.controller.policy_validation import (
     PolicyValidationConfig,
     control,
@@ -31,16 +35,26 @@ from ingressctl.controller.policy_validation import (
     validate_header_names,
     validate_secret_name,
 )
-from ingressctl.controller.validation import FieldError, forbidden, invalid, is_dns1123_subdomain, required
+from ingressctl.controller.validation import (
+    FieldError,
+    forbidden,
+    invalid,
+    is_dns1123_subdomain,
+    not_supported,
+    required,
+    too_many,
+)
 from ingressctl.controller.vs_validation import validate_variables
 
 RATE = re.compile(r"[1-9]\d*r/[sSmM]")
 ZONE_SIZE = re.compile(r"(\d+)([kKmM]?)")
-RATE_LIMIT_KEY_VARS = frozenset({"binary_remote_addr", "request_uri", "uri", "args", "request_method"})
-RATE_LIMIT_KEY_PREFIXES = ("arg_", "http_", "cookie_", "apikey_")
+RATE_LIMIT_KEY_VARS = frozenset({"binary_remote_addr", "request_uri", "uri", "args", "request_method",
+                                 "apikey_client_name", "apikey_auth_token"})
+RATE_LIMIT_KEY_PREFIXES = ("arg_", "http_", "cookie_")
 LOG_LEVELS = ("info", "notice", "warn", "error")
 QUERY_NAME = re.compile(r"[_A-Za-z0-9]+")
 REALM = re.compile(r'([^"$\\]|\\[^$])*')
+TIER_MATCH = re.compile(r"[^\s\"'\x00-\x1f\x7f]+")
 TOKEN_VARIABLE = re.compile(r"\$(http_|arg_|cookie_)[_A-Za-z0-9]+")
 
 
@@ -113,8 +127,66 @@ def validate_rate_limit(field: str, spec: Mapping[str, Any],
     code = spec.get("rejectCode")
     if code is not None and (isinstance(code, bool) or not isinstance(code, int) or not 400 <= code <= 599):
         errs.append(invalid(f"{field}.rejectCode", code, "must be in the range [400, 599]"))
-    if spec.get("condition") is not None:
-        errs.append(forbidden(f"{field}.condition", "tiered rate limits (condition) are not supported"))
+    errs.extend(validate_rate_limit_condition(f"{field}.condition", spec.get("condition"), config))
+    return errs
+
+
+def validate_rate_limit_condition(field: str, condition: Any,
+                                  config: PolicyValidationConfig) -> list[FieldError]:
+    """NIC's tier condition: exactly one of `jwt` (NGINX Plus) and `variables` (one entry: a name from
+    TIER_VARIABLES and a `match` without whitespace or quotes, a regex when it starts with `~`), and an
+    optional boolean `default`."""
+    if condition is None:
+        return []
+    if not isinstance(condition, Mapping):
+        return [invalid(field, condition, "must be an object")]
+    jwt, variables = condition.get("jwt"), condition.get("variables")
+    errs = _bool(f"{field}.default", condition.get("default"))
+    if (jwt is None) == (variables is None):
+        return [*errs, invalid(field, "", "must specify exactly one of: `jwt`, `variables`")]
+    if jwt is not None:
+        if not config.is_plus:
+            return [*errs, forbidden(f"{field}.jwt", "jwt conditions require NGINX Plus")]
+        claim, match = _s(_d(jwt).get("claim")), _s(_d(jwt).get("match"))
+        for name, value in (("claim", claim), ("match", match)):
+            if not value:
+                errs.append(required(f"{field}.jwt.{name}"))
+            elif not TIER_MATCH.fullmatch(value):
+                errs.append(invalid(f"{field}.jwt.{name}", value, "must not contain whitespace or quotes"))
+        return errs
+    if not isinstance(variables, list) or not variables:
+        return [*errs, required(f"{field}.variables", "one variable condition is required")]
+    if len(variables) > 1:
+        errs.append(too_many(f"{field}.variables", len(variables), 1))
+    for i, entry in enumerate(variables):
+        errs.extend(_variable_condition(f"{field}.variables[{i}]", entry))
+    return errs
+
+
+def _variable_condition(field: str, entry: Any) -> list[FieldError]:
+    cond = _d(entry)
+    errs: list[FieldError] = []
+    name = cond.get("name")
+    if not _s(name):
+        errs.append(required(f"{field}.name"))
+    elif name not in TIER_VARIABLES:
+        errs.append(not_supported(f"{field}.name", name, TIER_VARIABLES))
+    raw = cond.get("match")
+    if raw is not None and not isinstance(raw, str):
+        return [*errs, invalid(f"{field}.match", raw, "must be a string")]
+    match = _s(raw)
+    if not match:
+        return [*errs, required(f"{field}.match")]
+    if not TIER_MATCH.fullmatch(match):
+        errs.append(invalid(f"{field}.match", match, "must not contain whitespace or quotes"))
+    elif match in MAP_KEYWORDS or match.startswith("\\"):
+        errs.append(invalid(f"{field}.match", match, "must not be an NGINX map keyword or start with '\\'"))
+    elif match.startswith("~"):
+        regex = match[2:] if match.startswith("~*") else match[1:]
+        try:
+            re.compile(regex)
+        except re.error as e:
+            errs.append(invalid(f"{field}.match", match, f"must be a valid regular expression: {e}"))
     return errs
 
 

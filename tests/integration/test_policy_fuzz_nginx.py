@@ -43,6 +43,9 @@ def base_policies() -> dict[str, dict[str, Any]]:
         "deny": {"accessControl": {"deny": ["192.168.0.1"]}},
         "rl": {"rateLimit": {"rate": "10r/s", "key": "${binary_remote_addr}", "zoneSize": "1m", "burst": 2,
                              "delay": 1, "logLevel": "warn", "rejectCode": 429}},
+        "tier": {"rateLimit": {"rate": "1r/s", "key": "${apikey_client_name}", "zoneSize": "1m",
+                               "condition": {"variables": [{"name": "$request_method", "match": "~^GET$"}],
+                                             "default": True}}},
         "ba": {"basicAuth": {"secret": "users", "realm": "realm"}},
         "ak": {"apiKey": {"suppliedIn": {"header": ["X-Key"], "query": ["key"]}, "clientSecret": "keys"}},
         "jwt": {"jwt": {"realm": "realm", "secret": "jwk", "token": "$http_token"}},
@@ -56,6 +59,10 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str]] = {
     "rateLimit.key": (("rl", "rateLimit", "key"), "${binary_remote_addr}"),
     "rateLimit.zoneSize": (("rl", "rateLimit", "zoneSize"), "1m"),
     "rateLimit.logLevel": (("rl", "rateLimit", "logLevel"), "warn"),
+    "rateLimit.condition.variables.match": (("tier", "rateLimit", "condition", "variables", 0, "match"),
+                                            "~^GET$"),
+    "rateLimit.condition.variables.name": (("tier", "rateLimit", "condition", "variables", 0, "name"),
+                                           "$request_method"),
     "basicAuth.secret": (("ba", "basicAuth", "secret"), "users"),
     "basicAuth.realm": (("ba", "basicAuth", "realm"), "realm"),
     "apiKey.header": (("ak", "apiKey", "suppliedIn", "header", 0), "X-Key"),
@@ -104,7 +111,7 @@ def render(policies: dict[str, Any], api_key: str, static: StaticConfigParams) -
           "spec": {"host": "fuzz.example.com", "upstreams": [{"name": "up", "service": "svc", "port": 80}],
                    "policies": [{"name": "deny"}],
                    "routes": [{"path": f"/{n}", "action": {"pass": "up"}, "policies": [{"name": n}]}
-                              for n in ("ac", "rl", "ba", "ak")]}}
+                              for n in ("ac", "rl", "tier", "ba", "ak")]}}
     ex = VirtualServerEx(vs, {"up": ["10.0.0.1:80"]}, policies=resolved)
     try:
         text = RENDERER.render(ex, RenderContext(static, ConfigParams(), TEMPLATES)).text
@@ -128,6 +135,7 @@ def reference(staging: Staging) -> list[Any]:
     r = render(base_policies(), "s3cret", staging.static)
     assert isinstance(r, Rendered), r
     assert "return 500" not in r.ingress and "limit_req_zone" in r.ingress and "auth_basic" in r.ingress
+    assert "map $request_method $rl_default_fuzz_variable_request_method_" in r.ingress
     ok, out = staging.nginx_t(r)
     assert ok, out
     return shape(parse_tree(r.ingress))

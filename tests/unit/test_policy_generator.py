@@ -113,9 +113,13 @@ def test_api_key_map_and_checks_and_a_second_one_is_an_error() -> None:
     spec = {"suppliedIn": {"header": ["X-API-Key"], "query": ["key"]}, "clientSecret": "keys"}
     r = generate_policies([ref("ak", {"clientSecret": keys}, apiKey=spec)], ctx(LEVEL_SPEC))
     assert r.http == ['map "${http_x_api_key}${arg_key}" $apikey_auth_demo_cafe_demo_ak { include '
-                      '/etc/nginx/secrets/demo-keys; "" 401; default 403; }']
+                      '/etc/nginx/secrets/demo-keys; "" 401; default 403; }',
+                      'map $apikey_auth_demo_cafe_demo_ak $apikey_auth_demo_cafe_demo_ak_client { '
+                      '"~^=(?<client>.*)$" $client; default ""; }']
     checks = ["if ($apikey_auth_demo_cafe_demo_ak = 401) { return 401; }",
-              "if ($apikey_auth_demo_cafe_demo_ak = 403) { return 403; }"]
+              "if ($apikey_auth_demo_cafe_demo_ak = 403) { return 403; }",
+              "set $apikey_client_name $apikey_auth_demo_cafe_demo_ak_client;",
+              'set $apikey_auth_token "${http_x_api_key}${arg_key}";']
     # At server level the checks go to each location without an apiKey of its own (a route's wins).
     assert r.server == [] and r.inherited == {"apiKey": checks} and r.types == ["apiKey"]
     r = generate_policies([ref("ak", {"clientSecret": keys}, apiKey=spec)], ctx())

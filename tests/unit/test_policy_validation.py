@@ -99,7 +99,7 @@ def test_valid_policies(spec: dict[str, Any]) -> None:
     ({"rateLimit": {"rate": "1r/s", "key": "${uri}", "zoneSize": "1m", "rejectCode": 200}},
      "spec.rateLimit.rejectCode: Invalid value: 200: must be in the range [400, 599]"),
     ({"rateLimit": {"rate": "1r/s", "key": "${uri}", "zoneSize": "1m", "condition": {"default": True}}},
-     "spec.rateLimit.condition: Forbidden"),
+     "spec.rateLimit.condition: Invalid value: \"\": must specify exactly one of: `jwt`, `variables`"),
     ({"basicAuth": {}}, "spec.basicAuth.secret: Required value"),
     ({"basicAuth": {"secret": "Bad_Name"}}, 'spec.basicAuth.secret: Invalid value: "Bad_Name"'),
     ({"basicAuth": {"secret": "s", "realm": "a$b"}}, "spec.basicAuth.realm: Invalid value"),

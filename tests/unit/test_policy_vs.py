@@ -91,12 +91,15 @@ def test_spec_api_key_is_inherited_only_by_locations_without_their_own() -> None
         {"path": "/", "action": {"pass": "web"}},
         {"path": "/own", "action": {"pass": "web"}, "policies": refs("other-key")}]})
     assert cfg.server.policy_lines == []
-    assert loc(cfg, "/").policy_lines == ["if ($apikey_auth_demo_cafe_demo_key = 401) { return 401; }",
-                                          "if ($apikey_auth_demo_cafe_demo_key = 403) { return 403; }"]
+    spec_key = "$apikey_auth_demo_cafe_demo_key"
+    assert loc(cfg, "/").policy_lines[:3] == [f"if ({spec_key} = 401) {{ return 401; }}",
+                                              f"if ({spec_key} = 403) {{ return 403; }}",
+                                              f"set $apikey_client_name {spec_key}_client;"]
     own = "$apikey_auth_demo_cafe_demo_other_key"
-    assert loc(cfg, "/own").policy_lines == [f"if ({own} = 401) {{ return 401; }}",
-                                             f"if ({own} = 403) {{ return 403; }}"]
-    assert len(cfg.policy_http) == 2
+    assert loc(cfg, "/own").policy_lines[:3] == [f"if ({own} = 401) {{ return 401; }}",
+                                                 f"if ({own} = 403) {{ return 403; }}",
+                                                 f"set $apikey_client_name {own}_client;"]
+    assert len(cfg.policy_http) == 4        # per policy: the key map and the client-name map
 
 
 def test_failing_contexts() -> None:
