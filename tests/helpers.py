@@ -7,6 +7,7 @@ Everything binds 127.0.0.1 with ephemeral ports so tests can run in parallel wit
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import http.client
 import os
@@ -27,6 +28,16 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def free_ports(n: int) -> list[int]:
+    """`n` distinct ports that were free a moment ago: all held open together while picked, so that one
+    process's ports never repeat each other (separate `free_port()` calls may return the same port)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
 
 
 def wait_until(cond: Callable[[], T], what: str, deadline: float = DEADLINE, interval: float = 0.05) -> T:

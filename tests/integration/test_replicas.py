@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.helpers import free_port, http_get, process_gone, wait_until
+from tests.helpers import free_ports, http_get, process_gone, wait_until
 from tests.integration.harness import NS, Env, rule
 
 pytestmark = pytest.mark.integration
@@ -154,14 +154,14 @@ class Replica:
             yaml.safe_dump(kubeconfig, f)
         self.run_dir = tempfile.mkdtemp(prefix="ic-rep-", dir="/tmp")
         self.conf_dir = os.path.join(env.tmp, f"conf-{name}")
-        self.http_port, self.ready_port, self.metrics_port = free_port(), free_port(), free_port()
+        self.http_port, self.ready_port, self.metrics_port, https_port = free_ports(4)
         self.log_path = os.path.join(env.tmp, f"{name}.log")
         log = open(self.log_path, "w")  # noqa: SIM115 - handed to the child; closed below
         self.p = subprocess.Popen(
             [sys.executable, "-m", "ingressctl", "--kubeconfig", self.kubeconfig,
              "--nginx-conf-dir", self.conf_dir, "--nginx-run-dir", self.run_dir,
              "--default-http-listener-port", str(self.http_port),
-             "--default-https-listener-port", str(free_port()), "--nginx-status=false",
+             "--default-https-listener-port", str(https_port), "--nginx-status=false",
              "--ready-status-port", str(self.ready_port),
              "--enable-prometheus-metrics", "--prometheus-metrics-listen-port", str(self.metrics_port),
              "--nginx-configmaps", f"{NS}/nginx-config", "--report-ingress-status",
