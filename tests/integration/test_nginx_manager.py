@@ -388,8 +388,10 @@ def test_an_orphaned_master_from_a_killed_controller_is_replaced(env: Env, tmp_p
         "                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n")
     first._write_config_version(0)
     subprocess.run([sys.executable, str(script)], check=True)
-    wait_until(lambda: os.path.exists(first.paths.pid_file), "the orphan writes its pid file")
-    orphan = int(Path(first.paths.pid_file).read_text().strip())
+    pid_file = Path(first.paths.pid_file)
+    # NGINX creates the file, then writes it: wait for the number, not only the file.
+    wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "", "the orphan's pid file")
+    orphan = int(pid_file.read_text().strip())
     assert first._parent_pid(orphan) == 1
 
     second = env.manager(name="orphan", run_dir=first.run_dir)
