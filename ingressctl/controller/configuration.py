@@ -243,6 +243,10 @@ class Configuration:
     def get_resource(self, key: ResourceKey) -> Resource | None:
         return self._resources.get(key)
 
+    def resources_of_kind(self, kind: str) -> list[Resource]:
+        """The configured resources of one kind, unsorted (for per-event lookups on the sync path)."""
+        return [r for k, r in self._resources.items() if k.kind == kind]
+
     def get_object(self, key: ResourceKey) -> dict[str, Any] | None:
         """A stored valid resource of our class (configured or not)."""
         e = self._entries.get(key)

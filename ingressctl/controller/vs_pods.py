@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from ingressctl.configs.virtualserver import service_ref
+from ingressctl.configs.virtualserver import VS_KIND, service_ref
 from ingressctl.controller.handlers import _safe, resource_version, tombstone_key, unwrap
 from ingressctl.controller.kinds import Enqueue, EventHandler, ResourceKind
 from ingressctl.controller.task import Task
@@ -114,7 +114,8 @@ def pod_kind_factory() -> Callable[[Controller], ResourceKind]:
     def factory(lbc: Controller) -> ResourceKind:
         def sync(key: str) -> None:
             namespace = split_key(key)[0]
-            for service_key in subselected_services(lbc.configuration.get_resources(), namespace):
+            # Only VirtualServers carry subselectors: no sort and no scan of every Ingress per Pod event.
+            for service_key in subselected_services(lbc.configuration.resources_of_kind(VS_KIND), namespace):
                 lbc.sync_endpoint_slice(service_key)
 
         def handler(enqueue: Enqueue) -> EventHandler:
