@@ -12,7 +12,9 @@ Guarantees:
 - 429 is retried after its Retry-After; transient 5xx (500, 502, 503, 504) are retried with jittered
   exponential backoff; both a bounded number of times. Watch requests retry only responses that carry
   Retry-After (as client-go does); everything else is left to the reflector.
-- `list_pages` yields a list's pages in order and, with prefetch (the default), requests page k+1 in a
+- `list_pages` yields a list's pages in order; with `max_limit`, each continue page asks for twice the
+  previous page's limit, up to `max_limit` (`page_limits`), so a long list costs O(log) round trips after
+  its first page instead of one per `limit` items. With prefetch (the default), it requests page k+1 in a
   helper thread while the caller decodes and ingests page k; the continue token is read from the head of
   the body when the server uses its usual layout, and a page is decoded only once. The helper runs at most
   two pages ahead and ends with the list, with the first error (raised to the caller where that page
@@ -454,25 +456,28 @@ class KubeClient:
 
     def list_pages(self, rt: ResourceType, namespace: str | None = None, *,
                    resource_version: str | None = None, resource_version_match: str | None = None,
-                   limit: int | None = None, label_selector: str | None = None,
+                   limit: int | None = None, max_limit: int | None = None, label_selector: str | None = None,
                    field_selector: str | None = None,
                    prefetch: bool = True) -> Generator[dict[str, Any], None, None]:
         """Every page of one list, in order, as `list()` returns them; close the iterator to stop early.
 
         The first page is requested with `resource_version` (and `limit`), the following ones with the
-        previous page's continue token. An error is raised where the failing page would have been yielded,
-        so a caller can tell a first-page failure from an expired continue token. With `prefetch`, a helper
-        thread requests page k+1 while the caller decodes and processes page k: it reads the continue
-        token from the head of the body, where the API server writes the list's metadata, without decoding
-        the page (and decodes it first when the body is laid out otherwise).
+        previous page's continue token and the next limit of `page_limits(limit, max_limit)`. An error is
+        raised where the failing page would have been yielded, so a caller can tell a first-page failure
+        from an expired continue token. With `prefetch`, a helper thread requests page k+1 while the caller
+        decodes and processes page k: it reads the continue token from the head of the body, where the API
+        server writes the list's metadata, without decoding the page (and decodes it first when the body is
+        laid out otherwise).
         """
         def first() -> bytes:
             return self._list_body(rt, namespace, resource_version=resource_version,
                                    resource_version_match=resource_version_match, limit=limit,
                                    label_selector=label_selector, field_selector=field_selector)
 
-        def fetch(token: str) -> bytes:
-            return self._list_body(rt, namespace, limit=limit, continue_token=token,
+        limits = page_limits(limit, max_limit)
+
+        def fetch(token: str) -> bytes:  # called for one page at a time, in order
+            return self._list_body(rt, namespace, limit=next(limits), continue_token=token,
                                    label_selector=label_selector, field_selector=field_selector)
 
         def decode(body: bytes) -> dict[str, Any]:
@@ -697,6 +702,17 @@ class KubeClient:
 _LIST_HEAD = re.compile(rb'\{\s*"kind"\s*:\s*"[^"\\]*"\s*,\s*"apiVersion"\s*:\s*"[^"\\]*"\s*,'
                         rb'\s*"metadata"\s*:\s*(\{[^{}]*\})')
 _LIST_HEAD_MAX = 64 * 1024
+
+
+def page_limits(limit: int | None, max_limit: int | None = None) -> Iterator[int | None]:
+    """The limits of a list's continue pages after a first page of `limit`: `limit` again without
+    `max_limit`, else doubling from 2 x `limit` up to `max_limit` (e.g. 500: 1000, 2000, 4000, 4000, ...).
+    None (no limit) stays None."""
+    current = limit
+    while True:
+        if current is not None and max_limit is not None and current < max_limit:
+            current = min(current * 2, max_limit)
+        yield current
 
 
 def peek_list_continue(body: bytes) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import itertools
 import json
 import queue
 import random
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 import structlog
 
-from ingressctl.k8s.client import ApiError, paged_list
+from ingressctl.k8s.client import ApiError, page_limits, paged_list
 from ingressctl.k8s.clock import FakeClock
 from ingressctl.k8s.reflector import (
     LAST_APPLIED_ANNOTATION,
@@ -205,9 +206,10 @@ class FakeKube:
 
     def list_pages(self, rt: ResourceType, namespace: str | None = None, *,
                    resource_version: str | None = None, resource_version_match: str | None = None,
-                   limit: int | None = None, label_selector: str | None = None,
+                   limit: int | None = None, max_limit: int | None = None, label_selector: str | None = None,
                    field_selector: str | None = None, prefetch: bool = True) -> Iterator[dict[str, Any]]:
         """KubeClient.list_pages over `list()`: the real pager (prefetching in a helper thread) on JSON."""
+        limits = page_limits(limit, max_limit)
 
         def first() -> bytes:
             page = self.list(rt, namespace, resource_version=resource_version, limit=limit,
@@ -215,8 +217,8 @@ class FakeKube:
             return json.dumps(page).encode()
 
         def fetch(token: str) -> bytes:
-            page = self.list(rt, namespace, limit=limit, continue_token=token, label_selector=label_selector,
-                             field_selector=field_selector)
+            page = self.list(rt, namespace, limit=next(limits), continue_token=token,
+                             label_selector=label_selector, field_selector=field_selector)
             return json.dumps(page).encode()
 
         def decode(body: bytes) -> dict[str, Any]:
@@ -325,7 +327,9 @@ def test_initial_list_is_rv0_paginated_then_watch_from_list_rv(kube: FakeKube) -
         wait_until(lambda: kube.count("watch") >= 1, what="watch")
         lists = [kw for v, kw in kube.calls if v == "list"]
         assert lists[0] == {"resource_version": "0", "limit": 500, "continue_token": None}
-        assert len(lists) == 3 and all(kw["resource_version"] is None for kw in lists[1:])
+        # Each continue page twice as large as the one before: 500 + 1000 covers 1203 in two round trips.
+        assert [kw["limit"] for kw in lists] == [500, 1000]
+        assert all(kw["resource_version"] is None for kw in lists[1:])
         assert len(st.items) == 1203
         assert st.calls[0][0] == "replace" and st.calls[0][1][1] == str(kube.rv)
         watch = next(kw for v, kw in kube.calls if v == "watch")
@@ -419,6 +423,27 @@ def test_watch_error_event_410_relists(kube: FakeKube) -> None:
         assert r.is_alive()
     finally:
         r.stop()
+
+
+def test_continue_pages_double_up_to_the_max_page_size(kube: FakeKube) -> None:
+    for i in range(40):
+        kube.create(f"cm{i:02d}")
+    r, st = make(kube, page_size=2, max_page_size=8)
+    r.start()
+    try:
+        wait_until(lambda: kube.count("watch") >= 1, what="watch")
+        lists = [kw for v, kw in kube.calls if v == "list"]
+        assert [kw["limit"] for kw in lists] == [2, 4, 8, 8, 8, 8, 8]
+        assert len(st.items) == 40
+    finally:
+        r.stop()
+
+
+def test_page_limits() -> None:
+    assert list(itertools.islice(page_limits(500, 5000), 5)) == [1000, 2000, 4000, 5000, 5000]
+    assert list(itertools.islice(page_limits(500), 3)) == [500, 500, 500]
+    assert list(itertools.islice(page_limits(None, 5000), 2)) == [None, None]
+    assert list(itertools.islice(page_limits(700, 500), 2)) == [700, 700]  # never below the first page
 
 
 def test_list_gone_at_rv_falls_back_to_most_recent(kube: FakeKube) -> None:
@@ -664,7 +689,7 @@ def test_gc_is_paused_for_the_list_and_restored_after(kube: FakeKube) -> None:
         kube.create(f"cm{i}")
     assert gc.isenabled()
     st = GcProbeStore()
-    r, _ = make(kube, st, page_size=10)
+    r, _ = make(kube, st, page_size=10, max_page_size=10)
     r.start()
     try:
         wait_until(lambda: len(kube.watchers) == 1, what="watch")

@@ -153,7 +153,7 @@ def test_expired_continue_token_restarts_with_a_full_list() -> None:
     def check(r: Reflector, store: ThreadSafeStore) -> None:
         wait_until(lambda: len(script.watch_queries) >= 1, what="watch")
         assert sorted(store.list_keys()) == ["default/a", "default/c"]  # no page glued from the old snapshot
-        assert script.list_queries[1] == {"limit": "2", "continue": "tok1"}
+        assert script.list_queries[1] == {"limit": "4", "continue": "tok1"}  # twice the first page
         assert script.list_queries[2] == {}  # full list, most recent
         assert script.watch_queries[0]["resourceVersion"] == "20"
 
