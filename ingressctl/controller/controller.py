@@ -162,7 +162,8 @@ class LoadBalancerController:
                                      watch_namespaces=o.watch_namespaces, pod_namespace=o.pod_namespace,
                                      external_service_key=self._external_service_key,
                                      configmap_key=self._configmap_key, resync_period=o.resync_period,
-                                     watch_secret_namespaces=o.watch_secret_namespaces)
+                                     watch_secret_namespaces=o.watch_secret_namespaces,
+                                     prevalidate_secret=getattr(secret_store, "prevalidate", None))
         self._syncers: dict[str, Callable[[str], None]] = {
             Kind.ENDPOINT_SLICE: self.sync_endpoint_slice, Kind.SERVICE: self.sync_service,
             Kind.SECRET: self.sync_secret, Kind.CONFIG_MAP: self.sync_config_map,

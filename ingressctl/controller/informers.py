@@ -8,6 +8,10 @@ Guarantees:
 - The `--external-service` is watched in the controller's namespace even when that namespace is not watched
   (a field selector on its name); the ConfigMap and the IngressClass are watched by name.
 - Reads (`get_object`, `endpoint_slices`, `list`) are thread-safe reads of the informer stores.
+- With `prevalidate_secret`, every Secret the Secret informers list or watch is handed to it (after the
+  transform, on the reflector's thread, as each page arrives): the Secret store validates them there, while
+  the other lists still wait for the API server, instead of on the critical path after the caches synced.
+  A failure in it never reaches the informer.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ from ingressctl.k8s.resource import (
 )
 from ingressctl.k8s.store import BY_SERVICE_INDEX, endpoint_slices_by_service
 from ingressctl.keys import split_key
+from ingressctl.logging import get_logger
+
+log = get_logger(__name__)
 
 NewInformer = Callable[..., SharedInformer]
 
@@ -46,9 +53,10 @@ class InformerSet:
     def __init__(self, client: Any, kinds: KindRegistry, enqueue: Enqueue, *, ingress_class: str,
                  watch_namespaces: Iterable[str], pod_namespace: str, external_service_key: str | None,
                  configmap_key: str | None, resync_period: float,
-                 watch_secret_namespaces: Iterable[str] | None = None) -> None:
+                 watch_secret_namespaces: Iterable[str] | None = None,
+                 prevalidate_secret: Callable[[dict[str, Any]], None] | None = None) -> None:
         """`watch_secret_namespaces`: where Secrets are watched (`--watch-secret-namespace`); None: where
-        everything else is, empty: all namespaces."""
+        everything else is, empty: all namespaces. `prevalidate_secret`: see the module docstring."""
         self._client = client
         self._resync = resync_period
         self._informers: dict[tuple[str, str], SharedInformer] = {}   # (name, namespace or "") -> informer
@@ -65,7 +73,8 @@ class InformerSet:
                       indexers={BY_SERVICE_INDEX: endpoint_slices_by_service})
         secret_namespaces = watched if watch_secret_namespaces is None else list(watch_secret_namespaces)
         for ns in secret_namespaces or [""]:
-            self._add("secrets", SECRETS, ns, secret_h)
+            self._add("secrets", SECRETS, ns, secret_h,
+                      transform=_observed(transform_for(SECRETS), prevalidate_secret))
         if external_service_key and watched and pod_namespace not in watched:
             # The external Service lives in the controller's namespace; watch just it (NIC would not see it).
             ns, name = split_key(external_service_key)
@@ -107,3 +116,19 @@ class InformerSet:
     def list(self, name: str) -> list[dict[str, Any]]:
         """Every cached object of `name`, in every watched namespace."""
         return [obj for (n, _), inf in self._informers.items() if n == name for obj in inf.store.list()]
+
+
+def _observed(transform: Transform, observe: Callable[[dict[str, Any]], None] | None) -> Transform:
+    """`transform`, then `observe` the result (its exceptions are logged and dropped)."""
+    if observe is None:
+        return transform
+
+    def observed(obj: dict[str, Any]) -> dict[str, Any]:
+        out = transform(obj)
+        try:
+            observe(out)
+        except Exception as e:
+            log.warning("observing a listed or watched object failed", error=str(e))
+        return out
+
+    return observed

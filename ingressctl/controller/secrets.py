@@ -15,7 +15,12 @@ Guarantees:
   error (and is retried on the next lookup); nothing raises out of the store for bad Secrets.
 - `add_or_update_secret` returns whether anything that matters changed (type, data), so the controller can
   skip re-rendering on no-op updates (labels, resourceVersion).
-- Single-threaded: used by the sync thread only.
+- Validation can run ahead, off the sync thread: `prevalidate` (called by the Secret informer for every
+  listed or watched Secret, as its pages arrive) records `validate_secret`'s result for the Secret's key
+  and data; `add_or_update_secret` uses a recorded result only when it was computed for the very type and
+  data it stores, and validates itself otherwise, so the outcome is the same either way. At most one
+  recorded result per Secret key; a delete drops it.
+- Single-threaded (the sync thread), except `prevalidate`, which any one thread may call concurrently.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import base64
 import binascii
 import hashlib
 import re
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -205,20 +211,57 @@ def decoded_data(secret: Mapping[str, Any]) -> dict[str, bytes]:
     return {str(k): _data_field(secret, str(k)) for k in (data if isinstance(data, dict) else {})}
 
 
+Fingerprint = tuple[str, tuple[tuple[str, str], ...]]  # a Secret's type and sorted data items
+
+
 @dataclass
 class _Stored:
     secret: Mapping[str, Any]
     secret_type: str
-    fingerprint: tuple[str, tuple[tuple[str, str], ...]]
+    fingerprint: Fingerprint
     error: str = ""
     path: str = ""
     written: bytes | None = None  # a digest of the bytes last written to `path` (not the bytes: memory)
 
 
-def _fingerprint(secret: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, str], ...]]:
+def _fingerprint(secret: Mapping[str, Any]) -> Fingerprint:
     data = secret.get("data")
     items = tuple(sorted((str(k), str(v)) for k, v in data.items())) if isinstance(data, dict) else ()
     return str(secret.get("type") or ""), items
+
+
+def _validation_error(secret: Mapping[str, Any]) -> str:
+    try:
+        validate_secret(secret)
+    except SecretValidationError as e:
+        return str(e)
+    return ""
+
+
+class _Prevalidated:
+    """`validate_secret` results computed ahead of the store, by Secret key, with the fingerprint of the type
+    and data they were computed for (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._results: dict[str, tuple[Fingerprint, str]] = {}
+
+    def put(self, key: str, fp: Fingerprint, error: str) -> None:
+        with self._lock:
+            self._results[key] = (fp, error)
+
+    def take(self, key: str, fp: Fingerprint) -> str | None:
+        """The error recorded for exactly this fingerprint ("" = valid), or None; forgets the key's entry."""
+        with self._lock:
+            entry = self._results.pop(key, None)
+        return entry[1] if entry is not None and entry[0] == fp else None
+
+    def discard(self, key: str) -> None:
+        with self._lock:
+            self._results.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._results)
 
 
 class LocalSecretStore:
@@ -227,20 +270,32 @@ class LocalSecretStore:
     def __init__(self, manager: SecretFileManager) -> None:
         self._manager = manager
         self._secrets: dict[str, _Stored] = {}
+        self._prevalidated = _Prevalidated()
+
+    def prevalidate(self, secret: Mapping[str, Any]) -> None:
+        """Validate a supported Secret now (any thread) for a later `add_or_update_secret` of the same type
+        and data; other types are ignored. Never raises."""
+        if not is_supported_secret_type(str(secret.get("type") or "")):
+            return
+        try:
+            key = object_key(secret)
+            fp = _fingerprint(secret)
+            error = _validation_error(secret)
+        except Exception as e:  # the sync validates it again and reports what is wrong
+            log.debug("secret not validated ahead", error=str(e))
+            return
+        self._prevalidated.put(key, fp, error)
 
     def add_or_update_secret(self, secret: Mapping[str, Any]) -> bool:
         """Store and validate the Secret; True if its type or data changed (False for a no-op update)."""
         key = object_key(secret)
         fp = _fingerprint(secret)
+        ahead = self._prevalidated.take(key, fp)
         stored = self._secrets.get(key)
         if stored is not None and stored.fingerprint == fp:
             stored.secret = secret
             return False
-        error = ""
-        try:
-            validate_secret(secret)
-        except SecretValidationError as e:
-            error = str(e)
+        error = ahead if ahead is not None else _validation_error(secret)
         new = _Stored(secret=secret, secret_type=fp[0], fingerprint=fp, error=error)
         if stored is not None:
             new.path, new.written = stored.path, stored.written
@@ -254,6 +309,7 @@ class LocalSecretStore:
 
     def delete_secret(self, key: str) -> bool:
         """Forget the Secret and remove its file; True if it was stored."""
+        self._prevalidated.discard(key)
         stored = self._secrets.pop(key, None)
         if stored is None:
             return False

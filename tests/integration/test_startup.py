@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
+from ingressctl.controller import secrets as secrets_module
 from ingressctl.controller import startup as startup_module
 from ingressctl.controller.status import StartupStatusFlush
 from ingressctl.k8s.client import KubeClient
 from ingressctl.k8s.leader import LeaderElector
-from tests.helpers import wait_until
+from tests.helpers import make_cert, wait_until
 from tests.integration.harness import NS, Env, rule
 
 pytestmark = pytest.mark.integration
@@ -123,6 +124,30 @@ def test_one_reload_at_startup_and_none_while_lists_are_in_flight(env: Env) -> N
     c.wait_idle()
     assert c.reloads == 1
     assert c.lbc.configuration.startup_complete and c.lbc.is_ready()
+
+
+def test_secrets_are_validated_as_they_are_listed_not_after_the_caches_synced(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Secret informer's thread validates each listed Secret; the pre-sync and the sync use its result."""
+    cert, other = make_cert("a.example.com"), make_cert("b.example.com")
+    env.create(cert.secret("good", NS))
+    env.create(dict(cert.secret("bad", NS), data=other.secret("x", NS)["data"] | {
+        "tls.crt": cert.secret("x", NS)["data"]["tls.crt"]}))   # b's key does not match a's certificate
+    calls: list[tuple[str, str]] = []
+    real = secrets_module.validate_secret
+
+    def recording(secret: Any) -> None:
+        calls.append((secret["metadata"]["name"], threading.current_thread().name))
+        real(secret)
+
+    monkeypatch.setattr(secrets_module, "validate_secret", recording)
+    c = env.controller()
+    assert c.lbc.wait_ready(60)
+    assert sorted(name for name, _ in calls) == ["bad", "good"]
+    assert all(thread.startswith("reflector-secrets") for _, thread in calls), calls
+    store = c.lbc.secret_store
+    assert store.get_secret_reference(f"{NS}/good").error == ""
+    assert "does not match" in store.get_secret_reference(f"{NS}/bad").error
 
 
 def test_an_empty_cluster_becomes_ready_without_a_reload(env: Env) -> None:

@@ -269,3 +269,66 @@ def test_htpasswd_file_is_world_readable(tmp_path: Path) -> None:
     path = Path(store.get_secret_reference("ns/auth").path)
     assert path.read_bytes() == b"user:hash\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def counting_validations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the key of every validate_secret call the store makes."""
+    from ingressctl.controller import secrets
+
+    calls: list[str] = []
+    real = secrets.validate_secret
+
+    def counted(secret: Any) -> None:
+        calls.append(f"{secret['metadata']['namespace']}/{secret['metadata']['name']}")
+        real(secret)
+
+    monkeypatch.setattr(secrets, "validate_secret", counted)
+    return calls
+
+
+def test_prevalidated_secret_is_not_validated_again(
+    tmp_path: Path, rsa_pair: tuple[bytes, bytes], ec_pair: tuple[bytes, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = counting_validations(monkeypatch)
+    store = LocalSecretStore(DirManager(tmp_path))
+    bad = tls_secret(rsa_pair[0], ec_pair[1], name="bad")
+    for s in (tls_secret(*rsa_pair), bad):
+        store.prevalidate(s)
+    assert calls == ["default/cafe", "default/bad"]
+    store.add_or_update_secret(tls_secret(*rsa_pair))
+    store.add_or_update_secret(bad)
+    assert calls == ["default/cafe", "default/bad"]  # the results computed ahead were used
+    assert store.get_secret_reference("default/cafe").error == ""
+    assert store.get_secret_reference("default/bad").error == failure(bad)
+
+
+def test_prevalidation_of_other_data_is_not_used(
+    tmp_path: Path, rsa_pair: tuple[bytes, bytes], ec_pair: tuple[bytes, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = counting_validations(monkeypatch)
+    store = LocalSecretStore(DirManager(tmp_path))
+    store.prevalidate(tls_secret(*rsa_pair))
+    mismatched = tls_secret(rsa_pair[0], ec_pair[1])   # the Secret changed after it was validated ahead
+    store.add_or_update_secret(mismatched)
+    assert calls == ["default/cafe", "default/cafe"]
+    assert "does not match" in store.get_secret_reference("default/cafe").error
+    # A result is used once: a later update to the prevalidated data validates again.
+    store.prevalidate(tls_secret(*ec_pair))
+    store.delete_secret("default/cafe")   # a delete drops it too
+    store.add_or_update_secret(tls_secret(*ec_pair))
+    assert calls == ["default/cafe"] * 4
+    assert store.get_secret_reference("default/cafe").error == ""
+
+
+def test_prevalidate_ignores_unsupported_types_and_never_raises(
+    tmp_path: Path, rsa_pair: tuple[bytes, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = counting_validations(monkeypatch)
+    store = LocalSecretStore(DirManager(tmp_path))
+    store.prevalidate(tls_secret(*rsa_pair, type_="Opaque"))
+    assert calls == []
+    store.prevalidate({"type": "kubernetes.io/tls", "data": {"tls.crt": 5}})  # no metadata: no error raised
+    store.add_or_update_secret(tls_secret(*rsa_pair, type_="Opaque", name="op"))
+    assert store.get_secret_reference("default/op").error == "secret is of the unsupported type Opaque"
