@@ -55,6 +55,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ingressctl.configs.ingress_ex import INGRESS_KIND
+from ingressctl.k8s.readahead import ReadAhead
 from ingressctl.keys import ResourceKey
 from ingressctl.logging import get_logger
 from ingressctl.settings import Settings
@@ -103,6 +104,7 @@ class App:
         self.health: Any = None
         self.webhook: Any = None
         self.status: Any = None
+        self._reads = ReadAhead("startup-read")
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._nginx_failed = False
@@ -147,6 +149,7 @@ class App:
                 self.client = KubeClient.from_kubeconfig(s.kube.kubeconfig)
             except KubeConfigError as e:
                 raise StartupError(f"cannot load the Kubernetes configuration: {e}") from e
+        self._read_ahead()
         self._validate_ingress_class()
         config_data = self._read_config_map()
 
@@ -325,7 +328,8 @@ class App:
         namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
         kinds: list[Any] = []
         try:
-            self.client.list(VIRTUALSERVERS, namespace, limit=1)
+            self._reads.take(("probe", VIRTUALSERVERS.plural),
+                             lambda: self.client.list(VIRTUALSERVERS, namespace, limit=1))
         except ApiError as e:
             log.error("custom resources are enabled, but VirtualServers cannot be listed: not serving them; "
                       "install the k8s.nginx.org CRDs (charts/ingressctl/crds) and the RBAC for them, "
@@ -362,7 +366,8 @@ class App:
         s = self.settings
         namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
         try:
-            self.client.list(TRANSPORTSERVERS, namespace, limit=1)
+            self._reads.take(("probe", TRANSPORTSERVERS.plural),
+                             lambda: self.client.list(TRANSPORTSERVERS, namespace, limit=1))
             self._serve_transportservers = True
         except ApiError as e:
             log.error("custom resources are enabled, but TransportServers cannot be listed: not serving "
@@ -465,6 +470,32 @@ class App:
         except KubeConfigError as e:
             raise StartupError(f"cannot load the Kubernetes configuration: {e}") from e
 
+    def _read_ahead(self) -> None:
+        """Start the start-up's independent reads together: the IngressClass, the NGINX ConfigMap, the special
+        TLS Secrets and (custom resources on) the VirtualServer and TransportServer probes. Each step below
+        takes its read's result or error where it used to make the call, so the order of the checks and
+        their messages stay the same, while the round trips overlap."""
+        from ingressctl.k8s.resource import CONFIGMAPS, INGRESSCLASSES, SECRETS
+
+        s, client, reads = self.settings, self.client, self._reads
+        name = s.controller.ingress_class
+        reads.start(("get", INGRESSCLASSES.plural, name), lambda: client.get(INGRESSCLASSES, None, name))
+        c = s.controller
+        objects = ((CONFIGMAPS, c.nginx_configmaps), (SECRETS, c.default_server_tls_secret),
+                   (SECRETS, c.wildcard_tls_secret))
+        for rt, ref in objects:
+            key = ("get", rt.plural, ref)
+            if ref and key not in reads.pending():
+                ns, obj = ref.split("/", 1)
+                reads.start(key, functools.partial(client.get, rt, ns, obj))
+        if s.controller.enable_custom_resources:
+            from ingressctl.controller.ts_kind import TRANSPORTSERVERS
+            from ingressctl.controller.vs_kind import VIRTUALSERVERS
+
+            namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
+            for rt in (TRANSPORTSERVERS, VIRTUALSERVERS):
+                reads.start(("probe", rt.plural), functools.partial(client.list, rt, namespace, limit=1))
+
     def _validate_ingress_class(self) -> None:
         """NIC's mustValidateIngressClass."""
         from ingressctl.k8s.client import ApiError
@@ -472,7 +503,8 @@ class App:
 
         name = self.settings.controller.ingress_class
         try:
-            ic = self.client.get(INGRESSCLASSES, None, name)
+            ic = self._reads.take(("get", INGRESSCLASSES.plural, name),
+                                  lambda: self.client.get(INGRESSCLASSES, None, name))
         except ApiError as e:
             if e.is_not_found:
                 raise StartupError(
@@ -493,7 +525,8 @@ class App:
             return None
         ns, name = ref.split("/", 1)
         try:
-            cm = self.client.get(CONFIGMAPS, ns, name)
+            cm = self._reads.take(("get", CONFIGMAPS.plural, ref),
+                                  lambda: self.client.get(CONFIGMAPS, ns, name))
         except ApiError as e:
             raise StartupError(f"cannot read the NGINX ConfigMap {ref} (--nginx-configmaps): {e}") from e
         data = cm.get("data") or {}
@@ -555,7 +588,8 @@ class App:
 
         ns, name = ref.split("/", 1)
         try:
-            secret = self.client.get(SECRETS, ns, name)
+            secret = self._reads.take(("get", SECRETS.plural, ref),
+                                      lambda: self.client.get(SECRETS, ns, name))
         except ApiError as e:
             raise StartupError(f"cannot read the TLS Secret {ref}: {e}") from e
         try:

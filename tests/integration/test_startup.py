@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ingressctl.app import StartupError
 from ingressctl.controller import secrets as secrets_module
 from ingressctl.controller import startup as startup_module
 from ingressctl.controller.status import StartupStatusFlush
@@ -148,6 +149,41 @@ def test_secrets_are_validated_as_they_are_listed_not_after_the_caches_synced(
     store = c.lbc.secret_store
     assert store.get_secret_reference(f"{NS}/good").error == ""
     assert "does not match" in store.get_secret_reference(f"{NS}/bad").error
+
+
+def test_the_start_up_reads_are_in_flight_together(env: Env) -> None:
+    """The IngressClass and the ConfigMap are read at once (one round trip, not two); the checks still come in
+    their order and with their messages."""
+    config_map(env)
+    for resource in ("ingressclasses", "configmaps"):
+        env.cluster.faults.set_latency(400, verb="get", resource=resource)
+    c = env.controller(status_settings(env), start=False)
+    errors: list[str] = []
+
+    def starter() -> None:
+        try:
+            c.start(wait_ready=False)
+        except Exception as e:  # reported below
+            errors.append(repr(e))
+
+    t = threading.Thread(target=starter)
+    t.start()
+    together = False
+    while t.is_alive() and not together:
+        stats = env.cluster.stats
+        together = bool(stats.in_flight("get", "ingressclasses") and stats.in_flight("get", "configmaps"))
+        time.sleep(0.002)
+    t.join()
+    assert not errors
+    assert together, "the IngressClass and the ConfigMap were read one after the other"
+    assert c.lbc.wait_ready(60)
+
+
+def test_a_missing_ingress_class_is_still_the_first_start_up_error(env: Env) -> None:
+    env.cluster.faults.set_latency(300, verb="get", resource="ingressclasses")   # its answer comes last
+    c = env.controller(env.settings(nginx_configmaps=f"{NS}/absent", ingress_class="x"), start=False)
+    with pytest.raises(StartupError, match="IngressClass 'x' does not exist"):
+        c.start(wait_ready=False)
 
 
 def test_an_empty_cluster_becomes_ready_without_a_reload(env: Env) -> None:
