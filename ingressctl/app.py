@@ -129,6 +129,16 @@ class App:
             raise StartupError(with_hint(f"start-up failed: {e}", self.settings)) from e
 
     def _start(self) -> None:
+        from ingressctl.k8s.client import KubeClient, KubeConfigError
+
+        s = self.settings
+        if self.client is None:
+            try:
+                self.client = KubeClient.from_kubeconfig(s.kube.kubeconfig)
+            except KubeConfigError as e:
+                raise StartupError(f"cannot load the Kubernetes configuration: {e}") from e
+        self._read_ahead()
+        # The rest of the controller's modules load while those reads travel.
         from ingressctl.configs.configmaps import StaticConfigParams, parse_config_map
         from ingressctl.configs.configurator import Configurator
         from ingressctl.configs.templates import TemplateError, TemplateExecutor
@@ -138,18 +148,10 @@ class App:
         from ingressctl.controller.status import StatusUpdater
         from ingressctl.controller.task import Task
         from ingressctl.health import HealthServer
-        from ingressctl.k8s.client import KubeClient, KubeConfigError
         from ingressctl.k8s.events import EventRecorder
         from ingressctl.k8s.workqueue import RateLimitingQueue
         from ingressctl.nginx.manager import Manager, NginxStartError
 
-        s = self.settings
-        if self.client is None:
-            try:
-                self.client = KubeClient.from_kubeconfig(s.kube.kubeconfig)
-            except KubeConfigError as e:
-                raise StartupError(f"cannot load the Kubernetes configuration: {e}") from e
-        self._read_ahead()
         self._validate_ingress_class()
         config_data = self._read_config_map()
 
