@@ -28,6 +28,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -156,7 +157,7 @@ class LoadBalancerController:
         self.reporter = Reporter(self.kinds, self.status_writers, recorder, self.cached, self._ready.is_set)
         self.startup = Startup(options=o, stats=self.stats, configuration=configuration,
                                configurator=configurator, reporter=self.reporter, status=self.status_writers,
-                               render_all=lambda: self.update_all_configs(startup=True), cached=self.cached,
+                               render_all=self._render_all_at_startup, cached=self.cached,
                                guarded=self._guarded, stopping=self._stopping)
         self.informers = InformerSet(client, self.kinds, self.enqueue, ingress_class=o.ingress_class,
                                      watch_namespaces=o.watch_namespaces, pod_namespace=o.pod_namespace,
@@ -513,6 +514,15 @@ class LoadBalancerController:
 
     def update_all_configs(self, *, startup: bool = False) -> None:
         """NIC's updateAllConfigs: main config + every resource, ONE reload, events (and status) for all."""
+        self._update_all_configs(startup=startup)()
+
+    def _render_all_at_startup(self) -> Callable[[], None]:
+        """The start-up's update_all_configs; returns the reporting of the applied resources (their events and
+        deferred statuses) for `Startup.complete` to run."""
+        return self._update_all_configs(startup=True)
+
+    def _update_all_configs(self, *, startup: bool) -> Callable[[], None]:
+        """update_all_configs up to its events and statuses, which the returned function reports."""
         cm = self._config_map
         if cm is None and self._configmap_key:
             cm = self.get_object("configmaps", self._configmap_key)
@@ -536,7 +546,7 @@ class LoadBalancerController:
             elif not startup:
                 self.reporter.event_for(cm, CONFIGMAPS, EVENT_NORMAL, REASON_UPDATED,
                                         f"ConfigMap {ns_name} updated without error")
-        self.reporter.report(applied, defer_status=startup)
+        return functools.partial(self.reporter.report, applied, defer_status=startup)
 
     def _process_changes(self, changes: Sequence[ResourceChange]) -> None:
         """NIC's processChanges: deletes (all first), then add/updates; one reload; then events and status."""

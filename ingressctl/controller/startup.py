@@ -7,9 +7,12 @@ Guarantees:
 - `complete()` runs once: ONE host resolution, everything rendered, ONE reload, the problem resources'
   events and statuses written synchronously (host conflicts, orphaned children, and validation errors of
   resources still invalid at the end of the drain), readiness turned on (also with zero resources), then the
-  deferred statuses flushed in the background by `status_workers` (10) workers gated on leader election. A
-  failure in one step is logged and does not keep the controller from becoming ready (as NIC).
-- `legacy_startup` keeps the pre-5.5 path: statuses written serially before readiness, no flush.
+  applied resources' events queued (after readiness: with 10,000 resources queueing them takes ~0.2 s that
+  serving does not need to wait for), then the deferred statuses flushed in the background by
+  `status_workers` (10) workers gated on leader election. A failure in one step is logged and does not keep
+  the controller from becoming ready (as NIC).
+- `legacy_startup` keeps the pre-5.5 path: events, then statuses written serially, before readiness; no
+  flush.
 - The flush is the only writer of deferred start-up statuses; resources configured after readiness while
   this replica waited for the lease are flushed too. A became-leader callback writes every status, unless the
   flush still owns that job.
@@ -54,7 +57,8 @@ class Startup:
 
     def __init__(self, *, options: ControllerOptions, stats: SyncStats, configuration: StartupConfiguration,
                  configurator: Reloads, reporter: Reporter, status: StatusWriters,
-                 render_all: Callable[[], None], cached: Callable[[ResourceKey], dict[str, Any] | None],
+                 render_all: Callable[[], Callable[[], None] | None],
+                 cached: Callable[[ResourceKey], dict[str, Any] | None],
                  guarded: Callable[[Callable[[], None]], None], stopping: threading.Event) -> None:
         self._o = options
         self._stats = stats
@@ -98,21 +102,29 @@ class Startup:
         phases["resolve_hosts"] = time.monotonic() - t0
         self._configurator.enable_reloads()
         t1 = time.monotonic()
-        self._guarded(self._render_all)
+        reports: list[Callable[[], None]] = []   # the applied resources' events and deferred statuses
+
+        def render_all() -> None:
+            report = self._render_all()
+            if report is not None:
+                reports.append(report)
+
+        self._guarded(render_all)
         phases["render_and_reload"] = time.monotonic() - t1
         # Problems (host conflicts, orphaned children, invalid resources) are written synchronously.
         t2 = time.monotonic()
         self._guarded(lambda: self._reporter.report_problems(self._current_problems()))
         self._problems.clear()
         phases["problems"] = time.monotonic() - t2
-        keys = self._reporter.take_deferred()
-        if self._o.legacy_startup:
-            # Pre-5.5: every status written serially before readiness.
-            t3 = time.monotonic()
-            self._status.bulk_update(keys, workers=1)
-            phases["status"] = time.monotonic() - t3
         flush = None
-        if not self._o.legacy_startup:
+        if self._o.legacy_startup:
+            # Pre-5.5: the events, then every status written serially, before readiness.
+            for report in reports:
+                self._guarded(report)
+            t3 = time.monotonic()
+            self._status.bulk_update(self._reporter.take_deferred(), workers=1)
+            phases["status"] = time.monotonic() - t3
+        else:
             flush = StartupStatusFlush(self._status, leader_election=self._o.leader_election,
                                        workers=self._o.status_workers, leader_wait=self._o.leader_wait)
             self.flush = flush
@@ -125,6 +137,9 @@ class Startup:
                  seconds=round(self._stats.startup_seconds, 3),
                  phases={k: round(v, 3) for k, v in phases.items()})
         if flush is not None:
+            for report in reports:
+                self._guarded(report)
+            keys = self._reporter.take_deferred()
             # The deferred statuses, plus resources configured after readiness while this replica waited for
             # the lease (steady-state writes are skipped by a follower, and the flush owns the writes then).
             at_ready = set(self._reporter.status_keys())

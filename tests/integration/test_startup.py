@@ -14,6 +14,7 @@ import pytest
 from ingressctl.app import StartupError
 from ingressctl.controller import secrets as secrets_module
 from ingressctl.controller import startup as startup_module
+from ingressctl.controller.reporter import Reporter
 from ingressctl.controller.status import StartupStatusFlush
 from ingressctl.k8s.client import KubeClient
 from ingressctl.k8s.leader import LeaderElector
@@ -184,6 +185,36 @@ def test_a_missing_ingress_class_is_still_the_first_start_up_error(env: Env) -> 
     c = env.controller(env.settings(nginx_configmaps=f"{NS}/absent", ingress_class="x"), start=False)
     with pytest.raises(StartupError, match="IngressClass 'x' does not exist"):
         c.start(wait_ready=False)
+
+
+def test_readiness_does_not_wait_for_the_applied_resources_events(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Serving needs the reload, not the AddedOrUpdated events: they are queued after readiness, and the
+    deferred statuses they collect are flushed after them."""
+    names = populate(env, 3)
+    config_map(env)
+    gate = threading.Event()
+    real = Reporter.report
+
+    def held(self: Reporter, applied: Any, *, defer_status: bool) -> None:
+        if defer_status:
+            assert gate.wait(60), "never released"
+        real(self, applied, defer_status=defer_status)
+
+    monkeypatch.setattr(Reporter, "report", held)
+    c = env.controller(status_settings(env), start=False)
+    c.start(wait_ready=False)
+    try:
+        assert c.lbc.wait_ready(60), "readiness waited for the events"
+        for n in names:
+            assert c.get(f"{n}.example.com").backend == "web"
+        assert env.events(reason="AddedOrUpdated") == []
+        assert completed_status_updates(env) == 0
+    finally:
+        gate.set()
+    for n in names:
+        env.wait_event(n, "AddedOrUpdated")
+        wait_until(lambda n=n: addresses(env, n) == [{"ip": ADDRESS}], f"status of {n}")
 
 
 def test_an_empty_cluster_becomes_ready_without_a_reload(env: Env) -> None:
