@@ -19,7 +19,8 @@ Guarantees:
   listed or watched Secret, as its pages arrive) records `validate_secret`'s result for the Secret's key
   and data; `add_or_update_secret` uses a recorded result only when it was computed for the very type and
   data it stores, and validates itself otherwise, so the outcome is the same either way. At most one
-  recorded result per Secret key; a delete drops it.
+  recorded result per Secret key; a delete drops it. A Secret whose type and data the store holds already (a
+  relist) is not validated again.
 - Single-threaded (the sync thread), except `prevalidate`, which any one thread may call concurrently.
 """
 
@@ -280,6 +281,9 @@ class LocalSecretStore:
         try:
             key = object_key(secret)
             fp = _fingerprint(secret)
+            stored = self._secrets.get(key)   # a relist repeats what the store holds: nothing to validate
+            if stored is not None and stored.fingerprint == fp:
+                return
             error = _validation_error(secret)
         except Exception as e:  # the sync validates it again and reports what is wrong
             log.debug("secret not validated ahead", error=str(e))

@@ -332,3 +332,15 @@ def test_prevalidate_ignores_unsupported_types_and_never_raises(
     store.prevalidate({"type": "kubernetes.io/tls", "data": {"tls.crt": 5}})  # no metadata: no error raised
     store.add_or_update_secret(tls_secret(*rsa_pair, type_="Opaque", name="op"))
     assert store.get_secret_reference("default/op").error == "secret is of the unsupported type Opaque"
+
+
+def test_a_relisted_secret_the_store_holds_is_not_validated_again(
+    tmp_path: Path, rsa_pair: tuple[bytes, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = counting_validations(monkeypatch)
+    store = LocalSecretStore(DirManager(tmp_path))
+    store.add_or_update_secret(tls_secret(*rsa_pair))
+    store.prevalidate(tls_secret(*rsa_pair))
+    assert calls == ["default/cafe"]
+    assert store.add_or_update_secret(tls_secret(*rsa_pair)) is False
+    assert calls == ["default/cafe"]
