@@ -313,9 +313,11 @@ class MainConfig:
     # The default server's SSL context loads the certificate of the server a handshake selects (`$ingressctl_
     # certificate`, see configs.certificate_map); servers with `certificate_per_handshake` have no context.
     certificates_per_handshake: bool = False
-    # `ssl_certificate_cache max=<n>` for them (NGINX 1.27.4+): a handshake parses a certificate only when it
-    # is not cached; 0 = no cache directive.
+    # `ssl_certificate_cache max=<n>` for them (NGINX 1.27.4+), or `ingressctl_certificate_cache max=<n>`
+    # with the module below: a handshake parses a certificate only when it is not cached; 0 = no cache.
     certificate_cache_size: int = 0
+    # load_module of ingressctl's certificate-cache module (NGINX < 1.27.4); "" -> NGINX's own cache or none
+    certificate_cache_module_path: str = ""
     proxy_defaults: ProxyDefaults | None = None  # declared at the http level when set
     default_server_return: str = "404"
     default_server_access_log_off: bool = False

@@ -30,7 +30,8 @@
  *   through one descriptor and the fstat() of that descriptor is what is
  *   remembered, so the cache never pairs old contents with new metadata.
  * - A certificate or key that cannot be read or parsed fails that handshake
- *   only (logged as NGINX logs it); nothing is cached for it.
+ *   only (logged as NGINX logs it); nothing is cached for it, and an entry
+ *   its files no longer match is dropped.
  * - Values NGINX loads in other ways (`data:` certificates or keys, `engine:`
  *   keys, an empty value, `ssl_password_file`) are passed to NGINX's own
  *   loader (ngx_ssl_connection_certificate) uncached.
@@ -527,7 +528,7 @@ ngx_http_cert_cache_certificate(ngx_connection_t *c, ngx_pool_t *pool,
     ngx_str_t                         name;
     ngx_uint_t                        found;
     ngx_str_node_t                   *sn;
-    ngx_http_cert_cache_entry_t      *e, *fresh;
+    ngx_http_cert_cache_entry_t      *e;
     ngx_http_cert_cache_main_conf_t  *cache;
 
     cache = srv->cache;
@@ -587,16 +588,15 @@ ngx_http_cert_cache_certificate(ngx_connection_t *c, ngx_pool_t *pool,
         }
 
     } else {
-        fresh = ngx_http_cert_cache_load(c, cert, key);
-        if (fresh == NULL) {
-            return NGX_ERROR;
-        }
-
         if (e) {
+            /* stale: never served again, whether the new files load or not */
             ngx_http_cert_cache_free(cache, e);
         }
 
-        e = fresh;
+        e = ngx_http_cert_cache_load(c, cert, key);
+        if (e == NULL) {
+            return NGX_ERROR;
+        }
 
         /* the key after the entry */
 
@@ -766,6 +766,16 @@ ngx_http_cert_cache_load(ngx_connection_t *c, ngx_str_t *cert, ngx_str_t *key)
     }
 
     BIO_free(bio);
+    bio = NULL;
+
+    /* a pair SSL_use_PrivateKey() would refuse is not cached */
+
+    if (X509_check_private_key(e->cert, e->pkey) == 0) {
+        ngx_ssl_error(NGX_LOG_ERR, c->log, 0,
+                      "cannot load certificate key \"%s\": it does not match "
+                      "the certificate \"%s\"", key->data, cert->data);
+        goto failed;
+    }
 
     if (key_data != cert_data) {
         ngx_explicit_memzero(key_data, key_len);
@@ -799,6 +809,10 @@ failed:
 
     if (e->chain) {
         sk_X509_pop_free(e->chain, X509_free);
+    }
+
+    if (e->pkey) {
+        EVP_PKEY_free(e->pkey);
     }
 
     ngx_free(e);
