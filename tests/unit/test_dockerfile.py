@@ -517,3 +517,19 @@ def test_build_context_builds_a_package_with_templates_and_the_entry_point(
     assert templates, "no templates shipped"
     entry_points = (tmp_path / "ingressctl.egg-info" / "entry_points.txt").read_text()
     assert re.search(r"^ingressctl = ingressctl\.cli:main$", entry_points, re.M), entry_points
+
+
+def test_the_final_stage_gets_every_module_with_its_stamp(stages: list[Stage], final: Stage) -> None:
+    """The controller loads one of ingressctl's modules only when the stamp next to it names the running
+    NGINX's version: the whole output directory of the module stage is copied, stamps included."""
+    from ingressctl.nginx.own_modules import CERTIFICATE_CACHE_MODULE, DYNAMIC_PEERS_MODULE
+
+    module_stage = next(s for s in stages if s.name == "nginx-module")
+    build = " ".join(i.args for i in module_stage.all("RUN"))
+    out = re.search(r"build-nginx-module\.sh --modules-dir (\S+)", build)
+    assert out, build
+    copies = [i.args.split() for i in final.all("COPY") if i.args.startswith("--from=nginx-module ")]
+    assert [c[1:] for c in copies] == [[out.group(1).rstrip("/") + "/", "/usr/lib/nginx/modules/"]], copies
+    script = (ROOT / "scripts" / "build-nginx-module.sh").read_text()
+    for module in (DYNAMIC_PEERS_MODULE, CERTIFICATE_CACHE_MODULE):
+        assert module.removesuffix(".so") in script
