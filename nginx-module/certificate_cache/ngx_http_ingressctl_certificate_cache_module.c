@@ -526,7 +526,7 @@ ngx_http_cert_cache_certificate(ngx_connection_t *c, ngx_pool_t *pool,
     u_char                           *p;
     uint32_t                          hash;
     ngx_str_t                         name;
-    ngx_uint_t                        found;
+    ngx_uint_t                        found, same;
     ngx_str_node_t                   *sn;
     ngx_http_cert_cache_entry_t      *e;
     ngx_http_cert_cache_main_conf_t  *cache;
@@ -572,13 +572,18 @@ ngx_http_cert_cache_certificate(ngx_connection_t *c, ngx_pool_t *pool,
 
     hash = ngx_crc32_long(name.data, name.len);
 
+    /* one PEM file with both (as the controller writes them): one stat() */
+
+    same = (cert->len == key->len
+            && ngx_memcmp(cert->data, key->data, key->len) == 0);
+
     sn = ngx_str_rbtree_lookup(&cache->rbtree, &name, hash);
     e = sn ? (ngx_http_cert_cache_entry_t *) sn : NULL;
     found = (e != NULL);
 
     if (e
         && ngx_http_cert_cache_fresh(cert, &e->cert_stat) == NGX_OK
-        && ngx_http_cert_cache_fresh(key, &e->key_stat) == NGX_OK)
+        && (same || ngx_http_cert_cache_fresh(key, &e->key_stat) == NGX_OK))
     {
         ngx_queue_remove(&e->queue);
         ngx_queue_insert_head(&cache->queue, &e->queue);
