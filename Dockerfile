@@ -19,9 +19,9 @@ COPY ingressctl ./ingressctl
 RUN python -m pip wheel --wheel-dir /wheels .
 
 # ------------------------------------------------------------------------------------------- nginx-module
-# ingressctl's NGINX modules (dynamic peers: endpoint changes without reloads; certificate cache: certificates
-# loaded at handshakes parsed once per worker), built against the headers of the same Debian NGINX the
-# runtime stage installs (build-nginx-module.sh checks the versions match).
+# ingressctl's NGINX modules (nginx-module/: endpoint changes without reloads, faster loads of many upstreams,
+# certificates loaded at TLS handshakes parsed once per worker), built against the headers of the same Debian
+# NGINX the runtime stage installs (build-nginx-module.sh checks the versions match).
 FROM ${BASE_IMAGE} AS nginx-module
 WORKDIR /src
 RUN set -eux; \
@@ -58,8 +58,8 @@ RUN set -eux; \
     apt-get purge -y --auto-remove libcap2-bin; \
     rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
 
-# ingressctl's modules and their stamps (the NGINX version each was built for, which the controller checks
-# before it loads one), where the controller looks for them (NGINX's modules path).
+# The modules and their stamps (the NGINX version each was built for: the controller loads a module only
+# with a matching stamp), where the controller looks for them (NGINX's modules path).
 COPY --from=nginx-module /out/ /usr/lib/nginx/modules/
 
 # The directories the controller and NGINX write: --nginx-conf-dir (nginx.conf, conf.d/, secrets/),

@@ -63,7 +63,7 @@ AT_RELOAD = "at reload"
 def modes(binary: str) -> dict[str, list[str]]:
     """Mode name -> the controller's arguments, for this NGINX (see the module docstring)."""
     from ingressctl.nginx.capabilities import detect
-    from ingressctl.nginx.own_modules import CERTIFICATE_CACHE_MODULE, installed_module
+    from ingressctl.nginx.modules import CERTIFICATE_CACHE, installed_module
 
     found = {AT_RELOAD: ["--load-certificates-per-handshake=false"]}
     if detect(binary).has("ssl_certificate_cache"):
@@ -71,7 +71,7 @@ def modes(binary: str) -> dict[str, list[str]]:
         return found
     found["per handshake, no cache"] = ["--load-certificates-per-handshake=true",
                                         "--enable-certificate-cache=false"]
-    if installed_module(binary, CERTIFICATE_CACHE_MODULE):
+    if installed_module(binary, CERTIFICATE_CACHE):
         found["per handshake, module cache"] = ["--load-certificates-per-handshake=true",
                                                 "--enable-certificate-cache=true"]
     else:

@@ -187,6 +187,7 @@ class App:
                 self._serve_transportservers = False
         static = self._with_dynamic_upstreams(static, binary)
         static = self._with_certificate_cache(static, binary)
+        static = self._with_upstream_front(static, binary)
         # The special TLS Secrets: validated now, written by the Configurator before it renders nginx.conf.
         refs = (("default", s.controller.default_server_tls_secret),
                 ("wildcard", s.controller.wildcard_tls_secret))
@@ -520,6 +521,19 @@ class App:
         log.info("endpoint changes reach NGINX without reloads", module=path)
         return dataclasses.replace(static, dynamic_peers_module_path=path)
 
+    def _with_upstream_front(self, static: StaticConfigParams, binary: str) -> StaticConfigParams:
+        """Load the upstream-front module when it is installed: NGINX then loads a configuration with
+        thousands of upstreams several times faster (configs.upstream_front); without it, only slower."""
+        from ingressctl.nginx.modules import UPSTREAM_FRONT, installed_module
+
+        path = installed_module(binary, UPSTREAM_FRONT)
+        if not path:
+            log.warning("the upstream-front NGINX module is not installed: reloads with thousands of "
+                        "upstreams are slower", module=UPSTREAM_FRONT,
+                        install="scripts/build-nginx-module.sh")
+            return static
+        return dataclasses.replace(static, upstream_front_module_path=path)
+
     def _with_certificate_cache(self, static: StaticConfigParams, binary: str) -> StaticConfigParams:
         """On an NGINX without ssl_certificate_cache (< 1.27.4), load ingressctl's certificate-cache module
         when it is installed, not turned off (--enable-certificate-cache) and certificates may be loaded at
@@ -528,14 +542,15 @@ class App:
         if (static.capabilities.has("ssl_certificate_cache") or per_handshake is False
                 or not self.settings.nginx.certificate_cache):
             return static
-        from ingressctl.nginx.own_modules import BUILD_SCRIPT, CERTIFICATE_CACHE_MODULE, installed_module
+        from ingressctl.nginx.modules import CERTIFICATE_CACHE, installed_module
 
-        path = installed_module(binary, CERTIFICATE_CACHE_MODULE)
+        path = installed_module(binary, CERTIFICATE_CACHE)
         if not path:
             log.warning("the certificate-cache NGINX module is not installed: TLS certificates are loaded at "
                         "every reload" if per_handshake is None else
                         "the certificate-cache NGINX module is not installed: TLS certificates are parsed at "
-                        "every full handshake", module=CERTIFICATE_CACHE_MODULE, install=BUILD_SCRIPT)
+                        "every full handshake", module=CERTIFICATE_CACHE,
+                        install="scripts/build-nginx-module.sh")
             return static
         log.info("TLS certificates are loaded at handshakes and cached by each NGINX worker", module=path)
         return dataclasses.replace(static, certificate_cache_module_path=path)

