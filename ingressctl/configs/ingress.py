@@ -44,6 +44,7 @@ Guarantees:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -74,6 +75,7 @@ from ingressctl.configs.config import (
     Server,
     Upstream,
     UpstreamServer,
+    derive,
 )
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.directive_values import StickyCookie
@@ -153,6 +155,46 @@ def _exact_first(locations: list[Location]) -> list[Location]:
     """The regex locations of Exact paths before the others (otherwise in order): NGINX takes the first
     matching regex, and an Exact path wins for its URI."""
     return sorted(locations, key=lambda loc: not loc.exact_regex)
+
+
+def _location_settings(p: ConfigParams, buffers_ok: bool, proxy_set_headers: tuple[ProxySetHeader, ...],
+                       basic_auth: BasicAuth | None, limit_req: LimitReq | None, add_header_inherit: str,
+                       proxy_defaults: ProxyDefaults | None, websocket: bool, ssl: bool, grpc: bool, *,
+                       minion: IngressMeta | None = None) -> Location:
+    """A location's settings from its Ingress's params and its service's flags (path, upstream, service name
+    and rewrite left empty: `_Builder.location` fills them in)."""
+    is_minion = minion is not None
+    ok = buffers_ok
+    keepalive = p.keepalive > 0
+    inherits = proxy_defaults is not None and not p.server_snippets and _inherits_values(
+        grpc=grpc, websocket=websocket, redirect_to_https=p.redirect_to_https, snippets=p.location_snippets,
+        proxy_set_headers=proxy_set_headers, keepalive=keepalive, buffering=p.proxy_buffering,
+        connect=p.proxy_connect_timeout, read=p.proxy_read_timeout, send=p.proxy_send_timeout,
+        defaults=proxy_defaults)
+    return Location(
+        path="", modifier="", upstream="", service_name="",
+        proxy_connect_timeout=p.proxy_connect_timeout, proxy_read_timeout=p.proxy_read_timeout,
+        proxy_send_timeout=p.proxy_send_timeout, client_max_body_size=p.client_max_body_size,
+        proxy_buffering=p.proxy_buffering, proxy_buffers=p.proxy_buffers if ok else "",
+        proxy_buffer_size=p.proxy_buffer_size if ok else "",
+        proxy_max_temp_file_size=p.proxy_max_temp_file_size if ok else "",
+        websocket=websocket, ssl=ssl, rewrite="", keepalive=keepalive, redirect_to_https=p.redirect_to_https,
+        snippets=p.location_snippets, grpc=grpc, proxy_set_headers=proxy_set_headers,
+        basic_auth=basic_auth if is_minion else None, limit_req=limit_req, minion=minion,
+        client_body_buffer_size=p.client_body_buffer_size,
+        proxy_busy_buffers_size=p.proxy_busy_buffers_size if ok else "",
+        proxy_next_upstream=p.proxy_next_upstream, proxy_next_upstream_timeout=p.proxy_next_upstream_timeout,
+        proxy_next_upstream_tries=p.proxy_next_upstream_tries, rewrite_pattern="",
+        rewrite_target=p.rewrite_target, add_headers=p.add_headers if is_minion else (),
+        proxy_redirect=p.proxy_redirect if is_minion else ("", ""),
+        add_header_inherit=add_header_inherit if is_minion else "",
+        custom_http_errors=p.custom_http_errors if is_minion and not grpc else (),
+        inherits_proxy_defaults=inherits,
+    )
+
+
+# Keyed by value (a ConfigParams hashes in ~1 us): every Ingress with the same effective settings shares them.
+_shared_location_settings = functools.lru_cache(maxsize=1024)(_location_settings)
 
 
 @dataclass
@@ -250,6 +292,7 @@ class _Builder:
         self.minion_meta = IngressMeta(name=self.name, namespace=self.namespace) if minion_host else None
         # nginx.conf's proxy settings: locations equal to them inherit them (not in a server with snippets)
         self.proxy_defaults: ProxyDefaults | None = None
+        self._settings: dict[tuple[bool, bool, bool], Location] = {}  # service flags -> location settings
 
     def _check_buffers(self) -> bool:
         """True if NGINX accepts the buffer settings; -enable-directive-autoadjust adjusts them first."""
@@ -364,43 +407,32 @@ class _Builder:
 
     def location(self, modifier: str, path: str, upstream: str, service: str, *,
                  trailing_slash: bool, ingress_path: str = "") -> Location:
-        p = self.params
-        minion = self.minion_host is not None
         rewrite = self.anns.rewrites.get(service, "")
         if rewrite and trailing_slash:
             rewrite = rewrite.rstrip("/") + "/"
-        ok = self._buffers_ok
-        fields: dict[str, Any] = dict(
-            path=path, modifier=modifier, upstream=upstream, service_name=service,
-            proxy_connect_timeout=p.proxy_connect_timeout, proxy_read_timeout=p.proxy_read_timeout,
-            proxy_send_timeout=p.proxy_send_timeout, client_max_body_size=p.client_max_body_size,
-            proxy_buffering=p.proxy_buffering, proxy_buffers=p.proxy_buffers if ok else "",
-            proxy_buffer_size=p.proxy_buffer_size if ok else "",
-            proxy_max_temp_file_size=p.proxy_max_temp_file_size if ok else "",
-            websocket=service in self.anns.websocket_services, ssl=service in self.anns.ssl_services,
-            rewrite=rewrite, keepalive=p.keepalive > 0, redirect_to_https=p.redirect_to_https,
-            snippets=p.location_snippets, grpc=service in self.grpc_services,
-            proxy_set_headers=self.proxy_set_headers,
-            basic_auth=self.basic_auth if self.minion_host is not None else None,
-            limit_req=self.limit_req, minion=self.minion_meta,
-            client_body_buffer_size=p.client_body_buffer_size,
-            proxy_busy_buffers_size=p.proxy_busy_buffers_size if ok else "",
-            proxy_next_upstream=p.proxy_next_upstream,
-            proxy_next_upstream_timeout=p.proxy_next_upstream_timeout,
-            proxy_next_upstream_tries=p.proxy_next_upstream_tries,
-            rewrite_pattern=self._rewrite_pattern(ingress_path or path), rewrite_target=p.rewrite_target,
-            add_headers=p.add_headers if minion else (),
-            proxy_redirect=p.proxy_redirect if minion else ("", ""),
-            add_header_inherit=self.add_header_inherit if minion else "",
-            custom_http_errors=p.custom_http_errors if minion and service not in self.grpc_services else (),
-        )
-        d = self.proxy_defaults
-        inherits = d is not None and not p.server_snippets and _inherits_values(
-            grpc=fields["grpc"], websocket=fields["websocket"], redirect_to_https=p.redirect_to_https,
-            snippets=p.location_snippets, proxy_set_headers=self.proxy_set_headers,
-            keepalive=fields["keepalive"], buffering=p.proxy_buffering, connect=p.proxy_connect_timeout,
-            read=p.proxy_read_timeout, send=p.proxy_send_timeout, defaults=d)
-        return Location(**fields, inherits_proxy_defaults=inherits)
+        return derive(self._location_settings(service), path=path, modifier=modifier, upstream=upstream,
+                      service_name=service, rewrite=rewrite,
+                      rewrite_pattern=self._rewrite_pattern(ingress_path or path))
+
+    def _location_settings(self, service: str) -> Location:
+        """The settings every location of `service` in this Ingress shares (a Location without path,
+        upstream and rewrite). They depend on the service only through its websocket/ssl/gRPC flags; a
+        regular Ingress gets them from `_shared_location_settings`, so Ingresses with the same effective
+        settings (all those without annotations, typically) share one object."""
+        flags = (service in self.anns.websocket_services, service in self.anns.ssl_services,
+                 service in self.grpc_services)
+        settings = self._settings.get(flags)
+        if settings is None:
+            if self.minion_meta is None:  # (an IngressMeta holds a dict: a minion's are not shared)
+                settings = _shared_location_settings(
+                    self.params, self._buffers_ok, self.proxy_set_headers, self.basic_auth, self.limit_req,
+                    self.add_header_inherit, self.proxy_defaults, *flags)
+            else:
+                settings = _location_settings(
+                    self.params, self._buffers_ok, self.proxy_set_headers, self.basic_auth, self.limit_req,
+                    self.add_header_inherit, self.proxy_defaults, *flags, minion=self.minion_meta)
+            self._settings[flags] = settings
+        return settings
 
     def tls(self, host: str, tls_hosts: dict[str, str]) -> tuple[bool, str, bool]:
         """(ssl, pem path, reject handshake) for a host."""
@@ -613,28 +645,41 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     per_handshake = static.certificates_per_handshake and own_certificate and not catch_all and bool(pem) \
         and not p.server_ssl_ciphers and not p.server_ssl_prefer_server_ciphers \
         and (static.tls_passthrough or tuple(ssl_ports) == (static.https_port,))
+    settings = _server_settings(p, static, b.basic_auth, b.add_header_inherit, ssl, ports, ssl_ports)
+    return derive(
+        settings, name=host, locations=tuple(locations),
+        ssl_certificate=pem, ssl_certificate_key=pem, ssl_reject_handshake=reject,
+        certificate_per_handshake=per_handshake, ssl_redirect=own_certificate and p.ssl_redirect,
+        fallback_status=fallback, grpc_only=grpc_only and ssl, custom_error_backend=error_backend,
+        host_regex=one_label_host_regex(host), catch_all=catch_all,
+        health_status_uri=static.health_status_uri if catch_all and static.health_status else "",
+        to_catch_all=to_catch_all,
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _server_settings(p: ConfigParams, static: StaticConfigParams, basic_auth: BasicAuth | None,
+                     add_header_inherit: str, ssl: bool, ports: tuple[int, ...],
+                     ssl_ports: tuple[int, ...]) -> Server:
+    """The server-level settings of an Ingress's params (host, locations and TLS material left for `_server`
+    to fill in); keyed by value, so that Ingresses with the same effective settings share them."""
     return Server(
-        name=host, locations=tuple(locations), ports=ports, ssl_ports=ssl_ports,
-        ssl=ssl, ssl_certificate=pem, ssl_certificate_key=pem, ssl_reject_handshake=reject,
-        certificate_per_handshake=per_handshake,
-        ssl_redirect=own_certificate and p.ssl_redirect,
+        name="", ports=ports, ssl_ports=ssl_ports, ssl=ssl,
         redirect_to_https=p.redirect_to_https,
         http2=p.http2, http2_directive=static.capabilities.has("http2_directive"),
         server_tokens=p.server_tokens, disable_ipv6=static.disable_ipv6,
-        snippets=p.server_snippets, fallback_status=fallback,
+        snippets=p.server_snippets,
         proxy_protocol=p.proxy_protocol, hsts=p.hsts, hsts_max_age=p.hsts_max_age,
         hsts_include_subdomains=p.hsts_include_subdomains, hsts_behind_proxy=p.hsts_behind_proxy,
         proxy_hide_headers=p.proxy_hide_headers, proxy_pass_headers=p.proxy_pass_headers,
-        basic_auth=b.basic_auth, real_ip_header=p.real_ip_header, set_real_ip_from=p.set_real_ip_from,
-        real_ip_recursive=p.real_ip_recursive, grpc_only=grpc_only and ssl,
+        basic_auth=basic_auth, real_ip_header=p.real_ip_header, set_real_ip_from=p.set_real_ip_from,
+        real_ip_recursive=p.real_ip_recursive,
         http_redirect_code=p.http_redirect_code, add_headers=p.add_headers, app_root=p.app_root,
-        add_header_inherit=b.add_header_inherit, custom_http_errors=codes, custom_error_backend=error_backend,
+        add_header_inherit=add_header_inherit, custom_http_errors=p.custom_http_errors,
         proxy_redirect=p.proxy_redirect if p.proxy_redirect[0] != "default" else ("", ""),
         ssl_ciphers=p.server_ssl_ciphers if ssl else "",
         ssl_prefer_server_ciphers=p.server_ssl_prefer_server_ciphers and ssl,
-        host_regex=one_label_host_regex(host), unmatched_host_return=p.default_server_return,
-        catch_all=catch_all, health_status_uri=static.health_status_uri if catch_all and static.health_status
-        else "", to_catch_all=to_catch_all,
+        unmatched_host_return=p.default_server_return,
         passthrough_socket=static.passthrough_socket() if ssl else "",
     )
 
