@@ -55,7 +55,6 @@ from ingressctl.configs import parsing
 from ingressctl.configs.annotations import (
     ADD_HEADER_INHERIT,
     STICKY_COOKIE_SERVICES,
-    IngressAnnotations,
     master_annotations,
     minion_annotations,
     parse_annotations,
@@ -288,37 +287,32 @@ class _ServerParts:
     locations: _Locations = field(default_factory=dict)
 
 
-class _Builder:
-    """Generates the parts of one Ingress's config (regular, master or minion)."""
+class _Settings:
+    """What an annotation set makes of the ConfigMap and static params: everything a builder needs that does
+    not depend on the Ingress's name, hosts, paths or Secrets. Shared by the Ingresses with the same
+    annotations (see `_ingress_settings`); never changed after construction."""
 
-    def __init__(self, ing_ex: IngressEx, static: StaticConfigParams, anns: IngressAnnotations,
-                 warnings: list[str], *, replicas: int = 1, minion_host: str | None = None) -> None:
-        self.ing_ex = ing_ex
-        self.static = static
+    def __init__(self, annotations: dict[str, str], config: ConfigParams, static: StaticConfigParams) -> None:
+        anns, ann_warnings = parse_annotations(annotations, config, snippets_enabled=static.enable_snippets)
         self.anns = anns
+        self.static = static
         self.params: ConfigParams = anns.params
-        self.warnings = warnings
-        self.replicas = replicas
-        self.minion_host = minion_host  # set when building a minion: the master's host
-        self.namespace = ing_ex.namespace
-        self.name = ing_ex.name
-        self.upstreams: dict[str, Upstream] = {}
-        self.limit_req_zones: dict[str, LimitReqZone] = {}
+        self.warnings: list[str] = list(ann_warnings)
         self.grpc_services = anns.grpc_services
+        self.buffers_ok = True
+        self.sticky: dict[str, StickyCookie] = {}
+        self.add_header_inherit = ""
+        self.proxy_set_headers: tuple[ProxySetHeader, ...] = ()
+        if anns.errors:  # the Ingress is rejected: only the annotations' warnings matter
+            return
         if self.grpc_services and not self.params.http2:
-            warnings.append("annotation nginx.org/grpc-services requires HTTP2 (http2 in the ConfigMap); "
-                            "ignored")
+            self.warnings.append("annotation nginx.org/grpc-services requires HTTP2 (http2 in the "
+                                 "ConfigMap); ignored")
             self.grpc_services = frozenset()
-        self._buffers_ok = self._check_buffers()
+        self.buffers_ok = self._check_buffers()
         self.sticky = self._sticky_cookies()
         self.add_header_inherit = self._add_header_inherit()
-        self.basic_auth = self._basic_auth()
-        self.limit_req = self._limit_req()
         self.proxy_set_headers = tuple(ProxySetHeader(n, v) for n, v in self.params.proxy_set_headers)
-        self.minion_meta = IngressMeta(name=self.name, namespace=self.namespace) if minion_host else None
-        # nginx.conf's proxy settings: locations equal to them inherit them (not in a server with snippets)
-        self.proxy_defaults: ProxyDefaults | None = None
-        self._settings: dict[tuple[bool, bool, bool], Location] = {}  # service flags -> location settings
 
     def _check_buffers(self) -> bool:
         """True if NGINX accepts the buffer settings; -enable-directive-autoadjust adjusts them first."""
@@ -369,6 +363,55 @@ class _Builder:
             self.warnings.append(warning)
             return ""
         return value
+
+
+
+_SETTINGS: dict[tuple[Any, ...], tuple[ConfigParams, StaticConfigParams, _Settings]] = {}
+
+
+def _ingress_settings(annotations: dict[str, str], config: ConfigParams,
+                      static: StaticConfigParams) -> _Settings:
+    """The `_Settings` of an annotation set, computed once per (annotations, ConfigMap params, static params):
+    most Ingresses have no annotations or share a few sets, and the params objects are the Configurator's
+    own (looked up by identity: the entry holds them, so their ids are not reused while it exists)."""
+    key = (tuple(annotations.items()), id(config), id(static))
+    hit = _SETTINGS.get(key)
+    if hit is not None:
+        return hit[2]
+    settings = _Settings(annotations, config, static)
+    if len(_SETTINGS) >= 4096:
+        _SETTINGS.clear()
+    _SETTINGS[key] = (config, static, settings)
+    return settings
+
+
+class _Builder:
+    """Generates the parts of one Ingress's config (regular, master or minion)."""
+
+    def __init__(self, ing_ex: IngressEx, static: StaticConfigParams, settings: _Settings,
+                 warnings: list[str], *, replicas: int = 1, minion_host: str | None = None) -> None:
+        self.ing_ex = ing_ex
+        self.static = static
+        self.anns = settings.anns
+        self.params: ConfigParams = settings.params
+        self.warnings = warnings
+        self.replicas = replicas
+        self.minion_host = minion_host  # set when building a minion: the master's host
+        self.namespace = ing_ex.namespace
+        self.name = ing_ex.name
+        self.upstreams: dict[str, Upstream] = {}
+        self.limit_req_zones: dict[str, LimitReqZone] = {}
+        self.grpc_services = settings.grpc_services
+        self._buffers_ok = settings.buffers_ok
+        self.sticky = settings.sticky
+        self.add_header_inherit = settings.add_header_inherit
+        self.basic_auth = self._basic_auth()
+        self.limit_req = self._limit_req()
+        self.proxy_set_headers = settings.proxy_set_headers
+        self.minion_meta = IngressMeta(name=self.name, namespace=self.namespace) if minion_host else None
+        # nginx.conf's proxy settings: locations equal to them inherit them (not in a server with snippets)
+        self.proxy_defaults: ProxyDefaults | None = None
+        self._settings: dict[tuple[bool, bool, bool], Location] = {}  # service flags -> location settings
 
     def _basic_auth(self) -> BasicAuth | None:
         secret = self.params.basic_auth_secret
@@ -562,11 +605,11 @@ def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, 
            warnings: list[str], *, replicas: int, minion_host: str | None = None,
            proxy_defaults: ProxyDefaults | None = None) -> _Parts:
     """Parse the annotations (raising AnnotationError on invalid values) and build the locations."""
-    anns, ann_warnings = parse_annotations(annotations, config, snippets_enabled=static.enable_snippets)
-    warnings.extend(ann_warnings)
-    if anns.errors:
-        raise AnnotationError(anns.errors)
-    b = _Builder(ing_ex, static, anns, warnings, replicas=replicas, minion_host=minion_host)
+    settings = _ingress_settings(annotations, config, static)
+    warnings.extend(settings.warnings)
+    if settings.anns.errors:
+        raise AnnotationError(settings.anns.errors)
+    b = _Builder(ing_ex, static, settings, warnings, replicas=replicas, minion_host=minion_host)
     b.proxy_defaults = proxy_defaults
     if not _LABEL.fullmatch(b.namespace) or not _NAME.fullmatch(b.name):
         raise ValueError(f"invalid Ingress namespace/name {b.namespace!r}/{b.name!r}")
@@ -671,7 +714,7 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     per_handshake = static.certificates_per_handshake and own_certificate and not catch_all and bool(pem) \
         and not p.server_ssl_ciphers and not p.server_ssl_prefer_server_ciphers \
         and (static.tls_passthrough or tuple(ssl_ports) == (static.https_port,))
-    settings = _server_settings(p, static, b.basic_auth, b.add_header_inherit, ssl, ports, ssl_ports)
+    settings = _server_settings(p, static, b.basic_auth, b.add_header_inherit, ssl)
     return derive(
         settings, name=host, locations=tuple(locations),
         ssl_certificate=pem, ssl_certificate_key=pem, ssl_reject_handshake=reject,
@@ -685,12 +728,11 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
 
 @_shared
 def _server_settings(p: ConfigParams, static: StaticConfigParams, basic_auth: BasicAuth | None,
-                     add_header_inherit: str, ssl: bool, ports: tuple[int, ...],
-                     ssl_ports: tuple[int, ...]) -> Server:
+                     add_header_inherit: str, ssl: bool) -> Server:
     """The server-level settings of an Ingress's params (host, locations and TLS material left for `_server`
     to fill in); keyed by value, so that Ingresses with the same effective settings share them."""
     return Server(
-        name="", ports=ports, ssl_ports=ssl_ports, ssl=ssl,
+        name="", ports=p.ports or (static.http_port,), ssl_ports=p.ssl_ports or (static.https_port,), ssl=ssl,
         redirect_to_https=p.redirect_to_https,
         http2=p.http2, http2_directive=static.capabilities.has("http2_directive"),
         server_tokens=p.server_tokens, disable_ipv6=static.disable_ipv6,

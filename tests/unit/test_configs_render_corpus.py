@@ -3,9 +3,13 @@ tests/unit/render_corpus.py): optimisations of the model and templates must not 
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 
-from tests.unit.render_corpus import GOLDEN, render_corpus
+from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
+from ingressctl.configs.ingress import generate_nginx_config
+from ingressctl.configs.ingress_ex import IngressEx
+from tests.unit.render_corpus import GOLDEN, corpus, render_corpus
 
 
 def test_the_corpus_renders_exactly_as_recorded() -> None:
@@ -20,3 +24,16 @@ def test_the_corpus_renders_exactly_as_recorded() -> None:
 def test_rendering_the_corpus_twice_gives_the_same_text() -> None:
     """Shared or cached parts of the model never leak from one Ingress into another's output."""
     assert render_corpus() == render_corpus()
+
+
+def test_shared_settings_follow_the_params_they_were_made_from() -> None:
+    """Ingresses share what their annotations make of the params, but a new ConfigMap (or an equal one
+    built again) is read afresh, and a location's settings never carry another Ingress's values."""
+    static = StaticConfigParams()
+    first = next(r for note, r in corpus() if "annotations=[]" in note)
+    assert isinstance(first, IngressEx)
+    for timeout in ("7s", "60s", "7s"):
+        params = dataclasses.replace(ConfigParams(), proxy_connect_timeout=timeout)
+        cfg, _ = generate_nginx_config(first, static, params)
+        assert {loc.proxy_connect_timeout for s in cfg.servers for loc in s.locations} == {timeout}
+        assert all(loc.service_name and loc.upstream for s in cfg.servers for loc in s.locations)
