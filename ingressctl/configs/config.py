@@ -210,6 +210,23 @@ class Location:
     policy_500: bool = False
     policy_lines: tuple[str, ...] = ()
 
+    @property
+    def has_extra_directives(self) -> bool:
+        """Any of snippets, basic auth, add_header_inherit, custom error handling, rewrite, client body buffer
+        size or add_header is set. The template tests this once before testing each of them: most locations
+        have none, and one test is cheaper than eight."""
+        return bool(self.snippets or self.basic_auth or self.add_header_inherit
+                    or self.skip_custom_http_errors or self.custom_http_errors or self.rewrite_target
+                    or self.client_body_buffer_size or self.add_headers)
+
+    @property
+    def has_extra_proxy_directives(self) -> bool:
+        """Any of the proxy buffer, next-upstream and backend TLS settings is set (as `has_extra_directives`,
+        for the template's block of those directives)."""
+        return bool(self.proxy_buffers or self.proxy_buffer_size or self.proxy_busy_buffers_size
+                    or self.proxy_max_temp_file_size or self.proxy_next_upstream
+                    or self.proxy_next_upstream_timeout or self.proxy_next_upstream_tries or self.ssl)
+
 
 @dataclass(frozen=True)
 class Server:
