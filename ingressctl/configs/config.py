@@ -290,6 +290,26 @@ class Server:
     policy_lines: tuple[str, ...] = ()
     policy_locations: tuple[PolicyLocation, ...] = ()
 
+    # As Location's: the template tests one of these before each group of rarely set server settings.
+    @property
+    def has_real_ip_directives(self) -> bool:
+        """Any of set_real_ip_from, real_ip_header, real_ip_recursive or the passthrough socket is set."""
+        return bool(self.set_real_ip_from or self.passthrough_socket or self.real_ip_header
+                    or self.real_ip_recursive)
+
+    @property
+    def has_header_directives(self) -> bool:
+        """Any of the hidden and passed headers, HSTS, add_header(_inherit) or custom errors is set."""
+        return bool(self.proxy_hide_headers or self.proxy_pass_headers or self.hsts or self.add_headers
+                    or self.add_header_inherit or self.custom_http_errors)
+
+    @property
+    def has_extra_directives(self) -> bool:
+        """Any of the HTTPS redirect of a proxy's requests, basic auth, app root, proxy_redirect, policies,
+        snippets or the health endpoint is set."""
+        return bool(self.redirect_to_https or self.basic_auth or self.app_root or self.proxy_redirect[0]
+                    or self.policy_lines or self.snippets or self.policy_locations or self.health_status_uri)
+
 
 @dataclass(frozen=True)
 class IngressNginxConfig:

@@ -8,7 +8,9 @@ import difflib
 import re
 from pathlib import Path
 
-from ingressctl.configs.config import BasicAuth, Location
+import pytest
+
+from ingressctl.configs.config import BasicAuth, Location, Server
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.ingress import generate_nginx_config
 from ingressctl.configs.ingress_ex import IngressEx
@@ -43,18 +45,26 @@ def test_shared_settings_follow_the_params_they_were_made_from() -> None:
         assert all(loc.service_name and loc.upstream for s in cfg.servers for loc in s.locations)
 
 
-def _block_fields(template: str, flag: str) -> set[str]:
-    """The `location.<field>` names tested (`if`, `elif`, `for`) inside `{% if location.<flag> %}` ... its
-    `{% endif %}`."""
-    start = template.index("{% if location." + flag + " %}")
-    depth, pos = 0, start
-    for m in re.finditer(r"{%-?\s*(if|endif)\b", template[start:]):
-        depth += 1 if m.group(1) == "if" else -1
-        if depth == 0:
-            pos = start + m.end()
-            break
-    tags = re.findall(r"{%-?\s*(?:if|elif|for [a-z_]+ in)\s+([^%]*)%}", template[start:pos])
-    return {name for tag in tags for name in re.findall(r"location\.([a-z_]+)", tag)} - {flag}
+def _block_tests(template: str, obj: str, flag: str) -> list[set[str]]:
+    """The `<obj>.<field>` names of each test (`if`, `elif`, `for`) directly inside `{% if <obj>.<flag> %}`
+    (tests nested in those only run when theirs passed)."""
+    start = template.index("{% if " + obj + "." + flag + " %}")
+    depth = 0
+    tests = []
+    for m in re.finditer(r"{%-?\s*(if|elif|for|endif|endfor)\b([^%]*)%}", template[start:]):
+        keyword, expression = m.group(1), m.group(2)
+        if keyword in ("endif", "endfor"):
+            depth -= 1
+            if depth == 0:
+                break
+            continue
+        if depth == (2 if keyword == "elif" else 1):  # an elif belongs to the if that opened its level
+            names = set(re.findall(obj + r"\.([a-z_]+)", expression.split(" in ", 1)[-1]))
+            if names:
+                tests.append(names)
+        if keyword != "elif":
+            depth += 1
+    return tests
 
 
 def _truthy(value: object) -> object:
@@ -70,15 +80,28 @@ def _truthy(value: object) -> object:
     return BasicAuth(realm="r", user_file="/f")  # the Optional fields in these blocks
 
 
-def test_each_setting_of_a_grouped_template_block_opens_the_block() -> None:
-    """The template skips two blocks of location directives when a property says none of their settings is
-    set: every setting the block uses must make the property true, or its directive would vanish."""
+LOCATION = Location(path="/", modifier="", upstream="u", service_name="s")
+
+
+@pytest.mark.parametrize(("model", "obj", "flag"), [
+    (LOCATION, "location", "has_extra_directives"),
+    (LOCATION, "location", "has_extra_proxy_directives"),
+    (Server(name="h"), "server", "has_real_ip_directives"),
+    (Server(name="h"), "server", "has_header_directives"),
+    (Server(name="h"), "server", "has_extra_directives"),
+])
+def test_each_setting_of_a_grouped_template_block_opens_the_block(model: object, obj: str, flag: str) -> None:
+    """The template skips blocks of rarely set directives when a property says none of their settings is
+    set: each test in the block needs a setting that makes the property true, or its directive would
+    vanish."""
     template = (Path(TEMPLATES_DIR) / INGRESS_TEMPLATE).read_text()
-    plain = Location(path="/", modifier="", upstream="u", service_name="s")
-    for flag in ("has_extra_directives", "has_extra_proxy_directives"):
-        fields = _block_fields(template, flag)
-        assert len(fields) >= 8, fields
-        assert not getattr(plain, flag)
-        for name in fields:
-            value = _truthy(getattr(plain, name))
-            assert getattr(dataclasses.replace(plain, **{name: value}), flag), (flag, name)
+    tests = _block_tests(template, obj, flag)
+    assert len(tests) >= 4, tests
+    assert not getattr(model, flag)
+
+    def opens(name: str) -> bool:
+        changed = dataclasses.replace(model, **{name: _truthy(getattr(model, name))})  # type: ignore[type-var]
+        return bool(getattr(changed, flag))
+
+    for names in tests:
+        assert any(opens(name) for name in names), (flag, names)
