@@ -566,7 +566,7 @@ class _Builder:
                                 trailing_slash=path_type == PATH_TYPE_PREFIX and modifier == PREFIX,
                                 ingress_path=path)
             if is_exact and modifier in (REGEX, REGEX_CASE_INSENSITIVE):
-                loc = dataclasses.replace(loc, exact_regex=True)
+                loc = derive(loc, exact_regex=True)
             if not _put_location(locations, loc, is_exact):
                 duplicate = True
         if duplicate:
@@ -683,7 +683,7 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     locations = _exact_first(locations)
     codes = p.custom_http_errors
     if (PREFIX, "/") not in {(loc.modifier, loc.path) for loc in locations} and parts.default_upstream:
-        locations = [*locations, dataclasses.replace(
+        locations = [*locations, derive(
             b.location(PREFIX, "/", parts.default_upstream, parts.default_service, trailing_slash=False),
             skip_custom_http_errors=bool(codes))]
     error_backend = parts.error_backend or parts.default_upstream
@@ -785,7 +785,7 @@ def _catch_all_locations(b: _Builder, locations: list[Location], host: str) -> l
     if one_label_host_regex(host):
         paths.append(CATCH_ALL_NAMED_LOCATION)
     # The catch-all's requests are not this Ingress's paths: its nginx.org/rewrite-target does not apply.
-    return [dataclasses.replace(b.location(PREFIX, path, "", "", trailing_slash=False), catch_all=True,
+    return [derive(b.location(PREFIX, path, "", "", trailing_slash=False), catch_all=True,
                                 rewrite_pattern="", rewrite_target="")
             for path in paths]
 
@@ -888,17 +888,17 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
             for sp in mparts.servers:
                 for loc, is_exact in sp.locations.values():
                     # keepalive comes from the master only (one value per file in NIC).
-                    loc = dataclasses.replace(loc, keepalive=master_keepalive > 0)
+                    loc = derive(loc, keepalive=master_keepalive > 0)
                     inherits = _inherits(loc, proxy_defaults, b.params.server_snippets)
                     if inherits != loc.inherits_proxy_defaults:
-                        loc = dataclasses.replace(loc, inherits_proxy_defaults=inherits)
+                        loc = derive(loc, inherits_proxy_defaults=inherits)
                     if _put_location(locations, loc, is_exact):
                         used.add(loc.upstream)
                     else:
                         where = f"{loc.modifier} {loc.path}".strip()
                         mw.append(f"location {where} duplicates a location of another minion; ignored")
             for name in sorted(used):
-                upstreams[name] = dataclasses.replace(mparts.builder.upstreams[name],
+                upstreams[name] = derive(mparts.builder.upstreams[name],
                                                       keepalive=master_keepalive)
             if used and mparts.builder.limit_req is not None:  # the zone of the minion's served locations
                 zones.update(mparts.builder.limit_req_zones)
