@@ -379,7 +379,7 @@ def _ingress_settings(annotations: dict[str, str], config: ConfigParams,
     if hit is not None:
         return hit[2]
     settings = _Settings(annotations, config, static)
-    if len(_SETTINGS) >= 4096:
+    if len(_SETTINGS) >= 1024:  # bounded: Ingresses with annotations of their own each add one
         _SETTINGS.clear()
     _SETTINGS[key] = (config, static, settings)
     return settings
