@@ -34,6 +34,10 @@ Guarantees:
 - Basic auth (`nginx.org/basic-auth-secret`): the htpasswd file of the Secret. A missing, invalid or
   wrong-type Secret gives a warning and still configures the Secret's file path (NIC), so NGINX refuses
   requests (403 when the file is absent) rather than serving them unauthenticated.
+- Cost: what an annotation set makes of the ConfigMap and static params, and the location and server settings
+  that follow from it, are computed once and shared by every Ingress with the same annotations (the model is
+  frozen: a shared object is never changed, a location or server is a copy with its own path, upstream or
+  TLS material). The output is the same as building each Ingress on its own.
 - Mergeable Ingresses: one server from the master (its server-level settings, TLS and basic auth), holding
   the locations of every minion for the paths it won (`valid_minion_paths`), each with the minion's own
   upstreams (`<minion-ns>-<minion-name>-<host>-<svc>-<port>`), annotations (NIC's inheritance and deny lists),
@@ -363,7 +367,6 @@ class _Settings:
             self.warnings.append(warning)
             return ""
         return value
-
 
 
 _SETTINGS: dict[tuple[Any, ...], tuple[ConfigParams, StaticConfigParams, _Settings]] = {}
@@ -786,7 +789,7 @@ def _catch_all_locations(b: _Builder, locations: list[Location], host: str) -> l
         paths.append(CATCH_ALL_NAMED_LOCATION)
     # The catch-all's requests are not this Ingress's paths: its nginx.org/rewrite-target does not apply.
     return [derive(b.location(PREFIX, path, "", "", trailing_slash=False), catch_all=True,
-                                rewrite_pattern="", rewrite_target="")
+                   rewrite_pattern="", rewrite_target="")
             for path in paths]
 
 
@@ -898,8 +901,7 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
                         where = f"{loc.modifier} {loc.path}".strip()
                         mw.append(f"location {where} duplicates a location of another minion; ignored")
             for name in sorted(used):
-                upstreams[name] = derive(mparts.builder.upstreams[name],
-                                                      keepalive=master_keepalive)
+                upstreams[name] = derive(mparts.builder.upstreams[name], keepalive=master_keepalive)
             if used and mparts.builder.limit_req is not None:  # the zone of the minion's served locations
                 zones.update(mparts.builder.limit_req_zones)
         master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all,
