@@ -19,8 +19,9 @@ COPY ingressctl ./ingressctl
 RUN python -m pip wheel --wheel-dir /wheels .
 
 # ------------------------------------------------------------------------------------------- nginx-module
-# ingressctl's dynamic-peers NGINX module (endpoint changes without reloads), built against the headers of
-# the same Debian NGINX the runtime stage installs (build-nginx-module.sh checks the versions match).
+# ingressctl's NGINX modules (nginx-module/: endpoint changes without reloads, faster loads of many upstreams),
+# built against the headers of the same Debian NGINX the runtime stage installs (build-nginx-module.sh checks
+# the versions match).
 FROM ${BASE_IMAGE} AS nginx-module
 WORKDIR /src
 RUN set -eux; \
@@ -57,8 +58,9 @@ RUN set -eux; \
     apt-get purge -y --auto-remove libcap2-bin; \
     rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
 
-# The dynamic-peers module, where the controller looks for it (NGINX's modules path).
-COPY --from=nginx-module /out/ngx_http_ingressctl_dynamic_peers_module.so /usr/lib/nginx/modules/
+# The modules and their stamps (the NGINX version each was built for: the controller loads a module only
+# with a matching stamp), where the controller looks for them (NGINX's modules path).
+COPY --from=nginx-module /out/ /usr/lib/nginx/modules/
 
 # The directories the controller and NGINX write: --nginx-conf-dir (nginx.conf, conf.d/, secrets/),
 # --nginx-run-dir (sockets, pid, temp paths), and NGINX's compiled-in log and cache directories.

@@ -186,6 +186,7 @@ class App:
                 log.error("TransportServers are not served", error=str(e))
                 self._serve_transportservers = False
         static = self._with_dynamic_upstreams(static, binary)
+        static = self._with_upstream_front(static, binary)
         # The special TLS Secrets: validated now, written by the Configurator before it renders nginx.conf.
         refs = (("default", s.controller.default_server_tls_secret),
                 ("wildcard", s.controller.wildcard_tls_secret))
@@ -518,6 +519,19 @@ class App:
             return static
         log.info("endpoint changes reach NGINX without reloads", module=path)
         return dataclasses.replace(static, dynamic_peers_module_path=path)
+
+    def _with_upstream_front(self, static: StaticConfigParams, binary: str) -> StaticConfigParams:
+        """Load the upstream-front module when it is installed: NGINX then loads a configuration with
+        thousands of upstreams several times faster (configs.upstream_front); without it, only slower."""
+        from ingressctl.nginx.modules import UPSTREAM_FRONT, installed_module
+
+        path = installed_module(binary, UPSTREAM_FRONT)
+        if not path:
+            log.warning("the upstream-front NGINX module is not installed: reloads with thousands of "
+                        "upstreams are slower", module=UPSTREAM_FRONT,
+                        install="scripts/build-nginx-module.sh")
+            return static
+        return dataclasses.replace(static, upstream_front_module_path=path)
 
     def _certificates_per_handshake(self, capabilities: Capabilities) -> bool:
         """--load-certificates-per-handshake, by default on when NGINX caches what it loads at handshakes."""

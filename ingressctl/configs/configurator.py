@@ -26,7 +26,9 @@ Guarantees:
   With `certificates_per_handshake` the certificates of the Ingress TLS servers are loaded by NGINX at
   handshakes, not at reloads: their server names map to their PEM files in conf.d/ingressctl-certificates
   .conf (a `CertificateMap`, written before the reload that needs it), and the 0600 secret files belong to
-  NGINX's worker user when the controller runs as root.
+  NGINX's worker user when the controller runs as root. While nginx.conf loads the upstream-front module,
+  every upstream block of an http {} file starts with `ingressctl_upstream_front` (configs.upstream_front),
+  so NGINX does not scan every earlier upstream for each `proxy_pass`.
 - Not thread-safe: one sync thread owns the Configurator, as it owns NGINX.
 """
 
@@ -50,10 +52,11 @@ from ingressctl.configs.ingress import error_server_address
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, MergeableIngresses
 from ingressctl.configs.renderers import ChildCounter, IngressRenderer, RenderContext, Renderer
 from ingressctl.configs.templates import TemplateError, TemplateExecutor, TemplateRenderError
+from ingressctl.configs.upstream_front import front_upstreams
 from ingressctl.keys import ResourceKey
 from ingressctl.logging import get_logger
-from ingressctl.nginx.dynamic_peers import MODULE_FILE as DYNAMIC_PEERS_MODULE_FILE
-from ingressctl.nginx.manager import Manager
+from ingressctl.nginx.manager import STREAM_CONF_D_DIR, Manager
+from ingressctl.nginx.modules import DYNAMIC_PEERS, UPSTREAM_FRONT
 
 log = get_logger(__name__)
 
@@ -107,6 +110,7 @@ class Configurator:
         self._zone_total = 0
         self._zone_size = shared_zone_size(0)  # as nginx.conf declares it
         self._catch_alls: dict[ResourceKey, str] = {}  # key -> upstream of a catch-all rendered here
+        self._upstream_front = False  # nginx.conf loads the upstream-front module (configs.upstream_front)
         self.register_renderer(IngressRenderer())
 
         if prune_stale_configs:
@@ -117,7 +121,7 @@ class Configurator:
         for warning in self._update_templates(config):
             log.warning("template override ignored", error=warning)
         self.files.init_main(self._render_main())
-        self._sync_dynamic()
+        self._sync_modules()
 
     # ------------------------------------------------------------------ state
 
@@ -229,7 +233,10 @@ class Configurator:
         if self._certificates is not None:
             self._certificates.set(key, rendered.certificates)
         name = self.files.file_name(key, renderer.file_name(key))
-        self.files.write(key, name, rendered.text)
+        text = rendered.text
+        if self._upstream_front and not name.startswith(f"{STREAM_CONF_D_DIR}/"):
+            text = front_upstreams(text)
+        self.files.write(key, name, text)
         spares = self.files.dynamic.spare_slots(name) if self.files.dynamic is not None else 0
         self._reserve_zone(key, rendered.zone_bytes + spares * ZONE_BYTES_PER_SERVER)
         return rendered.warnings
@@ -367,17 +374,24 @@ class Configurator:
     def _update_main(self) -> None:
         """Re-render nginx.conf and write it if it changed (reloaded by the next `reload_if_needed`)."""
         self.files.write_main(self._render_main())
-        self._sync_dynamic()
+        self._sync_modules()
 
-    def _sync_dynamic(self) -> None:
-        """Dynamic upstreams are on while nginx.conf loads the dynamic-peers module (a custom main template
-        may not); when that changes, every resource is rendered again in the other form."""
-        on = (bool(self._static.dynamic_peers_module_path)
-              and DYNAMIC_PEERS_MODULE_FILE in self.files.main_text)
-        if on == (self.files.dynamic is not None):
+    def _sync_modules(self) -> None:
+        """Dynamic upstreams are on while nginx.conf loads the dynamic-peers module, and upstreams go to the
+        front while it loads the upstream-front module (a custom main template may load neither); when
+        either changes, every resource is rendered again in the other form."""
+        main = self.files.main_text
+        dynamic = bool(self._static.dynamic_peers_module_path) and DYNAMIC_PEERS in main
+        front = bool(self._static.upstream_front_module_path) and UPSTREAM_FRONT in main
+        if dynamic == (self.files.dynamic is not None) and front == self._upstream_front:
             return
-        self.files.dynamic = DynamicUpstreams(error_server_address(self._static.run_dir)) if on else None
-        log.info("dynamic upstreams", enabled=on)
+        if dynamic != (self.files.dynamic is not None):
+            spare = error_server_address(self._static.run_dir)
+            self.files.dynamic = DynamicUpstreams(spare) if dynamic else None
+            log.info("dynamic upstreams", enabled=dynamic)
+        if front != self._upstream_front:
+            self._upstream_front = front
+            log.info("upstreams declared at the front of NGINX's upstream list", enabled=front)
         for key, resource in list(self._resources.items()):
             self.add_or_update(key, resource)
 

@@ -7,7 +7,8 @@ only in the addresses their dynamic upstreams serve, and which ones: such a chan
 instead of reloading it.
 
 Guarantees:
-- Eligible: an upstream with a `zone` line whose other lines are only a built-in load-balancing method,
+- Eligible: an upstream with a `zone` line whose other lines are only `ingressctl_upstream_front` (see
+  configs.upstream_front), a built-in load-balancing method,
   `server <ip:port>` lines (or the single "no endpoints" server, `server unix:...-502-server.sock`) that all
   carry the same max_fails / fail_timeout / max_conns, and `keepalive`. Anything else (sticky cookies,
   snippets, host names, no zone) is left as rendered and changes reload NGINX as before.
@@ -26,6 +27,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ingressctl.configs.upstream_front import DIRECTIVE as FRONT_DIRECTIVE
+
 DIRECTIVE = "ingressctl_dynamic_peers"
 MIN_SLOTS = 2
 _MAX_SLACK = 4
@@ -36,6 +39,7 @@ _IP_PORT = re.compile(r"(\d{1,3}(\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\]):\d{1,5}")
 _NO_ENDPOINTS = re.compile(r"unix:\S+-502-server\.sock")
 _KEEPALIVE = re.compile(r"keepalive \d+;")
 _DIRECTIVE_LINE = f"{DIRECTIVE};"
+_FRONT_LINE = f"{FRONT_DIRECTIVE};"
 _PLACEHOLDER = "-"
 
 
@@ -95,6 +99,8 @@ def _parse(name: str, start: int, end: int, body: str) -> _Upstream | None:
             head.append(raw)
         elif line == _DIRECTIVE_LINE:
             dynamic = True
+        elif line == _FRONT_LINE and not addresses and not down:
+            head.append(raw)
         elif line.startswith("keepalive ") and _KEEPALIVE.fullmatch(line):
             tail.append(raw)
         elif _LB.fullmatch(line) and not addresses and not down:

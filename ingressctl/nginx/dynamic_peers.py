@@ -1,10 +1,8 @@
 """The controller's side of the dynamic-peers NGINX module: find it, and push upstream servers to it.
 
 Guarantees:
-- `dynamic_peers_module(binary)` is the absolute path of the module for `load_module` when it is installed in
-  the modules directory `nginx -V` names (scripts/build-nginx-module.sh installs it there) and was built for
-  this binary (the stamp next to it names the same NGINX version, and the binary loads modules built
-  `--with-compat`), else "".
+- `dynamic_peers_module(binary)` is the absolute path of the module for `load_module` when it is installed
+  for this binary (nginx.modules.installed_module), else "".
 - `DynamicPeersClient.push(servers)` POSTs one line per upstream ("<name> <ip:port> ...") to the module's API
   on the unix socket NGINX's main config serves it on, and returns only once NGINX applied every line. NGINX
   checks the whole body first and applies nothing when any line is wrong; any failure (no such socket, an
@@ -13,23 +11,21 @@ Guarantees:
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from collections.abc import Mapping, Sequence
 
 import requests
 import requests_unixsocket
 
+from ingressctl.nginx.modules import DYNAMIC_PEERS, installed_module
 from ingressctl.nginx.stub_status import unix_socket_url
 
-MODULE_FILE = "ngx_http_ingressctl_dynamic_peers_module.so"
+MODULE_FILE = DYNAMIC_PEERS
 # The API socket lives in a directory only the controller's user can enter (0700): NGINX's workers serve it
 # on the listening socket they inherit, and no other local user can reconfigure upstreams.
 SOCKET_DIR = "private"
 SOCKET_NAME = "nginx-dynamic-peers.sock"
 API_PATH = "/dynamic-peers"
-_DEFAULT_MODULES_PATH = "/usr/lib/nginx/modules"
 _TIMEOUT = 10.0
 _SAFE = re.compile(r"[^\s]+")
 
@@ -40,22 +36,7 @@ class DynamicUpdateError(Exception):
 
 def dynamic_peers_module(binary: str) -> str:
     """The module's path for `load_module`, or "" when it is not installed for this NGINX."""
-    try:
-        res = subprocess.run([binary, "-V"], capture_output=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    out = (res.stderr + res.stdout).decode(errors="replace")
-    m = re.search(r"--modules-path=(\S+)", out)
-    path = os.path.join(m.group(1) if m else _DEFAULT_MODULES_PATH, MODULE_FILE)
-    version = re.search(r"nginx version: nginx/(\S+)", out)
-    if version is None or "--with-compat" not in out or not os.path.isfile(path):
-        return ""
-    try:
-        with open(path.removesuffix(".so") + ".stamp") as f:
-            built_for = f.read().split(maxsplit=1)[0]
-    except (OSError, IndexError):
-        return ""
-    return path if built_for == version.group(1) else ""
+    return installed_module(binary, MODULE_FILE)
 
 
 def format_body(servers: Mapping[str, Sequence[str]]) -> str:

@@ -1,4 +1,5 @@
-"""Where NGINX's stream module comes from: built in, or a dynamic module to `load_module`.
+"""Where NGINX's modules come from: the stream module (built in, or a dynamic module to `load_module`) and
+ingressctl's own modules (nginx-module/, built by scripts/build-nginx-module.sh).
 
 Guarantees:
 - `stream_module(binary)` reads `nginx -V`: a binary built `--with-stream` needs nothing (returns ""); one
@@ -6,6 +7,10 @@ Guarantees:
   `libnginx-mod-stream`), whose absolute path is returned when the file exists.
 - Anything else raises `StreamModuleError` with what to install, so the controller refuses to start rather
   than rendering a config NGINX cannot load.
+- `installed_module(binary, file)` is the absolute path of our module `file` for `load_module` when it is
+  installed in the modules directory `nginx -V` names and was built for this binary (the stamp next to it,
+  `<module>.stamp`, names the same NGINX version, and the binary loads modules built `--with-compat`), else
+  "": a module built for another NGINX would make NGINX refuse to start, so it is never named.
 """
 
 from __future__ import annotations
@@ -17,6 +22,10 @@ import subprocess
 STREAM_MODULE_FILE = "ngx_stream_module.so"
 STREAM_MODULE_PACKAGE = "libnginx-mod-stream"
 _DEFAULT_MODULES_PATH = "/usr/lib/nginx/modules"
+DYNAMIC_PEERS = "ngx_http_ingressctl_dynamic_peers_module.so"
+"""Endpoint changes without reloads (see nginx.dynamic_peers)."""
+UPSTREAM_FRONT = "ngx_http_ingressctl_upstream_front_module.so"
+"""`ingressctl_upstream_front` (see configs.upstream_front)."""
 
 
 class StreamModuleError(Exception):
@@ -37,10 +46,10 @@ def parse_stream_module(version_output: str) -> tuple[str, str]:
 def stream_module(binary: str) -> str:
     """The `load_module` path the stream module needs ("" when built in); see the module docstring."""
     try:
-        res = subprocess.run([binary, "-V"], capture_output=True, timeout=30, check=False)
+        out = _build_info(binary)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise StreamModuleError(f"cannot run {binary} -V: {e}") from e
-    how, modules_path = parse_stream_module((res.stderr + res.stdout).decode(errors="replace"))
+    how, modules_path = parse_stream_module(out)
     if how == "builtin":
         return ""
     path = os.path.join(modules_path, STREAM_MODULE_FILE)
@@ -48,3 +57,27 @@ def stream_module(binary: str) -> str:
         return path
     raise StreamModuleError(f"NGINX's stream module is missing ({path}); TransportServers need it: install "
                             f"the {STREAM_MODULE_PACKAGE} package (scripts/install-system-deps.sh does)")
+
+
+def _build_info(binary: str) -> str:
+    res = subprocess.run([binary, "-V"], capture_output=True, timeout=30, check=False)
+    return (res.stderr + res.stdout).decode(errors="replace")
+
+
+def installed_module(binary: str, module_file: str) -> str:
+    """Our module's path for `load_module`, or "" when it is not installed for this NGINX."""
+    try:
+        out = _build_info(binary)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    m = re.search(r"--modules-path=(\S+)", out)
+    path = os.path.join(m.group(1) if m else _DEFAULT_MODULES_PATH, module_file)
+    version = re.search(r"nginx version: nginx/(\S+)", out)
+    if version is None or "--with-compat" not in out or not os.path.isfile(path):
+        return ""
+    try:
+        with open(path.removesuffix(".so") + ".stamp") as f:
+            built_for = f.read().split(maxsplit=1)[0]
+    except (OSError, IndexError):
+        return ""
+    return path if built_for == version.group(1) else ""
