@@ -126,7 +126,7 @@ def apply_ingress_policies(cfg: IngressNginxConfig, ex: IngressEx, static: Stati
                            minions: Sequence[IngressEx] = ()) -> tuple[IngressNginxConfig, list[str],
                                                                        dict[str, list[str]]]:
     """(the model with the policies, the Ingress's warnings, each minion's warnings by key)."""
-    if ex.policies is None and not any(m.policies is not None for m in minions):
+    if ex.policies is None and (not minions or all(m.policies is None for m in minions)):
         return cfg, [], {}
     has_spec_tls = bool((ex.ingress.get("spec") or {}).get("tls"))
     warnings: list[str] = []
