@@ -19,9 +19,9 @@ COPY ingressctl ./ingressctl
 RUN python -m pip wheel --wheel-dir /wheels .
 
 # ------------------------------------------------------------------------------------------- nginx-module
-# ingressctl's NGINX modules (nginx-module/: endpoint changes without reloads, faster loads of many upstreams),
-# built against the headers of the same Debian NGINX the runtime stage installs (build-nginx-module.sh checks
-# the versions match).
+# ingressctl's NGINX modules (nginx-module/: endpoint changes without reloads, faster loads of many upstreams,
+# certificates loaded at TLS handshakes parsed once per worker), built against the headers of the same Debian
+# NGINX the runtime stage installs (build-nginx-module.sh checks the versions match).
 FROM ${BASE_IMAGE} AS nginx-module
 WORKDIR /src
 RUN set -eux; \

@@ -3,7 +3,8 @@
 Measures, on synthetic Ingresses (one host each, two Prefix paths to two Services with two endpoints each,
 half of them with TLS, spread over 150 namespaces):
 - per Ingress: model generation and template rendering (p50 / p95 of single calls);
-- all N: templates only (model + render), with the cyclic GC on and paused;
+- all N: templates only (model + render), with the cyclic GC on and paused, and (CPU time) through
+  `IngressRenderer` with the Configurator's context (nginx.conf's proxy defaults inherited);
 - all N through the Configurator with file writes (atomic, into a temp conf dir; NGINX is not started);
 - one changed Ingress among N (the steady-state cost of an update);
 - a baseline measured in the same run: a plain f-string of one server block per Ingress, so numbers can be
@@ -32,10 +33,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
+from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, proxy_defaults
 from ingressctl.configs.configurator import Configurator
 from ingressctl.configs.ingress import generate_nginx_config
 from ingressctl.configs.ingress_ex import IngressEx, SecretReference, backend_key
+from ingressctl.configs.renderers import IngressRenderer, RenderContext
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.nginx.manager import Manager
 
@@ -131,6 +133,12 @@ def run(n: int, repeats: int, write_repeats: int) -> dict[str, Any]:
     results["baseline_all_s"] = best_of(repeats, lambda: [baseline_render(ex) for ex in exes])
     results["templates_only_all_s"] = best_of(repeats, templates_only)
     results["templates_only_all_cpu_s"] = cpu_of(templates_only)
+
+    # As the Configurator renders: one context, nginx.conf's proxy defaults inherited by plain locations.
+    renderer, ctx = IngressRenderer(), RenderContext(static, params, templates,
+                                                     proxy_defaults=proxy_defaults(params))
+    results["renderer_all_cpu_s"] = min(cpu_of(lambda: [renderer.render(ex, ctx) for ex in exes])
+                                        for _ in range(repeats))
     gc.disable()
     try:
         results["templates_only_all_gc_paused_s"] = best_of(repeats, templates_only)
@@ -182,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
          f"{r['templates_only_all_s'] * 1000:.1f} ms ({r['templates_only_us_per_ingress']:.1f} us each, "
          f"{r['vs_baseline']:.1f}x baseline)"),
         (f"templates only, CPU time, all {n}", f"{r['templates_only_all_cpu_s'] * 1000:.1f} ms"),
+        (f"IngressRenderer as the Configurator runs it, CPU time, all {n}",
+         f"{r['renderer_all_cpu_s'] * 1000:.1f} ms ({r['renderer_all_cpu_s'] / n * 1e6:.1f} us each)"),
         (f"templates only, GC paused, all {n}", f"{r['templates_only_all_gc_paused_s'] * 1000:.1f} ms"),
         (f"Configurator with file writes, all {n}",
          f"{r['with_writes_all_s'] * 1000:.1f} ms ({r['with_writes_us_per_ingress']:.1f} us each)"),

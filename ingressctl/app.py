@@ -191,6 +191,7 @@ class App:
                 log.error("TransportServers are not served", error=str(e))
                 self._serve_transportservers = False
         static = self._with_dynamic_upstreams(static, binary)
+        static = self._with_certificate_cache(static, binary)
         static = self._with_upstream_front(static, binary)
         # The special TLS Secrets: validated now, written by the Configurator before it renders nginx.conf.
         refs = (("default", s.controller.default_server_tls_secret),
@@ -217,11 +218,11 @@ class App:
             self.configurator = Configurator(
                 self.manager, static, params, templates, is_wildcard_enabled=bool(wildcard_pem),
                 special_secrets=special,
-                certificates_per_handshake=self._certificates_per_handshake(static.capabilities))
+                certificates_per_handshake=self._certificates_per_handshake(static))
         else:
             self.configurator = _observed_configurator(
                 self.manager, static, params, templates, bool(wildcard_pem), self.latency_labels.deleted,
-                special, self._certificates_per_handshake(static.capabilities))
+                special, self._certificates_per_handshake(static))
             self._write_latency_config()
         try:
             self.manager.start(on_exit=self._on_nginx_exit)
@@ -568,11 +569,34 @@ class App:
             return static
         return dataclasses.replace(static, upstream_front_module_path=path)
 
-    def _certificates_per_handshake(self, capabilities: Capabilities) -> bool:
-        """--load-certificates-per-handshake, by default on when NGINX caches what it loads at handshakes."""
+    def _with_certificate_cache(self, static: StaticConfigParams, binary: str) -> StaticConfigParams:
+        """On an NGINX without ssl_certificate_cache (< 1.27.4), load ingressctl's certificate-cache module
+        when it is installed, not turned off (--enable-certificate-cache) and certificates may be loaded at
+        handshakes: each worker then parses a certificate once, not at every full handshake."""
+        per_handshake = self.settings.controller.load_certificates_per_handshake
+        if (static.capabilities.has("ssl_certificate_cache") or per_handshake is False
+                or not self.settings.nginx.certificate_cache):
+            return static
+        from ingressctl.nginx.modules import CERTIFICATE_CACHE, installed_module
+
+        path = installed_module(binary, CERTIFICATE_CACHE)
+        if not path:
+            log.warning("the certificate-cache NGINX module is not installed: TLS certificates are loaded at "
+                        "every reload" if per_handshake is None else
+                        "the certificate-cache NGINX module is not installed: TLS certificates are parsed at "
+                        "every full handshake", module=CERTIFICATE_CACHE,
+                        install="scripts/build-nginx-module.sh")
+            return static
+        log.info("TLS certificates are loaded at handshakes and cached by each NGINX worker", module=path)
+        return dataclasses.replace(static, certificate_cache_module_path=path)
+
+    def _certificates_per_handshake(self, static: StaticConfigParams) -> bool:
+        """--load-certificates-per-handshake, by default on when NGINX caches what it loads at handshakes
+        (ssl_certificate_cache, or the certificate-cache module `_with_certificate_cache` loads)."""
         chosen = self.settings.controller.load_certificates_per_handshake
         if chosen is None:
-            return capabilities.has("ssl_certificate_cache")
+            return (static.capabilities.has("ssl_certificate_cache")
+                    or bool(static.certificate_cache_module_path))
         return chosen
 
     def _capabilities(self, binary: str) -> Capabilities:

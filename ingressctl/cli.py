@@ -195,9 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="BOOL",
                    help="Ingress TLS servers share the default server's SSL context, which loads each host's "
                         "certificate at TLS handshakes instead of at every reload (a reload saves ~1 ms per "
-                        "certificate). Default: on when NGINX caches such certificates (1.27.4+, "
-                        "ssl_certificate_cache); older NGINX would parse them at every full handshake, "
-                        "about doubling its cost")
+                        "certificate). Default: on when NGINX caches such certificates: NGINX 1.27.4+ "
+                        "(ssl_certificate_cache), or older NGINX with ingressctl's certificate-cache module "
+                        "installed (--enable-certificate-cache); without either, NGINX would parse them at "
+                        "every full handshake, about doubling its cost")
     _flag(k, "--allow-empty-ingress-host", False,
           "allow one rule per Ingress without a host: it serves the hosts no other server names, as the "
           "class-wide catch-all (an Ingress without rules, with a defaultBackend) does, and competes with it "
@@ -247,6 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(n, "--enable-dynamic-upstreams", True,
           "apply endpoint changes without reloading NGINX, where ingressctl's dynamic-peers NGINX module "
           "is installed (scripts/build-nginx-module.sh)")
+    _flag(n, "--enable-certificate-cache", True,
+          "on NGINX without ssl_certificate_cache (< 1.27.4), cache the certificates loaded at TLS "
+          "handshakes (--load-certificates-per-handshake) in ingressctl's certificate-cache NGINX module, "
+          "where it is installed (scripts/build-nginx-module.sh): each worker parses a certificate once, "
+          "not at every handshake")
     n.add_argument("--main-template-path", help="a custom main template (Jinja2)")
     n.add_argument("--ingress-template-path", help="a custom Ingress template (Jinja2)")
     n.add_argument("--transportserver-template-path", help="a custom TransportServer template (Jinja2)")
@@ -354,6 +360,7 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
             disable_ipv6=a.disable_ipv6,
             default_server_access_log_off=a.default_server_access_log_off,
             dynamic_upstreams=a.enable_dynamic_upstreams,
+            certificate_cache=a.enable_certificate_cache,
         ),
         controller=ControllerSettings(
             ingress_class=a.ingress_class, nginx_configmaps=a.nginx_configmaps,

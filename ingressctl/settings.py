@@ -40,6 +40,8 @@ class NginxSettings:
     disable_ipv6: bool = False  # no IPv6 listeners even where the host supports IPv6
     default_server_access_log_off: bool = False  # the ConfigMap key of the same name overrides it
     dynamic_upstreams: bool = True  # no reloads for endpoint changes (where the dynamic-peers module is)
+    # Certificates loaded at handshakes cached by the certificate-cache module (NGINX < 1.27.4, if installed).
+    certificate_cache: bool = True
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class ControllerSettings:
     enable_directive_autoadjust: bool = False  # NIC's -enable-directive-autoadjust (proxy buffer settings)
     allow_empty_ingress_host: bool = False  # a rule without a host claims the class-wide catch-all
     # Ingress TLS certificates loaded at handshakes instead of at every reload (configs.certificate_map).
-    # None: when NGINX caches them (ssl_certificate_cache, 1.27.4+).
+    # None: when NGINX caches them (ssl_certificate_cache, 1.27.4+, or the certificate-cache module).
     load_certificates_per_handshake: bool | None = None
     global_configuration: str | None = None  # "namespace/name" of the GlobalConfiguration (TransportServers)
     # TLS passthrough: a stream server owns this port and splits connections by SNI.

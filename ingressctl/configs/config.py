@@ -6,11 +6,32 @@ already validated; the templates still pass each value through a quoting filter 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from ingressctl.configs.directive_values import AddHeader, StickyCookie
 from ingressctl.configs.parsing import size_bytes
 from ingressctl.configs.policy import PolicyLocation
+
+_M = TypeVar("_M")
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def derive(model: _M, **changes: Any) -> _M:
+    """`dataclasses.replace(model, **changes)` for the frozen models here, without running `__init__`: the
+    copy shares every unchanged value with `model` (they are immutable) and costs a tenth of building a
+    `Location` or `Server` field by field. A name that is not a field raises TypeError, as `replace` does."""
+    cls = type(model)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    if not changes.keys() <= names:
+        raise TypeError(f"{cls.__name__} has no field(s) {', '.join(sorted(changes.keys() - names))}")
+    copy = object.__new__(cls)
+    copy.__dict__.update(model.__dict__, **changes)
+    return copy
+
 
 # Location modifiers (NGINX `location [modifier] path`).
 PREFIX = ""
@@ -189,6 +210,23 @@ class Location:
     policy_500: bool = False
     policy_lines: tuple[str, ...] = ()
 
+    @property
+    def has_extra_directives(self) -> bool:
+        """Any of snippets, basic auth, add_header_inherit, custom error handling, rewrite, client body buffer
+        size or add_header is set. The template tests this once before testing each of them: most locations
+        have none, and one test is cheaper than eight."""
+        return bool(self.snippets or self.basic_auth or self.add_header_inherit
+                    or self.skip_custom_http_errors or self.custom_http_errors or self.rewrite_target
+                    or self.client_body_buffer_size or self.add_headers)
+
+    @property
+    def has_extra_proxy_directives(self) -> bool:
+        """Any of the proxy buffer, next-upstream and backend TLS settings is set (as `has_extra_directives`,
+        for the template's block of those directives)."""
+        return bool(self.proxy_buffers or self.proxy_buffer_size or self.proxy_busy_buffers_size
+                    or self.proxy_max_temp_file_size or self.proxy_next_upstream
+                    or self.proxy_next_upstream_timeout or self.proxy_next_upstream_tries or self.ssl)
+
 
 @dataclass(frozen=True)
 class Server:
@@ -252,6 +290,26 @@ class Server:
     policy_lines: tuple[str, ...] = ()
     policy_locations: tuple[PolicyLocation, ...] = ()
 
+    # As Location's: the template tests one of these before each group of rarely set server settings.
+    @property
+    def has_real_ip_directives(self) -> bool:
+        """Any of set_real_ip_from, real_ip_header, real_ip_recursive or the passthrough socket is set."""
+        return bool(self.set_real_ip_from or self.passthrough_socket or self.real_ip_header
+                    or self.real_ip_recursive)
+
+    @property
+    def has_header_directives(self) -> bool:
+        """Any of the hidden and passed headers, HSTS, add_header(_inherit) or custom errors is set."""
+        return bool(self.proxy_hide_headers or self.proxy_pass_headers or self.hsts or self.add_headers
+                    or self.add_header_inherit or self.custom_http_errors)
+
+    @property
+    def has_extra_directives(self) -> bool:
+        """Any of the HTTPS redirect of a proxy's requests, basic auth, app root, proxy_redirect, policies,
+        snippets or the health endpoint is set."""
+        return bool(self.redirect_to_https or self.basic_auth or self.app_root or self.proxy_redirect[0]
+                    or self.policy_lines or self.snippets or self.policy_locations or self.health_status_uri)
+
 
 @dataclass(frozen=True)
 class IngressNginxConfig:
@@ -313,9 +371,11 @@ class MainConfig:
     # The default server's SSL context loads the certificate of the server a handshake selects (`$ingressctl_
     # certificate`, see configs.certificate_map); servers with `certificate_per_handshake` have no context.
     certificates_per_handshake: bool = False
-    # `ssl_certificate_cache max=<n>` for them (NGINX 1.27.4+): a handshake parses a certificate only when it
-    # is not cached; 0 = no cache directive.
+    # `ssl_certificate_cache max=<n>` for them (NGINX 1.27.4+), or `ingressctl_certificate_cache max=<n>`
+    # with the module below: a handshake parses a certificate only when it is not cached; 0 = no cache.
     certificate_cache_size: int = 0
+    # load_module of ingressctl's certificate-cache module (NGINX < 1.27.4); "" -> NGINX's own cache or none
+    certificate_cache_module_path: str = ""
     proxy_defaults: ProxyDefaults | None = None  # declared at the http level when set
     default_server_return: str = "404"
     default_server_access_log_off: bool = False

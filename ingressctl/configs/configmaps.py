@@ -166,6 +166,8 @@ class StaticConfigParams:
     stream_module_path: str = ""  # the dynamic stream module to load_module ("" when built in)
     dynamic_peers_module_path: str = ""  # the dynamic-peers module: endpoint changes without reloads
     upstream_front_module_path: str = ""  # the upstream-front module: proxy_pass finds its upstream at once
+    # The certificate-cache module (NGINX < 1.27.4): caches the certificates loaded at handshakes.
+    certificate_cache_module_path: str = ""
     tls_passthrough: bool = False  # HTTPS servers terminate TLS on passthrough_socket() behind the SNI split
     # Load TLS certificates at handshakes instead of at reloads (configs.certificate_map).
     certificates_per_handshake: bool = False
@@ -345,7 +347,8 @@ def parse_config_map(data: Mapping[str, str] | None, capabilities: Capabilities 
 
 
 CERTIFICATE_CACHE_SIZE = 10000
-"""Entries of `ssl_certificate_cache` (per worker; entries unused for `inactive` go first)."""
+"""Entries of `ssl_certificate_cache` (per worker; entries unused for `inactive` go first), or of the
+certificate-cache module's `ingressctl_certificate_cache` (per worker; the least recently used go first)."""
 
 
 def proxy_defaults(config: ConfigParams) -> ProxyDefaults:
@@ -391,7 +394,11 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         default_server_tls_path=static.default_server_tls_path,
         certificates_per_handshake=static.certificates_per_handshake,
         certificate_cache_size=(CERTIFICATE_CACHE_SIZE if static.certificates_per_handshake
-                                and static.capabilities.has("ssl_certificate_cache") else 0),
+                                and (static.capabilities.has("ssl_certificate_cache")
+                                     or static.certificate_cache_module_path) else 0),
+        certificate_cache_module_path=(static.certificate_cache_module_path
+                                       if static.certificates_per_handshake
+                                       and not static.capabilities.has("ssl_certificate_cache") else ""),
         proxy_defaults=proxy_defaults(config),
         default_server_return=config.default_server_return,
         default_server_access_log_off=(static.default_server_access_log_off

@@ -105,6 +105,7 @@ class Configurator:
         self._counts: dict[str, dict[str, int]] = {}  # kind -> its renderer's counts of _resources, in step
         self._child_warnings: dict[ResourceKey, dict[str, list[str]]] = {}  # key -> child -> warnings
         self._replicas = 1
+        self._ctx: tuple[tuple[object, ...], RenderContext] | None = None  # see _render_context
         self._zone_bytes: dict[ResourceKey, int] = {}  # key -> what its upstreams reserve in the shared zone
         self._zone_total = 0
         self._zone_size = shared_zone_size(0)  # as nginx.conf declares it
@@ -216,9 +217,7 @@ class Configurator:
                                  f"kind {key.kind!r}")
             return []
         self._set_catch_all(key, renderer.catch_all(resource))
-        ctx = RenderContext(self._static, self._config, self._templates, self._replicas,
-                            self._catch_all_upstream(),
-                            proxy_defaults(self._config) if self._templates.is_main_builtin else None)
+        ctx = self._render_context()
         try:
             rendered = renderer.render(resource, ctx)
         except (ValueError, TemplateRenderError) as e:
@@ -241,6 +240,19 @@ class Configurator:
         spares = self.files.dynamic.spare_slots(name) if self.files.dynamic is not None else 0
         self._reserve_zone(key, rendered.zone_bytes + spares * ZONE_BYTES_PER_SERVER)
         return rendered.warnings
+
+    def _render_context(self) -> RenderContext:
+        """The context of a render, made again only when one of its inputs changed: the model shares settings
+        between resources by the identity of the params objects it is given (a ProxyDefaults made per render
+        would defeat that)."""
+        builtin = self._templates.is_main_builtin
+        inputs = (self._static, self._config, self._templates, self._replicas, self._catch_all_upstream(),
+                  builtin)
+        if self._ctx is None or self._ctx[0] != inputs:
+            self._ctx = (inputs, RenderContext(self._static, self._config, self._templates, self._replicas,
+                                               self._catch_all_upstream(),
+                                               proxy_defaults(self._config) if builtin else None))
+        return self._ctx[1]
 
     def delete(self, key: ResourceKey) -> None:
         """Forget a resource and remove its file."""

@@ -34,6 +34,10 @@ Guarantees:
 - Basic auth (`nginx.org/basic-auth-secret`): the htpasswd file of the Secret. A missing, invalid or
   wrong-type Secret gives a warning and still configures the Secret's file path (NIC), so NGINX refuses
   requests (403 when the file is absent) rather than serving them unauthenticated.
+- Cost: what an annotation set makes of the ConfigMap and static params, and the location and server settings
+  that follow from it, are computed once and shared by every Ingress with the same annotations (the model is
+  frozen: a shared object is never changed, a location or server is a copy with its own path, upstream or
+  TLS material). The output is the same as building each Ingress on its own.
 - Mergeable Ingresses: one server from the master (its server-level settings, TLS and basic auth), holding
   the locations of every minion for the paths it won (`valid_minion_paths`), each with the minion's own
   upstreams (`<minion-ns>-<minion-name>-<host>-<svc>-<port>`), annotations (NIC's inheritance and deny lists),
@@ -44,16 +48,17 @@ Guarantees:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from ingressctl.configs import parsing
 from ingressctl.configs.annotations import (
     ADD_HEADER_INHERIT,
     STICKY_COOKIE_SERVICES,
-    IngressAnnotations,
     master_annotations,
     minion_annotations,
     parse_annotations,
@@ -74,6 +79,7 @@ from ingressctl.configs.config import (
     Server,
     Upstream,
     UpstreamServer,
+    derive,
 )
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.directive_values import StickyCookie
@@ -155,6 +161,71 @@ def _exact_first(locations: list[Location]) -> list[Location]:
     return sorted(locations, key=lambda loc: not loc.exact_regex)
 
 
+def _location_settings(p: ConfigParams, buffers_ok: bool, proxy_set_headers: tuple[ProxySetHeader, ...],
+                       basic_auth: BasicAuth | None, limit_req: LimitReq | None, add_header_inherit: str,
+                       proxy_defaults: ProxyDefaults | None, websocket: bool, ssl: bool, grpc: bool, *,
+                       minion: IngressMeta | None = None) -> Location:
+    """A location's settings from its Ingress's params and its service's flags (path, upstream, service name
+    and rewrite left empty: `_Builder.location` fills them in)."""
+    is_minion = minion is not None
+    ok = buffers_ok
+    keepalive = p.keepalive > 0
+    inherits = proxy_defaults is not None and not p.server_snippets and _inherits_values(
+        grpc=grpc, websocket=websocket, redirect_to_https=p.redirect_to_https, snippets=p.location_snippets,
+        proxy_set_headers=proxy_set_headers, keepalive=keepalive, buffering=p.proxy_buffering,
+        connect=p.proxy_connect_timeout, read=p.proxy_read_timeout, send=p.proxy_send_timeout,
+        defaults=proxy_defaults)
+    return Location(
+        path="", modifier="", upstream="", service_name="",
+        proxy_connect_timeout=p.proxy_connect_timeout, proxy_read_timeout=p.proxy_read_timeout,
+        proxy_send_timeout=p.proxy_send_timeout, client_max_body_size=p.client_max_body_size,
+        proxy_buffering=p.proxy_buffering, proxy_buffers=p.proxy_buffers if ok else "",
+        proxy_buffer_size=p.proxy_buffer_size if ok else "",
+        proxy_max_temp_file_size=p.proxy_max_temp_file_size if ok else "",
+        websocket=websocket, ssl=ssl, rewrite="", keepalive=keepalive, redirect_to_https=p.redirect_to_https,
+        snippets=p.location_snippets, grpc=grpc, proxy_set_headers=proxy_set_headers,
+        basic_auth=basic_auth if is_minion else None, limit_req=limit_req, minion=minion,
+        client_body_buffer_size=p.client_body_buffer_size,
+        proxy_busy_buffers_size=p.proxy_busy_buffers_size if ok else "",
+        proxy_next_upstream=p.proxy_next_upstream, proxy_next_upstream_timeout=p.proxy_next_upstream_timeout,
+        proxy_next_upstream_tries=p.proxy_next_upstream_tries, rewrite_pattern="",
+        rewrite_target=p.rewrite_target, add_headers=p.add_headers if is_minion else (),
+        proxy_redirect=p.proxy_redirect if is_minion else ("", ""),
+        add_header_inherit=add_header_inherit if is_minion else "",
+        custom_http_errors=p.custom_http_errors if is_minion and not grpc else (),
+        inherits_proxy_defaults=inherits,
+    )
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _shared(fn: _F) -> _F:
+    """`fn` (a pure function of hashable arguments) cached by value, so that every Ingress with the same
+    effective settings shares one result, with a cache by identity in front: most Ingresses pass the very
+    same ConfigParams object (the ConfigMap's, when they have no annotations), and hashing one costs ~1 us
+    (a fifth of a render's model) while comparing identities costs nothing."""
+    by_value = functools.lru_cache(maxsize=1024)(fn)
+    by_identity: dict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = {}
+
+    @functools.wraps(fn)
+    def cached(*args: Any) -> Any:
+        key = tuple(map(id, args))
+        hit = by_identity.get(key)
+        if hit is not None:  # the same objects: the entry holds them, so no other object has their ids
+            return hit[1]
+        result = by_value(*args)
+        if len(by_identity) >= 256:
+            by_identity.clear()
+        by_identity[key] = (args, result)
+        return result
+
+    return cast(_F, cached)
+
+
+_shared_location_settings = _shared(_location_settings)
+
+
 @dataclass
 class _Backend:
     service: str
@@ -220,36 +291,32 @@ class _ServerParts:
     locations: _Locations = field(default_factory=dict)
 
 
-class _Builder:
-    """Generates the parts of one Ingress's config (regular, master or minion)."""
+class _Settings:
+    """What an annotation set makes of the ConfigMap and static params: everything a builder needs that does
+    not depend on the Ingress's name, hosts, paths or Secrets. Shared by the Ingresses with the same
+    annotations (see `_ingress_settings`); never changed after construction."""
 
-    def __init__(self, ing_ex: IngressEx, static: StaticConfigParams, anns: IngressAnnotations,
-                 warnings: list[str], *, replicas: int = 1, minion_host: str | None = None) -> None:
-        self.ing_ex = ing_ex
-        self.static = static
+    def __init__(self, annotations: dict[str, str], config: ConfigParams, static: StaticConfigParams) -> None:
+        anns, ann_warnings = parse_annotations(annotations, config, snippets_enabled=static.enable_snippets)
         self.anns = anns
+        self.static = static
         self.params: ConfigParams = anns.params
-        self.warnings = warnings
-        self.replicas = replicas
-        self.minion_host = minion_host  # set when building a minion: the master's host
-        self.namespace = ing_ex.namespace
-        self.name = ing_ex.name
-        self.upstreams: dict[str, Upstream] = {}
-        self.limit_req_zones: dict[str, LimitReqZone] = {}
+        self.warnings: list[str] = list(ann_warnings)
         self.grpc_services = anns.grpc_services
+        self.buffers_ok = True
+        self.sticky: dict[str, StickyCookie] = {}
+        self.add_header_inherit = ""
+        self.proxy_set_headers: tuple[ProxySetHeader, ...] = ()
+        if anns.errors:  # the Ingress is rejected: only the annotations' warnings matter
+            return
         if self.grpc_services and not self.params.http2:
-            warnings.append("annotation nginx.org/grpc-services requires HTTP2 (http2 in the ConfigMap); "
-                            "ignored")
+            self.warnings.append("annotation nginx.org/grpc-services requires HTTP2 (http2 in the "
+                                 "ConfigMap); ignored")
             self.grpc_services = frozenset()
-        self._buffers_ok = self._check_buffers()
+        self.buffers_ok = self._check_buffers()
         self.sticky = self._sticky_cookies()
         self.add_header_inherit = self._add_header_inherit()
-        self.basic_auth = self._basic_auth()
-        self.limit_req = self._limit_req()
         self.proxy_set_headers = tuple(ProxySetHeader(n, v) for n, v in self.params.proxy_set_headers)
-        self.minion_meta = IngressMeta(name=self.name, namespace=self.namespace) if minion_host else None
-        # nginx.conf's proxy settings: locations equal to them inherit them (not in a server with snippets)
-        self.proxy_defaults: ProxyDefaults | None = None
 
     def _check_buffers(self) -> bool:
         """True if NGINX accepts the buffer settings; -enable-directive-autoadjust adjusts them first."""
@@ -300,6 +367,54 @@ class _Builder:
             self.warnings.append(warning)
             return ""
         return value
+
+
+_SETTINGS: dict[tuple[Any, ...], tuple[ConfigParams, StaticConfigParams, _Settings]] = {}
+
+
+def _ingress_settings(annotations: dict[str, str], config: ConfigParams,
+                      static: StaticConfigParams) -> _Settings:
+    """The `_Settings` of an annotation set, computed once per (annotations, ConfigMap params, static params):
+    most Ingresses have no annotations or share a few sets, and the params objects are the Configurator's
+    own (looked up by identity: the entry holds them, so their ids are not reused while it exists)."""
+    key = (tuple(annotations.items()), id(config), id(static))
+    hit = _SETTINGS.get(key)
+    if hit is not None:
+        return hit[2]
+    settings = _Settings(annotations, config, static)
+    if len(_SETTINGS) >= 1024:  # bounded: Ingresses with annotations of their own each add one
+        _SETTINGS.clear()
+    _SETTINGS[key] = (config, static, settings)
+    return settings
+
+
+class _Builder:
+    """Generates the parts of one Ingress's config (regular, master or minion)."""
+
+    def __init__(self, ing_ex: IngressEx, static: StaticConfigParams, settings: _Settings,
+                 warnings: list[str], *, replicas: int = 1, minion_host: str | None = None) -> None:
+        self.ing_ex = ing_ex
+        self.static = static
+        self.anns = settings.anns
+        self.params: ConfigParams = settings.params
+        self.warnings = warnings
+        self.replicas = replicas
+        self.minion_host = minion_host  # set when building a minion: the master's host
+        self.namespace = ing_ex.namespace
+        self.name = ing_ex.name
+        self.upstreams: dict[str, Upstream] = {}
+        self.limit_req_zones: dict[str, LimitReqZone] = {}
+        self.grpc_services = settings.grpc_services
+        self._buffers_ok = settings.buffers_ok
+        self.sticky = settings.sticky
+        self.add_header_inherit = settings.add_header_inherit
+        self.basic_auth = self._basic_auth()
+        self.limit_req = self._limit_req()
+        self.proxy_set_headers = settings.proxy_set_headers
+        self.minion_meta = IngressMeta(name=self.name, namespace=self.namespace) if minion_host else None
+        # nginx.conf's proxy settings: locations equal to them inherit them (not in a server with snippets)
+        self.proxy_defaults: ProxyDefaults | None = None
+        self._settings: dict[tuple[bool, bool, bool], Location] = {}  # service flags -> location settings
 
     def _basic_auth(self) -> BasicAuth | None:
         secret = self.params.basic_auth_secret
@@ -364,43 +479,32 @@ class _Builder:
 
     def location(self, modifier: str, path: str, upstream: str, service: str, *,
                  trailing_slash: bool, ingress_path: str = "") -> Location:
-        p = self.params
-        minion = self.minion_host is not None
         rewrite = self.anns.rewrites.get(service, "")
         if rewrite and trailing_slash:
             rewrite = rewrite.rstrip("/") + "/"
-        ok = self._buffers_ok
-        fields: dict[str, Any] = dict(
-            path=path, modifier=modifier, upstream=upstream, service_name=service,
-            proxy_connect_timeout=p.proxy_connect_timeout, proxy_read_timeout=p.proxy_read_timeout,
-            proxy_send_timeout=p.proxy_send_timeout, client_max_body_size=p.client_max_body_size,
-            proxy_buffering=p.proxy_buffering, proxy_buffers=p.proxy_buffers if ok else "",
-            proxy_buffer_size=p.proxy_buffer_size if ok else "",
-            proxy_max_temp_file_size=p.proxy_max_temp_file_size if ok else "",
-            websocket=service in self.anns.websocket_services, ssl=service in self.anns.ssl_services,
-            rewrite=rewrite, keepalive=p.keepalive > 0, redirect_to_https=p.redirect_to_https,
-            snippets=p.location_snippets, grpc=service in self.grpc_services,
-            proxy_set_headers=self.proxy_set_headers,
-            basic_auth=self.basic_auth if self.minion_host is not None else None,
-            limit_req=self.limit_req, minion=self.minion_meta,
-            client_body_buffer_size=p.client_body_buffer_size,
-            proxy_busy_buffers_size=p.proxy_busy_buffers_size if ok else "",
-            proxy_next_upstream=p.proxy_next_upstream,
-            proxy_next_upstream_timeout=p.proxy_next_upstream_timeout,
-            proxy_next_upstream_tries=p.proxy_next_upstream_tries,
-            rewrite_pattern=self._rewrite_pattern(ingress_path or path), rewrite_target=p.rewrite_target,
-            add_headers=p.add_headers if minion else (),
-            proxy_redirect=p.proxy_redirect if minion else ("", ""),
-            add_header_inherit=self.add_header_inherit if minion else "",
-            custom_http_errors=p.custom_http_errors if minion and service not in self.grpc_services else (),
-        )
-        d = self.proxy_defaults
-        inherits = d is not None and not p.server_snippets and _inherits_values(
-            grpc=fields["grpc"], websocket=fields["websocket"], redirect_to_https=p.redirect_to_https,
-            snippets=p.location_snippets, proxy_set_headers=self.proxy_set_headers,
-            keepalive=fields["keepalive"], buffering=p.proxy_buffering, connect=p.proxy_connect_timeout,
-            read=p.proxy_read_timeout, send=p.proxy_send_timeout, defaults=d)
-        return Location(**fields, inherits_proxy_defaults=inherits)
+        return derive(self._location_settings(service), path=path, modifier=modifier, upstream=upstream,
+                      service_name=service, rewrite=rewrite,
+                      rewrite_pattern=self._rewrite_pattern(ingress_path or path))
+
+    def _location_settings(self, service: str) -> Location:
+        """The settings every location of `service` in this Ingress shares (a Location without path,
+        upstream and rewrite). They depend on the service only through its websocket/ssl/gRPC flags; a
+        regular Ingress gets them from `_shared_location_settings`, so Ingresses with the same effective
+        settings (all those without annotations, typically) share one object."""
+        flags = (service in self.anns.websocket_services, service in self.anns.ssl_services,
+                 service in self.grpc_services)
+        settings = self._settings.get(flags)
+        if settings is None:
+            if self.minion_meta is None:  # (an IngressMeta holds a dict: a minion's are not shared)
+                settings = _shared_location_settings(
+                    self.params, self._buffers_ok, self.proxy_set_headers, self.basic_auth, self.limit_req,
+                    self.add_header_inherit, self.proxy_defaults, *flags)
+            else:
+                settings = _location_settings(
+                    self.params, self._buffers_ok, self.proxy_set_headers, self.basic_auth, self.limit_req,
+                    self.add_header_inherit, self.proxy_defaults, *flags, minion=self.minion_meta)
+            self._settings[flags] = settings
+        return settings
 
     def tls(self, host: str, tls_hosts: dict[str, str]) -> tuple[bool, str, bool]:
         """(ssl, pem path, reject handshake) for a host."""
@@ -465,7 +569,7 @@ class _Builder:
                                 trailing_slash=path_type == PATH_TYPE_PREFIX and modifier == PREFIX,
                                 ingress_path=path)
             if is_exact and modifier in (REGEX, REGEX_CASE_INSENSITIVE):
-                loc = dataclasses.replace(loc, exact_regex=True)
+                loc = derive(loc, exact_regex=True)
             if not _put_location(locations, loc, is_exact):
                 duplicate = True
         if duplicate:
@@ -504,11 +608,11 @@ def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, 
            warnings: list[str], *, replicas: int, minion_host: str | None = None,
            proxy_defaults: ProxyDefaults | None = None) -> _Parts:
     """Parse the annotations (raising AnnotationError on invalid values) and build the locations."""
-    anns, ann_warnings = parse_annotations(annotations, config, snippets_enabled=static.enable_snippets)
-    warnings.extend(ann_warnings)
-    if anns.errors:
-        raise AnnotationError(anns.errors)
-    b = _Builder(ing_ex, static, anns, warnings, replicas=replicas, minion_host=minion_host)
+    settings = _ingress_settings(annotations, config, static)
+    warnings.extend(settings.warnings)
+    if settings.anns.errors:
+        raise AnnotationError(settings.anns.errors)
+    b = _Builder(ing_ex, static, settings, warnings, replicas=replicas, minion_host=minion_host)
     b.proxy_defaults = proxy_defaults
     if not _LABEL.fullmatch(b.namespace) or not _NAME.fullmatch(b.name):
         raise ValueError(f"invalid Ingress namespace/name {b.namespace!r}/{b.name!r}")
@@ -582,7 +686,7 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     locations = _exact_first(locations)
     codes = p.custom_http_errors
     if (PREFIX, "/") not in {(loc.modifier, loc.path) for loc in locations} and parts.default_upstream:
-        locations = [*locations, dataclasses.replace(
+        locations = [*locations, derive(
             b.location(PREFIX, "/", parts.default_upstream, parts.default_service, trailing_slash=False),
             skip_custom_http_errors=bool(codes))]
     error_backend = parts.error_backend or parts.default_upstream
@@ -613,28 +717,40 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     per_handshake = static.certificates_per_handshake and own_certificate and not catch_all and bool(pem) \
         and not p.server_ssl_ciphers and not p.server_ssl_prefer_server_ciphers \
         and (static.tls_passthrough or tuple(ssl_ports) == (static.https_port,))
+    settings = _server_settings(p, static, b.basic_auth, b.add_header_inherit, ssl)
+    return derive(
+        settings, name=host, locations=tuple(locations),
+        ssl_certificate=pem, ssl_certificate_key=pem, ssl_reject_handshake=reject,
+        certificate_per_handshake=per_handshake, ssl_redirect=own_certificate and p.ssl_redirect,
+        fallback_status=fallback, grpc_only=grpc_only and ssl, custom_error_backend=error_backend,
+        host_regex=one_label_host_regex(host), catch_all=catch_all,
+        health_status_uri=static.health_status_uri if catch_all and static.health_status else "",
+        to_catch_all=to_catch_all,
+    )
+
+
+@_shared
+def _server_settings(p: ConfigParams, static: StaticConfigParams, basic_auth: BasicAuth | None,
+                     add_header_inherit: str, ssl: bool) -> Server:
+    """The server-level settings of an Ingress's params (host, locations and TLS material left for `_server`
+    to fill in); keyed by value, so that Ingresses with the same effective settings share them."""
     return Server(
-        name=host, locations=tuple(locations), ports=ports, ssl_ports=ssl_ports,
-        ssl=ssl, ssl_certificate=pem, ssl_certificate_key=pem, ssl_reject_handshake=reject,
-        certificate_per_handshake=per_handshake,
-        ssl_redirect=own_certificate and p.ssl_redirect,
+        name="", ports=p.ports or (static.http_port,), ssl_ports=p.ssl_ports or (static.https_port,), ssl=ssl,
         redirect_to_https=p.redirect_to_https,
         http2=p.http2, http2_directive=static.capabilities.has("http2_directive"),
         server_tokens=p.server_tokens, disable_ipv6=static.disable_ipv6,
-        snippets=p.server_snippets, fallback_status=fallback,
+        snippets=p.server_snippets,
         proxy_protocol=p.proxy_protocol, hsts=p.hsts, hsts_max_age=p.hsts_max_age,
         hsts_include_subdomains=p.hsts_include_subdomains, hsts_behind_proxy=p.hsts_behind_proxy,
         proxy_hide_headers=p.proxy_hide_headers, proxy_pass_headers=p.proxy_pass_headers,
-        basic_auth=b.basic_auth, real_ip_header=p.real_ip_header, set_real_ip_from=p.set_real_ip_from,
-        real_ip_recursive=p.real_ip_recursive, grpc_only=grpc_only and ssl,
+        basic_auth=basic_auth, real_ip_header=p.real_ip_header, set_real_ip_from=p.set_real_ip_from,
+        real_ip_recursive=p.real_ip_recursive,
         http_redirect_code=p.http_redirect_code, add_headers=p.add_headers, app_root=p.app_root,
-        add_header_inherit=b.add_header_inherit, custom_http_errors=codes, custom_error_backend=error_backend,
+        add_header_inherit=add_header_inherit, custom_http_errors=p.custom_http_errors,
         proxy_redirect=p.proxy_redirect if p.proxy_redirect[0] != "default" else ("", ""),
         ssl_ciphers=p.server_ssl_ciphers if ssl else "",
         ssl_prefer_server_ciphers=p.server_ssl_prefer_server_ciphers and ssl,
-        host_regex=one_label_host_regex(host), unmatched_host_return=p.default_server_return,
-        catch_all=catch_all, health_status_uri=static.health_status_uri if catch_all and static.health_status
-        else "", to_catch_all=to_catch_all,
+        unmatched_host_return=p.default_server_return,
         passthrough_socket=static.passthrough_socket() if ssl else "",
     )
 
@@ -672,8 +788,8 @@ def _catch_all_locations(b: _Builder, locations: list[Location], host: str) -> l
     if one_label_host_regex(host):
         paths.append(CATCH_ALL_NAMED_LOCATION)
     # The catch-all's requests are not this Ingress's paths: its nginx.org/rewrite-target does not apply.
-    return [dataclasses.replace(b.location(PREFIX, path, "", "", trailing_slash=False), catch_all=True,
-                                rewrite_pattern="", rewrite_target="")
+    return [derive(b.location(PREFIX, path, "", "", trailing_slash=False), catch_all=True,
+                   rewrite_pattern="", rewrite_target="")
             for path in paths]
 
 
@@ -775,18 +891,17 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
             for sp in mparts.servers:
                 for loc, is_exact in sp.locations.values():
                     # keepalive comes from the master only (one value per file in NIC).
-                    loc = dataclasses.replace(loc, keepalive=master_keepalive > 0)
+                    loc = derive(loc, keepalive=master_keepalive > 0)
                     inherits = _inherits(loc, proxy_defaults, b.params.server_snippets)
                     if inherits != loc.inherits_proxy_defaults:
-                        loc = dataclasses.replace(loc, inherits_proxy_defaults=inherits)
+                        loc = derive(loc, inherits_proxy_defaults=inherits)
                     if _put_location(locations, loc, is_exact):
                         used.add(loc.upstream)
                     else:
                         where = f"{loc.modifier} {loc.path}".strip()
                         mw.append(f"location {where} duplicates a location of another minion; ignored")
             for name in sorted(used):
-                upstreams[name] = dataclasses.replace(mparts.builder.upstreams[name],
-                                                      keepalive=master_keepalive)
+                upstreams[name] = derive(mparts.builder.upstreams[name], keepalive=master_keepalive)
             if used and mparts.builder.limit_req is not None:  # the zone of the minion's served locations
                 zones.update(mparts.builder.limit_req_zones)
         master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all,

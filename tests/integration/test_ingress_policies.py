@@ -124,7 +124,10 @@ def test_external_auth_on_an_ingress_and_per_minion(env: Env) -> None:
     wait_until(lambda: http_get(c.http_port, HOST, "/tea", headers=token).status == 500, "auth gone: 500")
 
 
-def test_ingress_mtls_and_egress_mtls_on_ingresses(env: Env) -> None:
+# Certificates loaded at handshakes share the default server's SSL context: a server with IngressMTLS keeps
+# its own (ssl_verify_client acts only there).
+@pytest.mark.parametrize("per_handshake", [False, True], ids=["certificates-at-reload", "per-handshake"])
+def test_ingress_mtls_and_egress_mtls_on_ingresses(env: Env, per_handshake: bool) -> None:
     _env(env)
     client_ca, backend_ca = CA("client-ca"), CA("backend-ca")
     good, foreign = client_ca.issue("good"), CA("other").issue("good")
@@ -154,7 +157,7 @@ def test_ingress_mtls_and_egress_mtls_on_ingresses(env: Env) -> None:
                 annotations={"nginx.org/mergeable-ingress-type": "minion", POLICIES: "ingress-mtls-policy"})
     env.ingress("coffee-minion", [rule("m.example.com", ("/coffee", "coffee"))],
                 annotations={"nginx.org/mergeable-ingress-type": "minion"})
-    c = env.controller()
+    c = env.controller(load_certificates_per_handshake=per_handshake)
     c.wait_backend("m.example.com", "/coffee", "coffee")
     wait_until(lambda: call(c.https_port, HOST, "/tea", tls=True, client=good).backend == "tea", "mTLS")
     assert call(c.https_port, HOST, "/tea", tls=True).status == 400

@@ -8,6 +8,7 @@ bind, any file containing BINDFAIL on reload only (`nginx -t` passes it).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,7 +20,7 @@ from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.configurator import Configurator, ReloadOutcome
 from ingressctl.configs.files import _isolate, _isolate_without_base
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, backend_key
-from ingressctl.configs.templates import TemplateExecutor
+from ingressctl.configs.templates import MAIN_TEMPLATE, TEMPLATES_DIR, TemplateExecutor
 from ingressctl.keys import ResourceKey
 from ingressctl.nginx.manager import ReloadError
 
@@ -336,6 +337,25 @@ def test_a_main_config_nginx_refuses_is_reverted() -> None:
     outcome = c.reload_if_needed()
     assert outcome.reloaded and outcome.failed == {} and "main configuration rejected" in outcome.error
     assert m.main == good_main and set(m.loaded) == {"default-a", "default-b"}
+
+
+def test_every_render_reads_the_current_params_replicas_and_main_template() -> None:
+    """Renders share one context (and through it the model's shared settings) only while nothing in it
+    changed: a new ConfigMap, replica count or main template is seen by the next render."""
+    c, m = configurator(builtin=True)
+    a = ex("a")
+    a.ingress["metadata"]["annotations"] = {"nginx.org/limit-req-rate": "30r/s",
+                                            "nginx.org/limit-req-scale": "true"}
+    c.add_or_update_ingress(a)
+    assert "rate=30r/s" in m.files["default-a"] and "proxy_connect_timeout" not in m.files["default-a"]
+    c.set_controller_replicas(3)
+    c.add_or_update_ingress(a)
+    assert "rate=10r/s" in m.files["default-a"]
+    c.update_config(ConfigParams(proxy_connect_timeout="7s"), [a])  # nginx.conf declares it, a inherits it
+    assert "proxy_connect_timeout 7s;" in m.main and "proxy_connect_timeout" not in m.files["default-a"]
+    with open(os.path.join(TEMPLATES_DIR, MAIN_TEMPLATE)) as f:  # a custom main template: nothing inherited
+        c.update_config(ConfigParams(proxy_connect_timeout="7s", main_template=f.read()), [a])
+    assert "proxy_connect_timeout 7s;" in m.files["default-a"]
 
 
 def test_colliding_file_names_get_distinct_files() -> None:

@@ -67,6 +67,32 @@ def test_the_default_server_loads_the_selected_servers_certificate_at_handshakes
     assert "ssl_reject_handshake" not in default and "$ingressctl_certificate" in default
 
 
+CACHE_MODULE = "/usr/lib/nginx/modules/ngx_http_ingressctl_certificate_cache_module.so"
+
+
+@pytest.mark.parametrize(("version", "module", "per_handshake", "nginx_cache", "our_cache"), [
+    ((1, 22, 1), CACHE_MODULE, True, False, True),    # NGINX without ssl_certificate_cache: our module
+    ((1, 22, 1), "", True, False, False),             # no module: parsed at every handshake
+    ((1, 22, 1), CACHE_MODULE, False, False, False),  # loaded at reloads: the module is not loaded
+    ((1, 31, 3), "", True, True, False),              # NGINX's own cache
+    ((1, 31, 3), CACHE_MODULE, True, True, False),    # NGINX's own cache wins over the module
+])
+def test_certificates_loaded_at_handshakes_are_cached_by_nginx_or_by_the_module(
+        version: tuple[int, ...], module: str, per_handshake: bool, nginx_cache: bool,
+        our_cache: bool) -> None:
+    from ingressctl.configs.configmaps import CERTIFICATE_CACHE_SIZE
+    from ingressctl.nginx.capabilities import Capabilities
+
+    static = StaticConfigParams(run_dir="/run/ic", certificates_per_handshake=per_handshake,
+                                capabilities=Capabilities(version=version),
+                                certificate_cache_module_path=module)
+    main = TEMPLATES.execute_main_template(generate_main_config(static, ConfigParams()))
+    assert (f"load_module {CACHE_MODULE};" in main) == our_cache
+    http = block(main, "http")
+    assert (f"\n    ingressctl_certificate_cache max={CERTIFICATE_CACHE_SIZE};\n" in http) == our_cache
+    assert ("ssl_certificate_cache max=" in block(main, "    server")) == nginx_cache
+
+
 @pytest.mark.parametrize("annotations", [
     {"nginx.org/listen-ports-ssl": "8443"},           # a port the default server does not listen on
     {"nginx.org/ssl-ciphers": "HIGH:!aNULL"},         # SSL settings of its own need a context of its own

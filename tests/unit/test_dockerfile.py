@@ -517,3 +517,20 @@ def test_build_context_builds_a_package_with_templates_and_the_entry_point(
     assert templates, "no templates shipped"
     entry_points = (tmp_path / "ingressctl.egg-info" / "entry_points.txt").read_text()
     assert re.search(r"^ingressctl = ingressctl\.cli:main$", entry_points, re.M), entry_points
+
+
+def test_the_final_stage_gets_every_module_with_its_stamp(stages: list[Stage], final: Stage) -> None:
+    """The controller loads one of ingressctl's modules only when the stamp next to it names the running
+    NGINX's version: the whole output directory of the module stage is copied, stamps included, and every
+    module the controller looks for is one the build script builds (a directory under nginx-module/)."""
+    from ingressctl.nginx.modules import CERTIFICATE_CACHE, DYNAMIC_PEERS, UPSTREAM_FRONT
+
+    module_stage = next(s for s in stages if s.name == "nginx-module")
+    build = " ".join(i.args for i in module_stage.all("RUN"))
+    out = re.search(r"build-nginx-module\.sh --modules-dir (\S+)", build)
+    assert out, build
+    copies = [i.args.split() for i in final.all("COPY") if i.args.startswith("--from=nginx-module ")]
+    assert [c[1:] for c in copies] == [[out.group(1).rstrip("/") + "/", "/usr/lib/nginx/modules/"]], copies
+    built = {re.search(r"^ngx_module_name=(\S+)$", (d / "config").read_text(), re.M).group(1)  # type: ignore[union-attr]
+             for d in (ROOT / "nginx-module").iterdir() if (d / "config").is_file()}
+    assert {m.removesuffix(".so") for m in (DYNAMIC_PEERS, UPSTREAM_FRONT, CERTIFICATE_CACHE)} <= built, built

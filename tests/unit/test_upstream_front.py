@@ -39,6 +39,9 @@ def test_only_blocks_that_start_a_line_are_touched() -> None:
     text = "server {\n    # upstream x {\n    set $upstream_x 1;\n}\n"
     assert front_upstreams(text) == text
     assert front_upstreams("") == ""
+    odd = "upstream two words {\n}\nupstream {\n}\nupstream unterminated {"
+    assert front_upstreams(odd) == odd
+    assert front_upstreams("x\nupstream a {\n}\n") == f"x\nupstream a {{\n{LINE}\n}}\n"
 
 
 def test_the_dynamic_form_keeps_the_directive_first_and_tells_endpoint_changes_apart() -> None:
