@@ -1,6 +1,7 @@
-"""Integration fixtures: `env` (a fresh devcluster, backends and controllers, cleaned up at teardown) and
-`running` (a controller serving one good Ingress); for the admission webhook tests, `cert` (a serving
-certificate) and `kubectl`. The harness they build is tests/integration/harness.py."""
+"""Integration fixtures: `env` (a fresh devcluster, backends and controllers, cleaned up at teardown),
+`running` (a controller serving one good Ingress) and `backends` (three demo backends); for the admission
+webhook tests, `cert` (a serving certificate) and `kubectl`. The harness they build is
+tests/integration/harness.py."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from ingressctl.demo_backend import Backend
 from tests.integration.harness import GOOD, Controller, Env, rule
 from tests.webhooks import Kubectl, WebhookCert, webhook_cert
 
@@ -26,6 +28,15 @@ def env() -> Iterator[Env]:
         e.close()
         for d in [*e.cleanup_dirs, tmp]:
             shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def backends() -> Iterator[list[Backend]]:
+    """Three demo backends, b0, b1 and b2 (a module may define its own `backends`)."""
+    bs = [Backend(f"b{i}").start() for i in range(3)]
+    yield bs
+    for b in bs:
+        b.stop()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 import http.client
 import os
 import tempfile
-from collections.abc import Iterator
 
 import pytest
 import requests
@@ -62,14 +61,6 @@ http {{
     }}
 }}
 """
-
-
-@pytest.fixture
-def backends() -> Iterator[list[Backend]]:
-    bs = [Backend(f"b{i}").start() for i in range(3)]
-    yield bs
-    for b in bs:
-        b.stop()
 
 
 def start(lb: str, extra_upstream: str = "") -> tuple[Manager, int]:

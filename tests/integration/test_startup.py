@@ -19,7 +19,7 @@ from ingressctl.controller.status import StartupStatusFlush
 from ingressctl.k8s.client import KubeClient
 from ingressctl.k8s.leader import LeaderElector
 from tests.helpers import make_cert, wait_until
-from tests.integration.harness import NS, Env, rule
+from tests.integration.harness import NS, Controller, Env, rule
 
 pytestmark = pytest.mark.integration
 
@@ -93,20 +93,26 @@ def other_leader(env: Env) -> Iterator[LeaderElector]:
 # ------------------------------------------------------------------------------------------------ reloads
 
 
-def test_one_reload_at_startup_and_none_while_lists_are_in_flight(env: Env) -> None:
-    names = populate(env, 30)
-    env.cluster.faults.set_latency(500, verb="list")        # the initial lists take a while
-    c = env.controller(start=False)
+def start_in_background(c: Controller) -> tuple[threading.Thread, list[str]]:
+    """Start `c` (not waiting for readiness) on a thread; the list collects what starting raised."""
     errors: list[str] = []
 
     def starter() -> None:
         try:
             c.start(wait_ready=False)
-        except Exception as e:  # reported below
+        except Exception as e:  # reported by the caller
             errors.append(repr(e))
 
     t = threading.Thread(target=starter)
     t.start()
+    return t, errors
+
+
+def test_one_reload_at_startup_and_none_while_lists_are_in_flight(env: Env) -> None:
+    names = populate(env, 30)
+    env.cluster.faults.set_latency(500, verb="list")        # the initial lists take a while
+    c = env.controller(start=False)
+    t, errors = start_in_background(c)
     seen_lists_in_flight = False
     while t.is_alive():
         lists = sum(env.cluster.stats.in_flight("list", r)
@@ -159,16 +165,7 @@ def test_the_start_up_reads_are_in_flight_together(env: Env) -> None:
     for resource in ("ingressclasses", "configmaps"):
         env.cluster.faults.set_latency(400, verb="get", resource=resource)
     c = env.controller(status_settings(env), start=False)
-    errors: list[str] = []
-
-    def starter() -> None:
-        try:
-            c.start(wait_ready=False)
-        except Exception as e:  # reported below
-            errors.append(repr(e))
-
-    t = threading.Thread(target=starter)
-    t.start()
+    t, errors = start_in_background(c)
     together = False
     while t.is_alive() and not together:
         stats = env.cluster.stats

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import http.client
 import tempfile
-from collections.abc import Iterator
 
 import pytest
 
@@ -59,14 +58,6 @@ http {{
 {extra}
 }}
 """
-
-
-@pytest.fixture
-def backends() -> Iterator[list[Backend]]:
-    bs = [Backend(f"b{i}").start() for i in range(3)]
-    yield bs
-    for b in bs:
-        b.stop()
 
 
 def manager() -> Manager:
