@@ -15,6 +15,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -62,7 +63,10 @@ def stream_module(binary: str) -> str:
                             f"the {STREAM_MODULE_PACKAGE} package (scripts/install-system-deps.sh does)")
 
 
+@functools.lru_cache(maxsize=8)
 def _build_info(binary: str) -> str:
+    """`<binary> -V`, run once per binary: start-up asks it for the stream module and for each of our modules
+    (a failure raises and is not cached)."""
     res = subprocess.run([binary, "-V"], capture_output=True, timeout=30, check=False)
     return (res.stderr + res.stdout).decode(errors="replace")
 

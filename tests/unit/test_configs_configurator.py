@@ -444,3 +444,23 @@ def test_shared_upstream_zone_is_sized_from_the_upstreams() -> None:
         c.delete_ingress(f"default/i{n}")
     assert "zone ingressctl-upstreams 1m;" in m.main
     assert c.reload_if_needed().reloaded and m.reload_count == 2
+
+
+def test_upstreams_go_to_the_front_only_while_nginx_conf_loads_the_module() -> None:
+    """With the upstream-front module, every upstream block of an Ingress file starts with its directive; a
+    custom main template that does not load the module gets files without it (NGINX would refuse the unknown
+    directive), and the built-in one brings it back."""
+    m = FakeManager()
+    module = "/modules/ngx_http_ingressctl_upstream_front_module.so"
+    static = StaticConfigParams(upstream_front_module_path=module)
+    c = Configurator(m, static, ConfigParams(), TemplateExecutor())  # type: ignore[arg-type]
+    c.add_or_update_ingress(ex("a"))
+    line = "    ingressctl_upstream_front;\n"
+    assert f"load_module {module};" in m.main
+    assert m.files["default-a"].count(" {\n" + line) == m.files["default-a"].count("\nupstream ") == 1
+    with open(os.path.join(TEMPLATES_DIR, MAIN_TEMPLATE)) as f:
+        custom = f.read().replace("load_module {{ upstream_front_module_path | arg }};", "")
+    c.update_config(ConfigParams(main_template=custom), [ex("a")])
+    assert "upstream_front" not in m.main and line not in m.files["default-a"]
+    c.update_config(ConfigParams(), [ex("a")])
+    assert m.files["default-a"].count(" {\n" + line) == 1
