@@ -1,7 +1,7 @@
 """Test helpers shared by the suites: free ports, polling with a deadline, self-signed certificates, HTTP(S)
 through NGINX.
 
-Everything binds 127.0.0.1 with ephemeral ports so tests can run in parallel with other suites.
+Everything binds 127.0.0.1, on ports outside the kernel's ephemeral range (see `free_ports`).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import contextlib
 import datetime
 import http.client
 import os
+import random
 import socket
 import ssl
 import time
@@ -23,16 +24,55 @@ T = TypeVar("T")
 DEADLINE = 60.0
 
 
-def free_port() -> int:
-    """A port that was free a moment ago (for processes that bind by number, like NGINX)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
+_LOWEST_PICKED = 10000  # below: well-known ports and the demo's defaults
+_given: set[int] = set()
+_pick = random.SystemRandom()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        with open(EPHEMERAL_RANGE_FILE) as f:
+            low, high = (int(x) for x in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
 
 
 def free_ports(n: int) -> list[int]:
-    """`n` distinct ports that were free a moment ago: all held open together while picked, so that one
-    process's ports never repeat each other (separate `free_port()` calls may return the same port)."""
+    """`n` distinct ports that were free a moment ago, for processes that bind by number (NGINX, the
+    controller's metrics and readiness servers).
+
+    They are picked outside the kernel's ephemeral range: an outgoing connection takes its local port from
+    that range, so a port from it (what binding port 0 returns) can be taken by any client connection before
+    the process it was meant for binds it ("Address already in use"). Each port is handed out once per test
+    process, and all `n` are held bound together while picked."""
+    low, high = _ephemeral_range()
+    candidates = [p for p in range(_LOWEST_PICKED, 65536) if not low <= p <= high and p not in _given]
+    if len(candidates) < 1000:  # the ephemeral range covers (nearly) everything: let the kernel choose
+        return _kernel_ports(n)
+    ports: list[int] = []
+    with contextlib.ExitStack() as stack:
+        while len(ports) < n:
+            port = _pick.choice(candidates)
+            if port in ports:
+                continue
+            s = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            ports.append(port)
+    _given.update(ports)
+    return ports
+
+
+def free_port() -> int:
+    """One port as `free_ports` picks them."""
+    return free_ports(1)[0]
+
+
+def _kernel_ports(n: int) -> list[int]:
     with contextlib.ExitStack() as stack:
         socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(n)]
         for s in socks:

@@ -49,7 +49,7 @@ def _main_config(c: Controller) -> str:
 
 def _sticky_vs() -> dict[str, Any]:
     return virtual_server("sticky", HOST, upstreams=[
-        {"name": "tea", "service": "tea", "port": 80,
+        {"name": "tea", "service": "tea", "port": 80, "lb-method": "round_robin",
          "sessionCookie": {"enable": True, "name": "srv_id", "path": "/", "expires": "1h", "httpOnly": True,
                            "samesite": "Strict"}},
     ], routes=[{"path": "/", "action": {"pass": "tea"}}])
@@ -75,7 +75,9 @@ def test_vs_session_cookie_pins_a_client_to_one_backend_on_a_newer_nginx(env: En
     for part in ("max-age=3600", "path=/", "httponly", "samesite=strict"):
         assert part in set_cookie.lower(), set_cookie
     cookie = set_cookie.split(";", 1)[0]
-    # With the cookie: always the same backend. Without it: round robin reaches both.
+    # With the cookie: always the same backend. Without it: round robin (shared by the workers through the
+    # upstream's zone) alternates, so any two requests reach both. The VS default, `random two least_conn`,
+    # would leave a 1-in-32 chance that six requests all go to one backend.
     assert {get(c, f"/{i}", cookie).backend for i in range(10)} == {first.backend}
     assert {get(c, f"/{i}").backend for i in range(6)} == {"tea-1", "tea-2"}
 

@@ -27,17 +27,12 @@ from ingressctl.http_serving import POLL_INTERVAL
 from ingressctl.nginx.manager import Manager, NginxStartError, ReloadError, RuntimePaths
 from ingressctl.nginx.processes import count_worker_processes
 from ingressctl.nginx.stub_status import StubStatusError, fetch_stub_status, unix_socket_url
+from tests.helpers import free_port
 
 pytestmark = pytest.mark.integration
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_until(cond: Callable[[], bool], what: str, deadline: float = DEADLINE) -> None:
