@@ -196,6 +196,41 @@ def test_temp_file_is_never_more_open_than_the_final_mode(mgr: Manager,
     assert modes == [0o600]
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o277])
+def test_files_get_exactly_their_mode_whatever_the_umask(mgr: Manager, monkeypatch: pytest.MonkeyPatch,
+                                                         umask: int) -> None:
+    """Created with the final mode (so never more open), and widened only when the umask narrowed it: under
+    the usual umask no chmod at all."""
+    while_written: list[int] = []
+    chmods: list[int] = []
+    real_write, real_fchmod = os.write, os.fchmod
+
+    def spy_write(fd: int, data: bytes) -> int:
+        while_written.append(stat.S_IMODE(os.fstat(fd).st_mode))
+        return real_write(fd, data)
+
+    def spy_fchmod(fd: int, mode: int) -> None:
+        chmods.append(mode)
+        real_fchmod(fd, mode)
+
+    monkeypatch.setattr(os, "write", spy_write)
+    monkeypatch.setattr(os, "fchmod", spy_fchmod)
+    old = os.umask(umask)
+    try:
+        mgr.create_config("c", "server { }\n")
+        mgr.create_secret("k", b"key")
+        mgr.create_secret("h", b"htpasswd", mode=0o644)
+    finally:
+        os.umask(old)
+    assert (mode_of(mgr.config_path("c")), mode_of(mgr.secret_path("k")), mode_of(mgr.secret_path("h"))) == (
+        0o644, 0o600, 0o644)
+    assert len(while_written) == 3
+    assert all(m & ~final == 0 for m, final in zip(while_written, [0o644, 0o600, 0o644], strict=True))
+    assert chmods == {0o022: [], 0o077: [0o644, 0o644], 0o277: [0o644, 0o600, 0o644]}[umask]
+    # The cached stat is the file's: an unchanged rewrite is no write.
+    assert mgr.create_config("c", "server { }\n") is False
+
+
 @pytest.mark.parametrize("name", ["", "a/b", "..", ".hidden", "x\0y", "n" * 201])
 def test_rejects_bad_names(mgr: Manager, name: str) -> None:
     with pytest.raises(ValueError, match="invalid"):
