@@ -11,7 +11,8 @@ Guarantees:
   a conf.d file does not exist (it removed them all and has not written this one since) says so with
   `create_config(..., absent=True)`: the write then skips the look-up of the old file (a stat of a missing
   name in a directory of 10,000 files cost ~7% of start-up's sync thread); should the file exist after
-  all, it is still replaced atomically.
+  all, it is still replaced atomically. Secret files need no caller's word: the secrets dir is listed once,
+  at the first Secret write, and a name it did not hold and that was not written since is known absent.
 - `reload()` sends SIGHUP to the master it owns (`nginx -s reload` would parse the whole config once more just
   to find the pid, doubling a multi-second load at scale), and succeeds only once NGINX's new workers serve
   the new config version over `<run_dir>/nginx-config-version.sock` AND the previous workers stopped
@@ -421,6 +422,7 @@ class Manager:
         self._config_dirs = {d: os.path.join(self.conf_dir, d) for d in CONFIG_DIRS}
         self._files_lock = threading.Lock()
         self._cache: dict[str, _Cached] = {}
+        self._secrets_listed: frozenset[str] | None = None  # the secrets dir at the first Secret write
         self._proc_lock = threading.RLock()
         self._instance: _Instance | None = None
         self._on_exit: Callable[[int], None] | None = None
@@ -511,7 +513,10 @@ class Manager:
         the uid `owner` (a file NGINX's workers read); returns the path."""
         path = self.secret_path(name)
         data = content.encode() if isinstance(content, str) else content
-        if not self._write_if_changed(path, data, mode, owner):
+        with self._files_lock:
+            written = self._write_if_changed_locked(path, data, mode, owner,
+                                                    absent=self._secret_absent_locked(name, path))
+        if not written:
             st = os.stat(path)
             if stat.S_IMODE(st.st_mode) != mode:
                 os.chmod(path, mode)
@@ -527,16 +532,29 @@ class Manager:
         except OSError as e:
             log.warning("failed to delete secret file", path=path, error=str(e))
 
+    def _secret_absent_locked(self, name: str, path: str) -> bool:
+        """True if secrets/<name> is known not to exist: not in the dir's first listing, not written since."""
+        if self._secrets_listed is None:
+            try:
+                self._secrets_listed = frozenset(os.listdir(self.secrets_dir))
+            except OSError:
+                return False
+        return name not in self._secrets_listed and path not in self._cache
+
     def _write_if_changed(self, path: str, data: bytes, mode: int, owner: int | None = None, *,
                           absent: bool = False, digest: bytes | None = None) -> bool:
+        with self._files_lock:
+            return self._write_if_changed_locked(path, data, mode, owner, absent=absent, digest=digest)
+
+    def _write_if_changed_locked(self, path: str, data: bytes, mode: int, owner: int | None = None, *,
+                                 absent: bool = False, digest: bytes | None = None) -> bool:
         if digest is None:
             digest = content_digest(data)
-        with self._files_lock:
-            if not absent and self._digest_locked(path) == digest:
-                return False
-            st = _atomic_write(path, data, mode, owner)
-            self._cache[path] = _Cached(digest, st.st_ino, st.st_size, st.st_mtime_ns)
-            return True
+        if not absent and self._digest_locked(path) == digest:
+            return False
+        st = _atomic_write(path, data, mode, owner)
+        self._cache[path] = _Cached(digest, st.st_ino, st.st_size, st.st_mtime_ns)
+        return True
 
     def _digest_locked(self, path: str) -> bytes | None:
         """The digest of the file's bytes (None: no file); read only when it changed behind our back."""

@@ -166,6 +166,43 @@ def test_secret_mode_and_atomic_replace(mgr: Manager) -> None:
     mgr.delete_secret("default-tls")                        # missing: no error
 
 
+def test_a_secret_file_the_dir_never_held_is_written_without_looking_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The secrets dir is listed once; a name it did not hold (and not written since) is known absent: no
+    stat of a missing file. Names it held, or that were written since, are compared with the disk."""
+    first = Manager(binary="nginx", conf_dir=str(tmp_path / "conf"), run_dir=str(tmp_path / "run"))
+    first.create_secret("kept", b"old")
+    mgr = Manager(binary="nginx", conf_dir=first.conf_dir, run_dir=first.run_dir)  # a restart: the file stays
+    looked: list[str] = []
+    real_stat = os.stat
+
+    def spy_stat(path: str, *args: object, **kwargs: object) -> os.stat_result:
+        looked.append(str(path))
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "stat", spy_stat)
+    kept, ino = mgr.secret_path("kept"), os.stat(first.secret_path("kept")).st_ino
+    assert mgr.create_secret("new", b"pem") and mgr.secret_path("new") not in looked
+    mgr.create_secret("kept", b"old")                        # on disk already: compared, not rewritten
+    assert kept in looked and os.stat(kept).st_ino == ino
+    looked.clear()
+    mgr.create_secret("new", b"pem")                         # written since: compared with the disk
+    assert mgr.secret_path("new") in looked
+    Path(mgr.secret_path("new")).write_bytes(b"edited behind our back")
+    mgr.create_secret("new", b"pem")
+    assert Path(mgr.secret_path("new")).read_bytes() == b"pem"
+    mgr.delete_secret("new")
+    looked.clear()
+    mgr.create_secret("new", b"pem2")                        # deleted since: absent again
+    assert mgr.secret_path("new") not in looked and Path(mgr.secret_path("new")).read_bytes() == b"pem2"
+    # Created behind our back after the listing: still replaced atomically with our bytes.
+    Path(mgr.secret_path("other")).write_bytes(b"theirs")
+    mgr.create_secret("other", b"ours")
+    other = mgr.secret_path("other")
+    assert Path(other).read_bytes() == b"ours" and mode_of(other) == 0o600
+    assert sorted(os.listdir(mgr.secrets_dir)) == ["kept", "new", "other"]
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
 def test_a_secret_for_nginx_workers_belongs_to_their_user(mgr: Manager) -> None:
     import pwd
