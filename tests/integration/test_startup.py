@@ -420,3 +420,32 @@ def test_virtualservers_at_startup_one_reload_problems_before_readiness_statuses
         assert vs_status(env, f"vs-{i}")["state"] == "Valid"
     c.wait_idle()
     assert c.reloads == 1
+
+
+def test_start_up_renders_in_two_processes_each_resource_once(env: Env,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `--startup-render-processes 2` and more Ingresses than `render_ahead` needs, a forked process
+    renders half of them: this process renders only the rest, none twice, with one reload, and every host
+    routes."""
+    from ingressctl.configs.prerender import MIN_ITEMS
+    from ingressctl.configs.renderers import IngressRenderer
+
+    names = populate(env, MIN_ITEMS + 40)
+    rendered_here: list[str] = []
+    original = IngressRenderer.render
+
+    def spy(self: IngressRenderer, resource: Any, ctx: Any) -> Any:
+        rendered_here.append(resource.key)  # in a forked process this list is that process's copy
+        return original(self, resource, ctx)
+
+    monkeypatch.setattr(IngressRenderer, "render", spy)
+    c = env.controller(startup_render_processes=2)
+    c.wait_idle()
+    assert c.reloads == 1
+    assert c.lbc.stats.rendered_ahead == len(names) // 2
+    assert sorted(rendered_here) == sorted(set(rendered_here)), "a resource was rendered twice"
+    assert len(rendered_here) == len(names) - c.lbc.stats.rendered_ahead
+    for n in names[:: len(names) // 12]:
+        assert c.get(f"{n}.example.com").backend == "web"
+    with open(c.manager.config_path(f"{NS}-{names[1]}")) as f:  # a file the other process rendered
+        assert f"server_name {names[1]}.example.com;" in f.read()

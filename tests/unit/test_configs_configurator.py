@@ -464,3 +464,48 @@ def test_upstreams_go_to_the_front_only_while_nginx_conf_loads_the_module() -> N
     assert "upstream_front" not in m.main and line not in m.files["default-a"]
     c.update_config(ConfigParams(), [ex("a")])
     assert m.files["default-a"].count(" {\n" + line) == 1
+
+
+def test_rendered_ahead_files_are_byte_identical_and_each_resource_is_rendered_once() -> None:
+    """`render_ahead` (forked processes) gives the files the renders on this thread give, with the
+    upstream-front step applied in the other processes too; `add_or_update` takes each result once and
+    renders here only what was not rendered ahead: a resource given anew, or after the render context
+    changed."""
+    module = "/modules/ngx_http_ingressctl_upstream_front_module.so"
+    static = StaticConfigParams(upstream_front_module_path=module)
+    exes = [ex(f"i{n}", namespace=f"ns{n % 7}") for n in range(240)]
+    plain_m, ahead_m = FakeManager(), FakeManager()
+    plain = Configurator(plain_m, static, ConfigParams(), TemplateExecutor())  # type: ignore[arg-type]
+    ahead = Configurator(ahead_m, static, ConfigParams(), TemplateExecutor())  # type: ignore[arg-type]
+    for e in exes:
+        plain.add_or_update_ingress(e)
+    stats = ahead.render_ahead([(e.key_with_kind, e) for e in exes], processes=2, min_items=1)
+    assert stats.processes == 2 and stats.by_children == len(exes) // 2
+    renderer = ahead._renderers[INGRESS_KIND]
+    here: list[str] = []
+    original = renderer.render
+
+    def spy(resource: object, ctx: Any) -> Any:
+        here.append(resource.key if isinstance(resource, IngressEx) else "?")
+        return original(resource, ctx)
+
+    renderer.render = spy  # type: ignore[method-assign]
+    for e in exes:
+        ahead.add_or_update_ingress(e)
+    assert here == [], "a resource rendered ahead was rendered again"
+    assert ahead_m.files == plain_m.files and len(plain_m.files) == len(exes)
+    assert "ingressctl_upstream_front;" in ahead_m.files["ns1-i1"]
+    # Each result is taken once: the same resource again renders here.
+    ahead.add_or_update_ingress(exes[1])
+    assert here == [exes[1].key]
+    # A result whose resource is not the one given, or whose context changed, is not taken.
+    ahead.render_ahead([(e.key_with_kind, e) for e in exes[:4]], processes=2, min_items=1)
+    assert here == [exes[1].key, exes[0].key, exes[2].key]  # this process's share: items 0 and 2
+    here.clear()
+    ahead.add_or_update_ingress(ex("i0", namespace="ns0"))          # an equal, but another, object
+    ahead.set_controller_replicas(3)                                 # a new render context
+    ahead.add_or_update_ingress(exes[2])
+    assert here == [exes[0].key, exes[2].key]
+    ahead.drop_rendered_ahead()
+    ahead.add_or_update_ingress(exes[3])
+    assert here[-1] == exes[3].key

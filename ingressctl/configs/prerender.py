@@ -1,0 +1,207 @@
+"""Rendering ahead, in parallel, at start-up: the render of thousands of resources is pure CPU work in Python,
+so one thread renders no faster than one core. `render_ahead` splits it over forked processes.
+
+Guarantees:
+- `render_ahead(items, render, processes=P)` returns one entry per item, in order: what `render(item)`
+  returned, or None where `render` raised or its share was lost. None means "not rendered ahead": the
+  caller renders that item itself, in its normal path, where errors are logged and reported as usual. A
+  result is never made up: each one is exactly what `render` returned for that item (a copy, by pickle).
+- With P >= 2 (and `os.fork`), P - 1 children forked from this process render items `i::P` (i = 1..P-1)
+  while the calling thread renders its own share (items `0::P`). Children share this process's memory
+  copy-on-write, so the inputs are not copied; each child sends its results back pickled through a pipe.
+- A child only renders and sends: it never logs, writes files or touches locks that another thread of this
+  process may have held at the fork (the render path takes none), disables its garbage collector, and
+  leaves with `os._exit` (no atexit handlers, no flush of this process's buffers). A child that crashes,
+  is killed, or sends something that cannot be unpickled costs only the parallelism: its share comes back
+  None. The parent always reaps its children.
+- While children run, the parent's garbage collector ignores the objects that existed at the fork
+  (`gc.freeze`): a full collection would touch every object and copy their pages; they are unfrozen after.
+- `render` must be pure (its effects in a child are lost) and return something picklable.
+- `startup_processes()` is the number of processes worth using: the CPUs this process may run on, capped by
+  a cgroup (v2 `cpu.max`, v1 `cpu.cfs_quota_us`) CPU limit and by `MAX_PROCESSES`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import math
+import os
+import pickle
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+MAX_PROCESSES = 4
+MIN_ITEMS = 200          # fewer items than this are rendered inline: a fork costs more than it saves
+_READ_CHUNK = 1 << 20
+_CGROUP_V2_CPU_MAX = "/sys/fs/cgroup/cpu.max"
+_CGROUP_V1_QUOTA = "/sys/fs/cgroup/cpu/cpu.cfs_quota_us"
+_CGROUP_V1_PERIOD = "/sys/fs/cgroup/cpu/cpu.cfs_period_us"
+
+
+@dataclass
+class RenderAheadStats:
+    """What one `render_ahead` did: processes used, items rendered by children, shares lost, and the most
+    memory a child had of its own when it finished (bytes, 0 when unknown): the pages it did not share with
+    this process, i.e. what it added to the pod's memory."""
+
+    processes: int = 1
+    by_children: int = 0
+    lost_shares: int = 0
+    child_private_bytes: int = 0
+    waited_seconds: float = 0.0     # after rendering its own share, for the children's results
+    unpickle_seconds: float = 0.0
+
+
+def render_ahead(items: Sequence[T], render: Callable[[T], R], *, processes: int,
+                 min_items: int = MIN_ITEMS,
+                 stats: RenderAheadStats | None = None) -> list[R | None]:
+    """See the module docstring. With fewer than `min_items` items, or one process, nothing is rendered
+    ahead (all None)."""
+    stats = stats if stats is not None else RenderAheadStats()
+    results: list[R | None] = [None] * len(items)
+    processes = max(1, min(processes, len(items)))
+    if processes < 2 or len(items) < min_items or not hasattr(os, "fork"):
+        return results
+    children: list[tuple[int, int, int]] = []   # (share, pid, read end of its pipe)
+    gc.freeze()
+    try:
+        for share in range(1, processes):
+            child = _fork_child(items, render, share, processes)
+            if child is None:
+                stats.lost_shares += 1
+            else:
+                children.append((share, *child))
+        stats.processes = 1 + len(children)
+        for i in range(0, len(items), processes):
+            try:
+                results[i] = render(items[i])
+            except Exception:
+                results[i] = None
+        for share, pid, fd in children:
+            t0 = time.monotonic()
+            payload = _read_all(fd)
+            status = _reap(pid)
+            t1 = time.monotonic()
+            try:
+                got, private = pickle.loads(payload) if status == 0 else (None, 0)
+            except Exception:
+                got, private = None, 0
+            stats.waited_seconds += t1 - t0
+            stats.unpickle_seconds += time.monotonic() - t1
+            if not isinstance(got, list) or len(got) != len(range(share, len(items), processes)):
+                stats.lost_shares += 1
+                continue
+            results[share::processes] = got
+            stats.by_children += sum(r is not None for r in got)
+            stats.child_private_bytes = max(stats.child_private_bytes, int(private or 0))
+    finally:
+        for _, pid, fd in children:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            _reap(pid)
+        gc.unfreeze()
+    return results
+
+
+def _fork_child(items: Sequence[T], render: Callable[[T], R], share: int,
+                processes: int) -> tuple[int, int] | None:
+    """Fork a child that renders items `share::processes`; returns (pid, read end) or None if the fork
+    failed."""
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
+    if pid == 0:  # the child: render, send, leave
+        code = 1
+        try:
+            gc.disable()
+            os.close(read_fd)
+            out: list[R | None] = []
+            for item in items[share::processes]:
+                try:
+                    out.append(render(item))
+                except Exception:
+                    out.append(None)
+            data = pickle.dumps((out, _private_bytes()), protocol=pickle.HIGHEST_PROTOCOL)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(write_fd, view):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    try:
+        while chunk := os.read(fd, _READ_CHUNK):
+            chunks.append(chunk)
+    except OSError:
+        return b""
+    return b"".join(chunks)
+
+
+def _reap(pid: int) -> int | None:
+    """Wait for a child; its exit status (None if it was already reaped)."""
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return None
+    return os.waitstatus_to_exitcode(status)
+
+
+def _private_bytes() -> int:
+    """The memory of this process that no other process shares (Private_Clean + Private_Dirty of
+    /proc/self/smaps_rollup), 0 if unknown."""
+    total = 0
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith(("Private_Clean:", "Private_Dirty:")):
+                    total += int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return 0
+    return total
+
+
+def startup_processes() -> int:
+    """See the module docstring."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    limit = _cgroup_cpu_limit()
+    if limit is not None:
+        cpus = min(cpus, max(1, math.ceil(limit)))
+    return max(1, min(cpus, MAX_PROCESSES))
+
+
+def _cgroup_cpu_limit() -> float | None:
+    """The CPU limit of this process's cgroup in CPUs, or None without one."""
+    try:
+        with open(_CGROUP_V2_CPU_MAX) as f:
+            quota, _, period = f.read().strip().partition(" ")
+        if quota == "max":
+            return None
+        return int(quota) / int(period or 100000)
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(_CGROUP_V1_QUOTA) as f:
+            quota_us = int(f.read())
+        with open(_CGROUP_V1_PERIOD) as f:
+            period_us = int(f.read())
+    except (OSError, ValueError):
+        return None
+    return quota_us / period_us if quota_us > 0 and period_us > 0 else None
