@@ -67,6 +67,9 @@ log = get_logger(__name__)
 __all__ = ["REASON_ENDPOINTS", "REASON_OTHER", "Configurator", "ReloadOutcome"]
 
 DHPARAM_FILE = "dhparam.pem"
+# What an Ingress costs a process that renders it and writes its file, relative to rendering it only
+# (measured at 10,000 Ingresses: ~110 us to render, ~100 us more to slot and write the file).
+WRITE_AHEAD_COST = 1.9
 CERTIFICATE_MAP_FILE = "ingressctl-certificates"  # conf.d/<this>.conf: the CertificateMap
 
 
@@ -258,23 +261,31 @@ class Configurator:
         """Render `items` (key, resource) ahead, in up to `processes` processes (configs.prerender). The next
         `add_or_update` of one of these very objects (by identity) under an unchanged render context takes
         its result instead of rendering, once; any other call renders as usual, and so does one whose
-        render raised ahead (its error comes out of the normal path). Results not taken are dropped by the
-        next `render_ahead` or by `drop_rendered_ahead()`."""
-        self._ahead.clear()
+        render raised ahead (its error comes out of the normal path). The other processes also write the
+        files of their share (`ConfigFiles.write_ahead`); `add_or_update` then finds each in place and
+        leaves it, or rewrites it if its bytes differ. Results not taken, and files written ahead that no
+        `add_or_update` took over, are dropped by the next `render_ahead` or by `drop_rendered_ahead()`,
+        which a caller must run after its `add_or_update`s."""
+        self.drop_rendered_ahead()
         ctx = self._render_context()
-        jobs = [(key, resource, renderer) for key, resource in items
-                if (renderer := self._renderers.get(key.kind)) is not None]
+        jobs = [(key, resource, renderer, self.files.file_name(key, renderer.file_name(key)))
+                for key, resource in items if (renderer := self._renderers.get(key.kind)) is not None]
+        self.files.expect_written_ahead([job[3] for job in jobs])
         stats = RenderAheadStats()
         results = render_ahead(jobs, lambda job: self._render(job[2], job[0], job[1], ctx),
-                               processes=processes, min_items=min_items, stats=stats)
-        for (key, resource, _), rendered in zip(jobs, results, strict=True):
+                               in_child=lambda job, rendered: self.files.write_ahead(job[3], rendered.text),
+                               child_cost=WRITE_AHEAD_COST, processes=processes, min_items=min_items,
+                               stats=stats)
+        for (key, resource, _, _), rendered in zip(jobs, results, strict=True):
             if rendered is not None:
                 self._ahead[key] = (resource, ctx, self._upstream_front, rendered)
         return stats
 
     def drop_rendered_ahead(self) -> None:
-        """Forget the results of `render_ahead` not taken yet."""
+        """Forget the results of `render_ahead` not taken yet, and remove the files other processes wrote
+        ahead for resources not written here since."""
         self._ahead.clear()
+        self.files.drop_written_ahead()
 
     def _take_rendered_ahead(self, key: ResourceKey, resource: object, ctx: RenderContext) -> Rendered | None:
         ahead = self._ahead.pop(key, None)

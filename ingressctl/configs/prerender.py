@@ -6,9 +6,10 @@ Guarantees:
   returned, or None where `render` raised or its share was lost. None means "not rendered ahead": the
   caller renders that item itself, in its normal path, where errors are logged and reported as usual. A
   result is never made up: each one is exactly what `render` returned for that item (a copy, by pickle).
-- With P >= 2 (and `os.fork`), P - 1 children forked from this process render items `i::P` (i = 1..P-1)
-  while the calling thread renders its own share (items `0::P`). Children share this process's memory
-  copy-on-write, so the inputs are not copied; each child sends its results back pickled through a pipe.
+- With P >= 2 (and `os.fork`), P - 1 children forked from this process render a contiguous share each while
+  the calling thread renders its own (the first); shares are sized so that all finish together
+  (`child_cost`). Children share this process's memory copy-on-write, so the inputs are not copied; each
+  child sends its results back pickled through a pipe.
 - A child only renders and sends: it never logs, writes files or touches locks that another thread of this
   process may have held at the fork (the render path takes none), disables its garbage collector, and
   leaves with `os._exit` (no atexit handlers, no flush of this process's buffers). A child that crashes,
@@ -16,7 +17,9 @@ Guarantees:
   None. The parent always reaps its children.
 - While children run, the parent's garbage collector ignores the objects that existed at the fork
   (`gc.freeze`): a full collection would touch every object and copy their pages; they are unfrozen after.
-- `render` must be pure (its effects in a child are lost) and return something picklable.
+- `render` must be pure (its effects in a child are lost) and return something picklable. `in_child`, run
+  in a child after each of its renders, is where a child may act outside its memory (write the item's file);
+  it must take no lock another thread may hold.
 - `startup_processes()` is the number of processes worth using: the CPUs this process may run on, capped by
   a cgroup (v2 `cpu.max`, v1 `cpu.cfs_quota_us`) CPU limit and by `MAX_PROCESSES`.
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import math
 import os
 import pickle
@@ -59,26 +63,30 @@ class RenderAheadStats:
 
 
 def render_ahead(items: Sequence[T], render: Callable[[T], R], *, processes: int,
-                 min_items: int = MIN_ITEMS,
-                 stats: RenderAheadStats | None = None) -> list[R | None]:
+                 min_items: int = MIN_ITEMS, in_child: Callable[[T, R], None] | None = None,
+                 child_cost: float = 1.0, stats: RenderAheadStats | None = None) -> list[R | None]:
     """See the module docstring. With fewer than `min_items` items, or one process, nothing is rendered
-    ahead (all None)."""
+    ahead (all None). `in_child(item, result)` runs in the child after each of its renders (e.g. to write
+    the item's file there, in parallel); when it raises, that item comes back None. `child_cost`: what an
+    item costs a child relative to this process (more than 1 when `in_child` adds work): children get
+    smaller shares, so that all processes finish together."""
     stats = stats if stats is not None else RenderAheadStats()
     results: list[R | None] = [None] * len(items)
     processes = max(1, min(processes, len(items)))
     if processes < 2 or len(items) < min_items or not hasattr(os, "fork"):
         return results
-    children: list[tuple[int, int, int]] = []   # (share, pid, read end of its pipe)
+    shares = _shares(len(items), processes, child_cost)
+    children: list[tuple[range, int, int]] = []   # (share, pid, read end of its pipe)
     gc.freeze()
     try:
-        for share in range(1, processes):
-            child = _fork_child(items, render, share, processes)
+        for share in shares[1:]:
+            child = _fork_child(items, render, in_child, share)
             if child is None:
                 stats.lost_shares += 1
             else:
                 children.append((share, *child))
         stats.processes = 1 + len(children)
-        for i in range(0, len(items), processes):
+        for i in shares[0]:
             try:
                 results[i] = render(items[i])
             except Exception:
@@ -94,10 +102,10 @@ def render_ahead(items: Sequence[T], render: Callable[[T], R], *, processes: int
                 got, private = None, 0
             stats.waited_seconds += t1 - t0
             stats.unpickle_seconds += time.monotonic() - t1
-            if not isinstance(got, list) or len(got) != len(range(share, len(items), processes)):
+            if not isinstance(got, list) or len(got) != len(share):
                 stats.lost_shares += 1
                 continue
-            results[share::processes] = got
+            results[share.start:share.stop] = got
             stats.by_children += sum(r is not None for r in got)
             stats.child_private_bytes = max(stats.child_private_bytes, int(private or 0))
     finally:
@@ -109,9 +117,21 @@ def render_ahead(items: Sequence[T], render: Callable[[T], R], *, processes: int
     return results
 
 
-def _fork_child(items: Sequence[T], render: Callable[[T], R], share: int,
-                processes: int) -> tuple[int, int] | None:
-    """Fork a child that renders items `share::processes`; returns (pid, read end) or None if the fork
+def _shares(n: int, processes: int, child_cost: float) -> list[range]:
+    """Contiguous shares of `n` items: this process's first, then one per child, each child's smaller by
+    `child_cost`; together they cover every item once."""
+    weights = [1.0] + [1.0 / max(child_cost, 1e-9)] * (processes - 1)
+    total = sum(weights)
+    bounds = [0]
+    for w in weights[:-1]:
+        bounds.append(min(n, bounds[-1] + round(n * w / total)))
+    bounds.append(n)
+    return [range(a, b) for a, b in itertools.pairwise(bounds)]
+
+
+def _fork_child(items: Sequence[T], render: Callable[[T], R], in_child: Callable[[T, R], None] | None,
+                share: range) -> tuple[int, int] | None:
+    """Fork a child that renders the items of `share`; returns (pid, read end) or None if the fork
     failed."""
     read_fd, write_fd = os.pipe()
     try:
@@ -126,11 +146,16 @@ def _fork_child(items: Sequence[T], render: Callable[[T], R], share: int,
             gc.disable()
             os.close(read_fd)
             out: list[R | None] = []
-            for item in items[share::processes]:
+            for i in share:
+                item = items[i]
                 try:
-                    out.append(render(item))
+                    result = render(item)
+                    if in_child is not None:
+                        in_child(item, result)
                 except Exception:
                     out.append(None)
+                else:
+                    out.append(result)
             data = pickle.dumps((out, _private_bytes()), protocol=pickle.HIGHEST_PROTOCOL)
             view = memoryview(data)
             while view:

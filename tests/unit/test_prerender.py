@@ -27,11 +27,12 @@ def test_results_are_the_renders_in_order_and_children_render_their_shares(proce
     results = render_ahead(ITEMS, square_with_pid, processes=processes, stats=stats)
     assert [r[0] for r in results if r is not None] == [i * i for i in ITEMS]
     me = os.getpid()
-    for i, r in enumerate(results):
-        assert r is not None
-        assert (r[1] == me) == (i % processes == 0), f"item {i} rendered by the wrong process"
+    pids = [r[1] for r in results if r is not None]
+    first = len(ITEMS) // processes
+    assert pids[:first] == [me] * first and me not in pids[first:]  # this process: the first share
+    assert len(set(pids)) == processes, "each child renders a share in a process of its own"
     assert stats.processes == processes and stats.lost_shares == 0
-    assert stats.by_children == len(ITEMS) - len(ITEMS[::processes])
+    assert stats.by_children == len(ITEMS) - len(ITEMS) // processes
     assert stats.child_private_bytes > 0
     assert gc.get_freeze_count() == 0
 
@@ -50,20 +51,19 @@ def test_a_child_that_dies_costs_only_its_share() -> None:
     parent = os.getpid()
 
     def render(i: int) -> int:
-        if os.getpid() != parent and i == 101:
+        if os.getpid() != parent and i == 201:
             os._exit(3)  # a crash in the middle of the child's share
         return i
 
     stats = RenderAheadStats()
     results = render_ahead(ITEMS, render, processes=2, stats=stats)
-    assert results == [i if i % 2 == 0 else None for i in ITEMS]
+    assert results == [i if i < 150 else None for i in ITEMS]
     assert stats.lost_shares == 1 and stats.by_children == 0
 
 
 def test_a_result_that_cannot_be_pickled_costs_its_childs_share() -> None:
-    results = render_ahead(ITEMS, lambda i: threading.Lock() if i == 5 else i, processes=2)
-    assert results[0::2] == ITEMS[0::2]
-    assert results[1::2] == [None] * len(ITEMS[1::2])
+    results = render_ahead(ITEMS, lambda i: threading.Lock() if i == 205 else i, processes=2)
+    assert results == ITEMS[:150] + [None] * 150
 
 
 def test_too_few_items_or_one_process_renders_nothing_ahead() -> None:
@@ -114,3 +114,29 @@ def test_startup_processes_read_a_cgroup_v1_quota(tmp_path: Path, monkeypatch: p
     assert startup_processes() == 1
     (tmp_path / "quota").write_text("-1\n")  # no limit
     assert startup_processes() == min(len(os.sched_getaffinity(0)), prerender.MAX_PROCESSES)
+
+
+def test_in_child_runs_in_the_child_for_its_share_and_a_failure_costs_that_item(tmp_path: Path) -> None:
+    def write(i: int, result: int) -> None:
+        if i == 250:
+            raise OSError("disk full")
+        (tmp_path / f"{i}-{os.getpid()}").write_text(str(result))
+
+    stats = RenderAheadStats()
+    results = render_ahead(ITEMS, lambda i: i * 2, processes=2, in_child=write, stats=stats)
+    written = {int(p.name.split("-")[0]): int(p.name.split("-")[1]) for p in tmp_path.iterdir()}
+    assert sorted(written) == [i for i in range(150, 300) if i != 250]  # only the child's share
+    assert os.getpid() not in written.values()
+    assert results == [None if i == 250 else i * 2 for i in ITEMS]
+    assert stats.by_children == 149
+
+
+@pytest.mark.parametrize(("n", "processes", "cost"),
+                         [(300, 2, 1.0), (300, 2, 2.0), (1000, 3, 1.5), (7, 4, 1.0)])
+def test_shares_cover_every_item_once_and_children_get_less_when_they_cost_more(
+        n: int, processes: int, cost: float) -> None:
+    shares = prerender._shares(n, processes, cost)
+    assert len(shares) == processes and [i for s in shares for i in s] == list(range(n))
+    if cost > 1:
+        assert all(len(s) < len(shares[0]) for s in shares[1:])
+    assert len(prerender._shares(300, 2, 2.0)[1]) == 100
