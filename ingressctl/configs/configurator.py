@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from ingressctl.configs.certificate_map import CertificateMap, worker_uid
 from ingressctl.configs.config import ZONE_BYTES_PER_SERVER, shared_zone_size
@@ -256,27 +256,34 @@ class Configurator:
             rendered.text = front_upstreams(rendered.text)
         return rendered
 
-    def render_ahead(self, items: Sequence[tuple[ResourceKey, object]], *, processes: int,
-                     min_items: int = MIN_ITEMS) -> RenderAheadStats:
-        """Render `items` (key, resource) ahead, in up to `processes` processes (configs.prerender). The next
-        `add_or_update` of one of these very objects (by identity) under an unchanged render context takes
-        its result instead of rendering, once; any other call renders as usual, and so does one whose
-        render raised ahead (its error comes out of the normal path). The other processes also write the
-        files of their share (`ConfigFiles.write_ahead`); `add_or_update` then finds each in place and
-        leaves it, or rewrites it if its bytes differ. Results not taken, and files written ahead that no
-        `add_or_update` took over, are dropped by the next `render_ahead` or by `drop_rendered_ahead()`,
-        which a caller must run after its `add_or_update`s."""
+    def render_ahead(self, items: Iterable[tuple[ResourceKey, object]], count: int, *, processes: int,
+                     prepare_cost: float = 0.0, min_items: int = MIN_ITEMS) -> RenderAheadStats:
+        """Render `items` (key, resource; about `count` of them, each `prepare_cost` renders' worth of work to
+        pull) ahead, in up to `processes` processes (configs.prerender). The next `add_or_update` of one of
+        these very objects (by identity) under an unchanged render context takes its result instead of
+        rendering, once; any other call renders as usual, and so does one whose render raised ahead (its
+        error comes out of the normal path). The other processes also write the files of their share
+        (`ConfigFiles.write_ahead`); `add_or_update` then finds each in place and leaves it, or rewrites it
+        if its bytes differ. Results not taken, and files written ahead that no `add_or_update` took over,
+        are dropped by the next `render_ahead` or by `drop_rendered_ahead()`, which a caller must run after
+        its `add_or_update`s."""
         self.drop_rendered_ahead()
         ctx = self._render_context()
-        jobs = [(key, resource, renderer, self.files.file_name(key, renderer.file_name(key)))
-                for key, resource in items if (renderer := self._renderers.get(key.kind)) is not None]
-        self.files.expect_written_ahead([job[3] for job in jobs])
+
+        def jobs() -> Iterator[tuple[ResourceKey, object, Renderer, str]]:
+            for key, resource in items:
+                renderer = self._renderers.get(key.kind)
+                if renderer is not None:
+                    name = self.files.file_name(key, renderer.file_name(key))
+                    self.files.expect_written_ahead((name,))
+                    yield key, resource, renderer, name
+
         stats = RenderAheadStats()
-        results = render_ahead(jobs, lambda job: self._render(job[2], job[0], job[1], ctx),
+        results = render_ahead(jobs(), count, lambda job: self._render(job[2], job[0], job[1], ctx),
                                in_child=lambda job, rendered: self.files.write_ahead(job[3], rendered.text),
-                               child_cost=WRITE_AHEAD_COST, processes=processes, min_items=min_items,
-                               stats=stats)
-        for (key, resource, _, _), rendered in zip(jobs, results, strict=True):
+                               child_cost=WRITE_AHEAD_COST, prepare_cost=prepare_cost, processes=processes,
+                               min_items=min_items, stats=stats)
+        for (key, resource, _, _), rendered in results:
             if rendered is not None:
                 self._ahead[key] = (resource, ctx, self._upstream_front, rendered)
         return stats

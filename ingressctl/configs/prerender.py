@@ -2,14 +2,17 @@
 so one thread renders no faster than one core. `render_ahead` splits it over forked processes.
 
 Guarantees:
-- `render_ahead(items, render, processes=P)` returns one entry per item, in order: what `render(item)`
-  returned, or None where `render` raised or its share was lost. None means "not rendered ahead": the
-  caller renders that item itself, in its normal path, where errors are logged and reported as usual. A
-  result is never made up: each one is exactly what `render` returned for that item (a copy, by pickle).
+- `render_ahead(items, count, render, processes=P)` returns every item `items` yields, in order, with what
+  `render(item)` returned, or None where `render` raised or its share was lost. None means "not rendered
+  ahead": the caller renders that item itself, in its normal path, where errors are logged and reported as
+  usual. A result is never made up: each one is exactly what `render` returned for that item (a copy, by
+  pickle).
 - With P >= 2 (and `os.fork`), P - 1 children forked from this process render a contiguous share each while
-  the calling thread renders its own (the first); shares are sized so that all finish together
-  (`child_cost`). Children share this process's memory copy-on-write, so the inputs are not copied; each
-  child sends its results back pickled through a pipe.
+  the calling thread renders its own (the last). Items are pulled from `items` in order (pulling may build
+  them), and each child is forked as soon as its share is pulled, so children render while this process
+  still builds the rest. Shares are sized so that all finish together (`child_cost`, `prepare_cost`).
+  Children share this process's memory copy-on-write, so the inputs are not copied; each child sends its
+  results back pickled through a pipe.
 - A child only renders and sends: it never logs, writes files or touches locks that another thread of this
   process may have held at the fork (the render path takes none), disables its garbage collector, and
   leaves with `os._exit` (no atexit handlers, no flush of this process's buffers). A child that crashes,
@@ -33,7 +36,7 @@ import math
 import os
 import pickle
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -62,36 +65,43 @@ class RenderAheadStats:
     unpickle_seconds: float = 0.0
 
 
-def render_ahead(items: Sequence[T], render: Callable[[T], R], *, processes: int,
+def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, processes: int,
                  min_items: int = MIN_ITEMS, in_child: Callable[[T, R], None] | None = None,
-                 child_cost: float = 1.0, stats: RenderAheadStats | None = None) -> list[R | None]:
-    """See the module docstring. With fewer than `min_items` items, or one process, nothing is rendered
-    ahead (all None). `in_child(item, result)` runs in the child after each of its renders (e.g. to write
-    the item's file there, in parallel); when it raises, that item comes back None. `child_cost`: what an
-    item costs a child relative to this process (more than 1 when `in_child` adds work): children get
-    smaller shares, so that all processes finish together."""
+                 child_cost: float = 1.0, prepare_cost: float = 0.0,
+                 stats: RenderAheadStats | None = None) -> list[tuple[T, R | None]]:
+    """See the module docstring. `items` yields about `count` items; pulling one may be work of its own
+    (building it: `prepare_cost`, relative to a render). Returns every item pulled, in order, with its
+    result. With fewer than `min_items` items, or one process, nothing is rendered ahead (all None).
+    `in_child(item, result)` runs in the child after each of its renders (e.g. to write the item's file
+    there, in parallel); when it raises, that item comes back None. `child_cost`: what an item costs a child
+    relative to a render here (more than 1 when `in_child` adds work)."""
     stats = stats if stats is not None else RenderAheadStats()
-    results: list[R | None] = [None] * len(items)
-    processes = max(1, min(processes, len(items)))
-    if processes < 2 or len(items) < min_items or not hasattr(os, "fork"):
-        return results
-    shares = _shares(len(items), processes, child_cost)
-    children: list[tuple[range, int, int]] = []   # (share, pid, read end of its pipe)
+    processes = max(1, min(processes, count))
+    if processes < 2 or count < min_items or not hasattr(os, "fork"):
+        return [(item, None) for item in items]
+    child_sizes = _child_shares(count, processes, child_cost, prepare_cost)
+    pulled = iter(items)
+    out: list[tuple[T, R | None]] = []
+    children: list[tuple[int, int, int, int]] = []   # (first index, size, pid, read end of its pipe)
     gc.freeze()
     try:
-        for share in shares[1:]:
-            child = _fork_child(items, render, in_child, share)
+        for size in child_sizes:
+            first = len(out)
+            out.extend((item, None) for item in itertools.islice(pulled, size))
+            if len(out) == first:
+                break
+            child = _fork_child([item for item, _ in out[first:]], render, in_child)
             if child is None:
                 stats.lost_shares += 1
             else:
-                children.append((share, *child))
+                children.append((first, len(out) - first, *child))
         stats.processes = 1 + len(children)
-        for i in shares[0]:
+        for item in pulled:
             try:
-                results[i] = render(items[i])
+                out.append((item, render(item)))
             except Exception:
-                results[i] = None
-        for share, pid, fd in children:
+                out.append((item, None))
+        for first, size, pid, fd in children:
             t0 = time.monotonic()
             payload = _read_all(fd)
             status = _reap(pid)
@@ -102,35 +112,53 @@ def render_ahead(items: Sequence[T], render: Callable[[T], R], *, processes: int
                 got, private = None, 0
             stats.waited_seconds += t1 - t0
             stats.unpickle_seconds += time.monotonic() - t1
-            if not isinstance(got, list) or len(got) != len(share):
+            if not isinstance(got, list) or len(got) != size:
                 stats.lost_shares += 1
                 continue
-            results[share.start:share.stop] = got
+            for i, result in enumerate(got, first):
+                out[i] = (out[i][0], result)
             stats.by_children += sum(r is not None for r in got)
             stats.child_private_bytes = max(stats.child_private_bytes, int(private or 0))
     finally:
-        for _, pid, fd in children:
+        for _, _, pid, fd in children:
             with contextlib.suppress(OSError):
                 os.close(fd)
             _reap(pid)
         gc.unfreeze()
-    return results
+    return out
 
 
-def _shares(n: int, processes: int, child_cost: float) -> list[range]:
-    """Contiguous shares of `n` items: this process's first, then one per child, each child's smaller by
-    `child_cost`; together they cover every item once."""
-    weights = [1.0] + [1.0 / max(child_cost, 1e-9)] * (processes - 1)
-    total = sum(weights)
-    bounds = [0]
-    for w in weights[:-1]:
-        bounds.append(min(n, bounds[-1] + round(n * w / total)))
-    bounds.append(n)
-    return [range(a, b) for a, b in itertools.pairwise(bounds)]
+def _child_shares(n: int, processes: int, child_cost: float, prepare_cost: float) -> list[int]:
+    """How many of `n` items each child renders; this process renders the rest, after building every item.
+    Child j starts once its share is built, so that all finish together: with T the common finish time (in
+    renders), child j ends at prepare_cost * (items up to its share's end) + child_cost * s_j = T, and this
+    process at prepare_cost * n + s_0 = T."""
+    p, c = max(prepare_cost, 0.0), max(child_cost, 1e-9)
+
+    def sizes(t: float) -> list[float]:
+        out: list[float] = []
+        built = 0.0
+        for _ in range(processes - 1):
+            s = max(0.0, (t - p * built) / (p + c))
+            out.append(s)
+            built += s
+        return out
+
+    low, high = 0.0, (p + 1.0) * n
+    for _ in range(60):  # the total grows with t: bisect to the t at which the shares add up to n
+        t = (low + high) / 2
+        if sum(sizes(t)) + max(0.0, t - p * n) > n:
+            high = t
+        else:
+            low = t
+    children = [round(x) for x in sizes(low)]
+    while sum(children) > n:
+        children[children.index(max(children))] -= 1
+    return children
 
 
-def _fork_child(items: Sequence[T], render: Callable[[T], R], in_child: Callable[[T, R], None] | None,
-                share: range) -> tuple[int, int] | None:
+def _fork_child(share: Sequence[T], render: Callable[[T], R],
+                in_child: Callable[[T, R], None] | None) -> tuple[int, int] | None:
     """Fork a child that renders the items of `share`; returns (pid, read end) or None if the fork
     failed."""
     read_fd, write_fd = os.pipe()
@@ -146,8 +174,7 @@ def _fork_child(items: Sequence[T], render: Callable[[T], R], in_child: Callable
             gc.disable()
             os.close(read_fd)
             out: list[R | None] = []
-            for i in share:
-                item = items[i]
+            for item in share:
                 try:
                     result = render(item)
                     if in_child is not None:

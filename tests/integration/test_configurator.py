@@ -27,7 +27,7 @@ from cryptography.x509.oid import NameOID
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.configurator import WRITE_AHEAD_COST, Configurator, ReloadOutcome
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, SecretReference, backend_key
-from ingressctl.configs.prerender import _shares
+from ingressctl.configs.prerender import _child_shares
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.http_serving import POLL_INTERVAL
 from ingressctl.keys import ResourceKey
@@ -337,9 +337,12 @@ def test_files_written_ahead_by_other_processes_are_kept_served_and_cleaned_up(
     exes = [ingress_ex(f"app-{i}", f"app-{i}.example.com", [("/", "Prefix", "web")], backends)
             for i in range(40)]
     c = env.configurator
-    stats = c.render_ahead([(e.key_with_kind, e) for e in exes], processes=2, min_items=1)
-    child_share = _shares(len(exes), 2, WRITE_AHEAD_COST)[1]
-    assert stats.by_children == len(child_share) > 1 and stats.lost_shares == 0 and 39 in child_share
+    # The last Ingress first: the other process renders the first share.
+    items = [(e.key_with_kind, e) for e in [exes[-1], *exes[:-1]]]
+    stats = c.render_ahead(items, len(items), processes=2, min_items=1)
+    [size] = _child_shares(len(exes), 2, WRITE_AHEAD_COST, 0.0)
+    child_share = [39, *range(size - 1)]
+    assert stats.by_children == size > 1 and stats.lost_shares == 0
     conf_d = Path(env.manager.config_path("x")).parent
     ahead = {p.name: p.stat().st_ino for p in conf_d.glob("default-app-*.conf")}
     assert sorted(ahead) == sorted(f"default-app-{i}.conf" for i in child_share), "the other process's share"

@@ -12,8 +12,12 @@ from typing import Any
 import pytest
 
 from ingressctl.app import StartupError
+from ingressctl.configs.configurator import WRITE_AHEAD_COST
+from ingressctl.configs.prerender import MIN_ITEMS, _child_shares
+from ingressctl.configs.renderers import IngressRenderer
 from ingressctl.controller import secrets as secrets_module
 from ingressctl.controller import startup as startup_module
+from ingressctl.controller.controller import PREPARE_COST
 from ingressctl.controller.reporter import Reporter
 from ingressctl.controller.status import StartupStatusFlush
 from ingressctl.k8s.client import KubeClient
@@ -425,12 +429,8 @@ def test_virtualservers_at_startup_one_reload_problems_before_readiness_statuses
 def test_start_up_renders_in_two_processes_each_resource_once(env: Env,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """With `--startup-render-processes 2` and more Ingresses than `render_ahead` needs, a forked process
-    renders half of them: this process renders only the rest, none twice, with one reload, and every host
-    routes."""
-    from ingressctl.configs.configurator import WRITE_AHEAD_COST
-    from ingressctl.configs.prerender import MIN_ITEMS, _shares
-    from ingressctl.configs.renderers import IngressRenderer
-
+    renders a share of them while this process builds the rest: this process renders only the rest, none
+    twice, with one reload, and every host routes."""
     names = populate(env, MIN_ITEMS + 40)
     rendered_here: list[str] = []
     original = IngressRenderer.render
@@ -443,7 +443,8 @@ def test_start_up_renders_in_two_processes_each_resource_once(env: Env,
     c = env.controller(startup_render_processes=2)
     c.wait_idle()
     assert c.reloads == 1
-    assert c.lbc.stats.rendered_ahead == len(_shares(len(names), 2, WRITE_AHEAD_COST)[1]) > 0
+    [size] = _child_shares(len(names), 2, WRITE_AHEAD_COST, PREPARE_COST)
+    assert c.lbc.stats.rendered_ahead == size > 0
     assert sorted(rendered_here) == sorted(set(rendered_here)), "a resource was rendered twice"
     assert len(rendered_here) == len(names) - c.lbc.stats.rendered_ahead
     for n in names[:: len(names) // 12]:

@@ -7,12 +7,15 @@ from __future__ import annotations
 import gc
 import os
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ingressctl.configs import prerender
 from ingressctl.configs.prerender import RenderAheadStats, render_ahead, startup_processes
+from tests.helpers import wait_until
 
 ITEMS = list(range(300))
 
@@ -21,18 +24,24 @@ def square_with_pid(i: int) -> tuple[int, int]:
     return i * i, os.getpid()
 
 
+def ahead(items: list[int], render: Callable[[int], Any], **kw: Any) -> list[Any]:
+    pairs = render_ahead(iter(items), len(items), render, **kw)
+    assert [item for item, _ in pairs] == items, "every item comes back, in order"
+    return [result for _, result in pairs]
+
+
 @pytest.mark.parametrize("processes", [2, 3])
 def test_results_are_the_renders_in_order_and_children_render_their_shares(processes: int) -> None:
     stats = RenderAheadStats()
-    results = render_ahead(ITEMS, square_with_pid, processes=processes, stats=stats)
-    assert [r[0] for r in results if r is not None] == [i * i for i in ITEMS]
+    results = ahead(ITEMS, square_with_pid, processes=processes, stats=stats)
+    assert [r[0] for r in results] == [i * i for i in ITEMS]
     me = os.getpid()
-    pids = [r[1] for r in results if r is not None]
-    first = len(ITEMS) // processes
-    assert pids[:first] == [me] * first and me not in pids[first:]  # this process: the first share
+    pids = [r[1] for r in results]
+    size = len(ITEMS) // processes  # equal costs: equal shares, this process's last
+    assert pids[-size:] == [me] * size and me not in pids[:-size]
     assert len(set(pids)) == processes, "each child renders a share in a process of its own"
     assert stats.processes == processes and stats.lost_shares == 0
-    assert stats.by_children == len(ITEMS) - len(ITEMS) // processes
+    assert stats.by_children == len(ITEMS) - size
     assert stats.child_private_bytes > 0
     assert gc.get_freeze_count() == 0
 
@@ -43,35 +52,52 @@ def test_a_render_that_raises_comes_back_none_in_every_process() -> None:
             raise ValueError(f"bad {i}")
         return i
 
-    results = render_ahead(ITEMS, render, processes=2)
-    assert results == [None if i % 7 == 0 else i for i in ITEMS]
+    assert ahead(ITEMS, render, processes=2) == [None if i % 7 == 0 else i for i in ITEMS]
 
 
 def test_a_child_that_dies_costs_only_its_share() -> None:
     parent = os.getpid()
 
     def render(i: int) -> int:
-        if os.getpid() != parent and i == 201:
+        if os.getpid() != parent and i == 101:
             os._exit(3)  # a crash in the middle of the child's share
         return i
 
     stats = RenderAheadStats()
-    results = render_ahead(ITEMS, render, processes=2, stats=stats)
-    assert results == [i if i < 150 else None for i in ITEMS]
+    assert ahead(ITEMS, render, processes=2, stats=stats) == [None] * 150 + ITEMS[150:]
     assert stats.lost_shares == 1 and stats.by_children == 0
 
 
 def test_a_result_that_cannot_be_pickled_costs_its_childs_share() -> None:
-    results = render_ahead(ITEMS, lambda i: threading.Lock() if i == 205 else i, processes=2)
-    assert results == ITEMS[:150] + [None] * 150
+    results = ahead(ITEMS, lambda i: threading.Lock() if i == 5 else i, processes=2)
+    assert results == [None] * 150 + ITEMS[150:]
 
 
 def test_too_few_items_or_one_process_renders_nothing_ahead() -> None:
     stats = RenderAheadStats()
-    assert render_ahead(ITEMS[:10], square_with_pid, processes=2, stats=stats) == [None] * 10
-    assert render_ahead(ITEMS, square_with_pid, processes=1, stats=stats) == [None] * len(ITEMS)
+    assert ahead(ITEMS[:10], square_with_pid, processes=2, stats=stats) == [None] * 10
+    assert ahead(ITEMS, square_with_pid, processes=1, stats=stats) == [None] * len(ITEMS)
     assert stats.processes == 1 and stats.by_children == 0
-    assert render_ahead(ITEMS[:10], square_with_pid, processes=2, min_items=5)[1] is not None
+    assert None not in ahead(ITEMS[:10], square_with_pid, processes=2, min_items=5)
+
+
+def test_a_child_renders_while_the_rest_is_still_being_pulled(tmp_path: Path) -> None:
+    """Each child is forked once its share is pulled: it renders while this process builds the rest."""
+    marker = tmp_path / "child-started"
+
+    def render(i: int) -> int:
+        if i == 0:
+            marker.write_text(str(os.getpid()))
+        return i
+
+    def items() -> Iterator[int]:
+        for i in ITEMS:
+            if i == len(ITEMS) - 1:  # the last item is pulled only once the child has rendered
+                wait_until(marker.exists, "the child's first render, before the last item was pulled")
+            yield i
+
+    pairs = render_ahead(items(), len(ITEMS), render, processes=2)
+    assert [r for _, r in pairs] == ITEMS and int(marker.read_text()) != os.getpid()
 
 
 def test_children_leave_without_running_this_process_exit_handlers(tmp_path: Path) -> None:
@@ -84,7 +110,7 @@ def test_children_leave_without_running_this_process_exit_handlers(tmp_path: Pat
 
     atexit.register(handler)
     try:
-        render_ahead(ITEMS, lambda i: i, processes=2)
+        ahead(ITEMS, lambda i: i, processes=2)
     finally:
         atexit.unregister(handler)
     assert not marker.exists()
@@ -118,25 +144,36 @@ def test_startup_processes_read_a_cgroup_v1_quota(tmp_path: Path, monkeypatch: p
 
 def test_in_child_runs_in_the_child_for_its_share_and_a_failure_costs_that_item(tmp_path: Path) -> None:
     def write(i: int, result: int) -> None:
-        if i == 250:
+        if i == 50:
             raise OSError("disk full")
         (tmp_path / f"{i}-{os.getpid()}").write_text(str(result))
 
     stats = RenderAheadStats()
-    results = render_ahead(ITEMS, lambda i: i * 2, processes=2, in_child=write, stats=stats)
+    results = ahead(ITEMS, lambda i: i * 2, processes=2, in_child=write, stats=stats)
     written = {int(p.name.split("-")[0]): int(p.name.split("-")[1]) for p in tmp_path.iterdir()}
-    assert sorted(written) == [i for i in range(150, 300) if i != 250]  # only the child's share
+    assert sorted(written) == [i for i in range(150) if i != 50]  # only the child's share
     assert os.getpid() not in written.values()
-    assert results == [None if i == 250 else i * 2 for i in ITEMS]
+    assert results == [None if i == 50 else i * 2 for i in ITEMS]
     assert stats.by_children == 149
 
 
-@pytest.mark.parametrize(("n", "processes", "cost"),
-                         [(300, 2, 1.0), (300, 2, 2.0), (1000, 3, 1.5), (7, 4, 1.0)])
-def test_shares_cover_every_item_once_and_children_get_less_when_they_cost_more(
-        n: int, processes: int, cost: float) -> None:
-    shares = prerender._shares(n, processes, cost)
-    assert len(shares) == processes and [i for s in shares for i in s] == list(range(n))
-    if cost > 1:
-        assert all(len(s) < len(shares[0]) for s in shares[1:])
-    assert len(prerender._shares(300, 2, 2.0)[1]) == 100
+@pytest.mark.parametrize(("n", "processes", "child_cost", "prepare_cost"),
+                         [(300, 2, 1.0, 0.0), (300, 2, 2.0, 0.0), (10000, 2, 1.9, 0.5), (1000, 3, 1.5, 0.5),
+                          (7, 4, 1.0, 0.0), (1000, 4, 1.9, 2.0)])
+def test_shares_finish_together(n: int, processes: int, child_cost: float, prepare_cost: float) -> None:
+    """Child j starts once its share is built and renders it at `child_cost`; this process builds every item
+    and renders the rest: all end at about the same time."""
+    children = prerender._child_shares(n, processes, child_cost, prepare_cost)
+    assert len(children) == processes - 1 and all(s >= 0 for s in children) and sum(children) <= n
+    ends, built = [], 0
+    for s in children:
+        built += s
+        ends.append(prepare_cost * built + child_cost * s)
+    ends.append(prepare_cost * n + (n - sum(children)))
+    assert max(ends) - min(ends) <= max(child_cost, 1.0) * processes + prepare_cost * processes  # rounding
+
+
+def test_shares_of_the_start_up_case() -> None:
+    assert prerender._child_shares(300, 2, 1.0, 0.0) == [150]
+    assert prerender._child_shares(300, 2, 2.0, 0.0) == [100]
+    assert prerender._child_shares(10000, 2, 1.9, 0.5) == [4412]
