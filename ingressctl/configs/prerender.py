@@ -16,8 +16,9 @@ Guarantees:
 - A child only renders and sends: it never logs, writes files or touches locks that another thread of this
   process may have held at the fork (the render path takes none), disables its garbage collector, and
   leaves with `os._exit` (no atexit handlers, no flush of this process's buffers). A child that crashes,
-  is killed, or sends something that cannot be unpickled costs only the parallelism: its share comes back
-  None. The parent always reaps its children.
+  is killed, sends something that cannot be unpickled, or is not done long after this process
+  (`CHILD_GRACE_*`; it is then killed) costs only the parallelism: its share comes back None. The parent
+  always reaps its children.
 - While children run, the parent's garbage collector ignores the objects that existed at the fork
   (`gc.freeze`): a full collection would touch every object and copy their pages; they are unfrozen after.
 - `render` must be pure (its effects in a child are lost) and return something picklable. `in_child`, run
@@ -35,6 +36,8 @@ import itertools
 import math
 import os
 import pickle
+import select
+import signal
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -46,6 +49,10 @@ R = TypeVar("R")
 MAX_PROCESSES = 4
 MIN_ITEMS = 200          # fewer items than this are rendered inline: a fork costs more than it saves
 _READ_CHUNK = 1 << 20
+# A child gets this long, or this many times what this process took for its own share (whichever is more),
+# after this process's share is done; then it is killed and its share is rendered here.
+CHILD_GRACE_SECONDS = 10.0
+CHILD_GRACE_FACTOR = 4.0
 _CGROUP_V2_CPU_MAX = "/sys/fs/cgroup/cpu.max"
 _CGROUP_V1_QUOTA = "/sys/fs/cgroup/cpu/cpu.cfs_quota_us"
 _CGROUP_V1_PERIOD = "/sys/fs/cgroup/cpu/cpu.cfs_period_us"
@@ -83,6 +90,8 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
     pulled = iter(items)
     out: list[tuple[T, R | None]] = []
     children: list[tuple[int, int, int, int]] = []   # (first index, size, pid, read end of its pipe)
+    started = time.monotonic()
+    reaped: set[int] = set()
     gc.freeze()
     try:
         for size in child_sizes:
@@ -101,13 +110,18 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
                 out.append((item, render(item)))
             except Exception:
                 out.append((item, None))
+        own = time.monotonic() - started
+        deadline = time.monotonic() + max(CHILD_GRACE_SECONDS, CHILD_GRACE_FACTOR * own)
         for first, size, pid, fd in children:
             t0 = time.monotonic()
-            payload = _read_all(fd)
+            payload = _read_all(fd, deadline)
+            if payload is None:  # stuck (e.g. a lock taken at the fork): its share is rendered here later
+                _kill(pid)
             status = _reap(pid)
+            reaped.add(pid)
             t1 = time.monotonic()
             try:
-                got, private = pickle.loads(payload) if status == 0 else (None, 0)
+                got, private = pickle.loads(payload) if status == 0 and payload else (None, 0)
             except Exception:
                 got, private = None, 0
             stats.waited_seconds += t1 - t0
@@ -123,7 +137,9 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
         for _, _, pid, fd in children:
             with contextlib.suppress(OSError):
                 os.close(fd)
-            _reap(pid)
+            if pid not in reaped:  # this process failed before it took the child's results
+                _kill(pid)
+                _reap(pid)
         gc.unfreeze()
     return out
 
@@ -194,14 +210,25 @@ def _fork_child(share: Sequence[T], render: Callable[[T], R],
     return pid, read_fd
 
 
-def _read_all(fd: int) -> bytes:
+def _read_all(fd: int, deadline: float) -> bytes | None:
+    """Everything the child sends until it closes the pipe; None if that takes past `deadline`."""
     chunks: list[bytes] = []
     try:
-        while chunk := os.read(fd, _READ_CHUNK):
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, _READ_CHUNK)
+            if not chunk:
+                return b"".join(chunks)
             chunks.append(chunk)
     except OSError:
         return b""
-    return b"".join(chunks)
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _reap(pid: int) -> int | None:

@@ -177,3 +177,41 @@ def test_shares_of_the_start_up_case() -> None:
     assert prerender._child_shares(300, 2, 1.0, 0.0) == [150]
     assert prerender._child_shares(300, 2, 2.0, 0.0) == [100]
     assert prerender._child_shares(10000, 2, 1.9, 0.5) == [4412]
+
+
+def test_a_stuck_child_is_killed_after_its_grace_and_costs_only_its_share(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """E.g. a lock another thread held at the fork: the child never finishes; this process does not wait for
+    it forever."""
+    monkeypatch.setattr(prerender, "CHILD_GRACE_SECONDS", 0.5)
+    parent = os.getpid()
+    lock = threading.Lock()
+
+    def render(i: int) -> int:
+        if os.getpid() != parent and i == 3:
+            lock.acquire()  # held by this process at the fork: blocks the child for good
+        return i
+
+    stats = RenderAheadStats()
+    with lock:
+        results = ahead(ITEMS, render, processes=2, stats=stats)
+    assert results == [None] * 150 + ITEMS[150:]
+    assert stats.lost_shares == 1
+
+
+def test_when_pulling_fails_the_children_are_killed_and_reaped() -> None:
+    parent = os.getpid()
+    lock = threading.Lock()
+
+    def render(i: int) -> int:
+        if os.getpid() != parent:
+            lock.acquire()  # every child is stuck
+        return i
+
+    def items() -> Iterator[int]:
+        yield from ITEMS[:200]
+        raise RuntimeError("a bug while building an item")
+
+    with lock, pytest.raises(RuntimeError, match="a bug"):
+        render_ahead(items(), len(ITEMS), render, processes=3)
+    assert gc.get_freeze_count() == 0
