@@ -253,7 +253,7 @@ class Configurator:
         whether nginx.conf loads the upstream-front module: `render_ahead` runs it in other processes)."""
         rendered = renderer.render(resource, ctx)
         if self._upstream_front and not renderer.file_name(key).startswith(f"{STREAM_CONF_D_DIR}/"):
-            rendered.text = front_upstreams(rendered.text)
+            rendered = dataclasses.replace(rendered, text=front_upstreams(rendered.text))
         return rendered
 
     def render_ahead(self, items: Iterable[tuple[ResourceKey, object]], count: int, *, processes: int,

@@ -552,9 +552,12 @@ class LoadBalancerController:
         for w in self.configurator.update_config(params, []):
             log.warning("configuration warning", warning=w)
         resources = self.configuration.get_resources()
-        if startup:
-            self._render_ahead(resources)
         try:
+            if startup:
+                try:
+                    self._render_ahead(resources)
+                except Exception as e:  # costs the parallelism only: `_apply` does what was not done
+                    log.exception("rendering ahead failed; rendering on the sync thread", error=str(e))
             applied = self._apply(resources)
         finally:
             self._drop_ahead()

@@ -451,3 +451,34 @@ def test_start_up_renders_in_two_processes_each_resource_once(env: Env,
         assert c.get(f"{n}.example.com").backend == "web"
     with open(c.manager.config_path(f"{NS}-{names[1]}")) as f:  # a file the other process rendered
         assert f"server_name {names[1]}.example.com;" in f.read()
+
+
+def test_a_failure_while_rendering_ahead_costs_only_the_parallelism(env: Env,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """If rendering ahead breaks half-way, the sync thread renders everything itself: every host routes,
+    one reload, and each Ingress is still built once (what was built ahead is taken, not built again)."""
+    from ingressctl.configs.configurator import Configurator
+    from ingressctl.controller.ingress_kind import IngressBuilder
+
+    names = populate(env, MIN_ITEMS + 10)
+
+    def broken(self: Configurator, items: Any, count: int, **kw: Any) -> Any:
+        for _, _ in zip(range(count // 2), items, strict=False):  # builds half of them
+            pass
+        raise RuntimeError("a bug while rendering ahead")
+
+    built: list[str] = []
+    original = IngressBuilder.create_ingress_ex
+
+    def spy(self: IngressBuilder, cfg: Any, **kw: Any) -> Any:
+        built.append(cfg.key)
+        return original(self, cfg, **kw)
+
+    monkeypatch.setattr(Configurator, "render_ahead", broken)
+    monkeypatch.setattr(IngressBuilder, "create_ingress_ex", spy)
+    c = env.controller(startup_render_processes=2)
+    c.wait_idle()
+    assert c.reloads == 1 and c.lbc.stats.rendered_ahead == 0
+    assert sorted(built) == sorted(f"{NS}/{n}" for n in names), "an Ingress built twice, or not at all"
+    for n in names[:: len(names) // 12]:
+        assert c.get(f"{n}.example.com").backend == "web"
