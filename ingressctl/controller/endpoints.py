@@ -96,8 +96,32 @@ def _is_ready(endpoint: Mapping[str, Any]) -> bool:
     return _dict(endpoint.get("conditions")).get("ready") is not False
 
 
+def _ipv4_int(address: str) -> int | None:
+    """The value of a dotted-quad IPv4 address in `ipaddress`'s canonical form (four decimal octets 0-255,
+    no leading zeros, ASCII digits only), else None. Every string it accepts, `ipaddress` accepts with the
+    same value and prints unchanged; the others are left to `ipaddress`."""
+    parts = address.split(".")
+    if len(parts) != 4:
+        return None
+    value = 0
+    for part in parts:
+        if not (0 < len(part) <= 3 and part.isascii() and part.isdigit()):
+            return None
+        if part[0] == "0" and len(part) > 1:
+            return None
+        octet = int(part)
+        if octet > 255:
+            return None
+        value = value << 8 | octet
+    return value
+
+
 def _join_host_port(address: str, port: int) -> tuple[tuple[int, int, int], str] | None:
-    """(sort key, "host:port"); None for something that is not an IP address."""
+    """(sort key, "host:port"); None for something that is not an IP address. The same results as
+    `ipaddress`; a canonical IPv4 address (nearly every endpoint) is read without it."""
+    v4 = _ipv4_int(address)
+    if v4 is not None:
+        return (4, v4, port), f"{address}:{port}"
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
