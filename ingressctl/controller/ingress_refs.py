@@ -102,13 +102,18 @@ class IngressSecrets(NamedTuple):
 def ingress_secrets(ing: Mapping[str, Any]) -> IngressSecrets:
     names: dict[str, None] = {}
     uses_default = False
-    for tls in _list(_dict(ing.get("spec")).get("tls")):
-        name = _dict(tls).get("secretName") or ""
-        if name:
-            names[str(name)] = None
-        else:
-            uses_default = True
-    auth = _dict(_dict(ing.get("metadata")).get("annotations")).get(BASIC_AUTH_SECRET)
+    spec = ing.get("spec")
+    tls_entries = spec.get("tls") if isinstance(spec, dict) else None
+    if isinstance(tls_entries, list):
+        for tls in tls_entries:
+            name = tls.get("secretName") if isinstance(tls, dict) else None
+            if name:
+                names[str(name)] = None
+            else:
+                uses_default = True
+    meta = ing.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    auth = annotations.get(BASIC_AUTH_SECRET) if isinstance(annotations, dict) else None
     if auth:
         names[str(auth)] = None
     return IngressSecrets(tuple(names), uses_default)
