@@ -281,6 +281,8 @@ def _is_ip(value: str) -> bool:
 
 def validate_host(host: str, field: str) -> list[FieldError]:
     """The API server's rule host check: a DNS-1123 subdomain or a `*.` wildcard, not an IP address."""
+    if len(host) <= 253 and "*" not in host and _DNS1123_SUBDOMAIN_RE.fullmatch(host) and not _is_ip(host):
+        return []   # the common case, decided without building messages
     errs = []
     if _is_ip(host):
         errs.append(invalid(field, host, "must be a DNS name, not an IP address"))
@@ -816,6 +818,7 @@ def validate_ingress_spec(ing: Mapping[str, Any], *, allow_empty_host: bool = Fa
         errs.append(required("spec.rules"))
         return errs
     hosts: set[str] = set()
+    valid_hosts: set[str] = set()   # rule hosts validate_host accepted
     for i, raw_rule in enumerate(rules):
         rule = _as_dict(raw_rule)
         host = rule.get("host")
@@ -832,7 +835,11 @@ def validate_ingress_spec(ing: Mapping[str, Any], *, allow_empty_host: bool = Fa
             errs.append(duplicate(host_field, host))
         else:
             hosts.add(host)
-            errs.extend(validate_host(host, host_field))
+            host_errs = validate_host(host, host_field)
+            if host_errs:
+                errs.extend(host_errs)
+            else:
+                valid_hosts.add(host)
         seen_paths: set[tuple[str, str]] = set()
         for j, raw_path in enumerate(_as_list(_as_dict(rule.get("http")).get("paths"))):
             p = _as_dict(raw_path)
@@ -865,7 +872,7 @@ def validate_ingress_spec(ing: Mapping[str, Any], *, allow_empty_host: bool = Fa
             errs.extend(validate_backend(p.get("backend"), f"{pfield}.backend"))
     for i, raw_tls in enumerate(_as_list(spec.get("tls"))):
         for j, h in enumerate(_as_list(_as_dict(raw_tls).get("hosts"))):
-            if isinstance(h, str) and h:
+            if isinstance(h, str) and h and h not in valid_hosts:   # a valid rule host is valid here too
                 errs.extend(validate_host(h, f"spec.tls[{i}].hosts[{j}]"))
     return errs
 

@@ -156,3 +156,39 @@ def test_services_are_read_only_for_an_annotation_that_checks_them(monkeypatch: 
                                      annotations={"nginx.org/websocket-services": "other"}))
     assert calls == [1] and [e.field for e in errs] == ["annotations.nginx.org/websocket-services"]
 
+
+
+HOSTS = ["app.example.com", "a", "a-b.c-d", "1.2.3.4", "1.2.3.4.5", "01.2.3.4", "::1", "fd00::1", "Foo.com",
+         "foo_bar.com", "-a.com", "a-.com", "a..b", ".a", "a.", "*.example.com", "*.1.2.3", "a.*.com", "*",
+         "x" * 63 + ".com", ("a." * 127)[:253], ("a." * 127)[:254], "a" * 300, "caf\u00e9.com", "a b"]
+
+
+def _full_host_check(host: str, field: str) -> list[str]:
+    errs = []
+    value = validation.go_quote(host)
+    if validation._is_ip(host):
+        errs.append(f"{field}: Invalid value: {value}: must be a DNS name, not an IP address")
+    msgs = (validation.is_wildcard_dns1123_subdomain(host) if "*" in host
+            else validation.is_dns1123_subdomain(host))
+    errs.extend(f"{field}: Invalid value: {value}: {m}" for m in msgs)
+    return errs
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_validate_host_gives_the_full_checks_errors(host: str) -> None:
+    assert [str(e) for e in validation.validate_host(host, "f")] == _full_host_check(host, "f")
+
+
+def test_a_tls_host_is_checked_unless_a_rule_accepted_it() -> None:
+    """A TLS host equal to a valid rule host is valid; any other TLS host gets its own errors."""
+    def errors(rule_host: str, tls_hosts: list[Any]) -> list[str]:
+        ing = _ingress([("/", "Prefix", BACKENDS[8])], tls_hosts=tls_hosts)
+        ing["spec"]["rules"][0]["host"] = rule_host
+        return [str(e) for e in validate_ingress(ing)]
+
+    assert errors("app.example.com", ["app.example.com"]) == []
+    bad = "Bad_Host"
+    assert errors(bad, [bad, "1.2.3.4"]) == (_full_host_check(bad, "spec.rules[0].host")
+                                             + _full_host_check(bad, "spec.tls[0].hosts[0]")
+                                             + _full_host_check("1.2.3.4", "spec.tls[0].hosts[1]"))
+    assert errors("app.example.com", ["other_host"]) == _full_host_check("other_host", "spec.tls[0].hosts[0]")
