@@ -273,6 +273,7 @@ class App:
             external_service=s.controller.external_service,
             report_ingress_status=s.controller.report_ingress_status,
             leader_election=s.leader_election.enabled, legacy_startup=s.controller.legacy_startup,
+            startup_render_processes=s.controller.startup_render_processes,
             default_server_tls_secret=s.controller.default_server_tls_secret,
             wildcard_tls_secret=s.controller.wildcard_tls_secret,
         )

@@ -293,6 +293,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     dev = p.add_argument_group("Development")
     _flag(dev, "--legacy-startup", False, "the pre-5.5 start-up path, kept as a benchmark baseline")
+    dev.add_argument("--startup-render-processes", type=lambda v: _int_at_least(v, 0), default=0, metavar="N",
+                     help="processes that render the configuration at start-up: 0 for one per CPU this "
+                          "process may use (capped by its cgroup's CPU limit, at most 4), 1 for the sync "
+                          "thread alone (default 0)")
     le = LeaderElectionSettings()
     dev.add_argument("--leader-election-lease-duration", type=_positive_int, default=int(le.lease_duration_s),
                      metavar="SECONDS", help="how long a Lease stays valid without a renewal "
@@ -367,6 +371,7 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
             default_server_tls_secret=a.default_server_tls_secret, wildcard_tls_secret=a.wildcard_tls_secret,
             report_ingress_status=a.report_ingress_status, external_service=a.external_service,
             enable_snippets=a.enable_snippets, legacy_startup=a.legacy_startup,
+            startup_render_processes=a.startup_render_processes,
             global_configuration=a.global_configuration,
             enable_tls_passthrough=a.enable_tls_passthrough, tls_passthrough_port=a.tls_passthrough_port,
             enable_custom_resources=a.enable_custom_resources,

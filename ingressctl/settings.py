@@ -66,6 +66,8 @@ class ControllerSettings:
     tls_passthrough_port: int = 443
     # Developer setting: the pre-5.5 start-up (per-item host rebuild, serial status before readiness).
     legacy_startup: bool = False
+    # Processes rendering the configuration at start-up (configs.prerender); 0: one per usable CPU, up to 4.
+    startup_render_processes: int = 0
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,7 @@ class ConfigFiles:
         # After prune_stale(), a conf.d file this engine does not track does not exist: written without the
         # Manager's look-up of the old file.
         self._pruned = False
+        self._ahead: set[str] = set()  # names that `write_ahead` may have written (see expect_written_ahead)
         # The uid that owns the 0600 secret files (certificates and keys) when NGINX's workers must read
         # them (certificates loaded at handshakes under a root master); None: the writer's own.
         self.secret_owner: int | None = None
@@ -210,6 +211,27 @@ class ConfigFiles:
         if change is None or change.old_digest == digest:
             self.rejected.pop(key, None)  # NGINX already serves exactly this
 
+    def write_ahead(self, name: str, text: str) -> None:
+        """In a process forked to render (configs.prerender): write conf.d/<name>.conf as `write` would for a
+        file written for the first time, so that `write` of the same text finds it in place. Takes no lock
+        and records nothing; the names must be announced with `expect_written_ahead` before the fork."""
+        if self.dynamic is not None and not name.startswith(f"{STREAM_CONF_D_DIR}/"):
+            text = self.dynamic.slot(name, text)
+        self._manager.write_config_ahead(name, text)
+
+    def expect_written_ahead(self, names: Sequence[str]) -> None:
+        """These files may be written by `write_ahead` in another process: `write` reads each back (and
+        writes it only if its bytes differ) instead of taking it for absent."""
+        self._ahead.update(names)
+
+    def drop_written_ahead(self) -> None:
+        """Remove the files written ahead that no `write` took over (e.g. a resource whose render failed
+        here), so NGINX never loads a file the engine does not know."""
+        for name in self._ahead:
+            if name not in self._files:
+                self._manager.delete_config(name)
+        self._ahead.clear()
+
     def fail(self, key: ResourceKey, error: str) -> None:
         """`key` could not be rendered: its file stays as it is; the error goes to the next outcome."""
         self._render_failures[key] = error
@@ -248,8 +270,8 @@ class ConfigFiles:
         else:
             data = content.encode() if isinstance(content, str) else content
             digest = digest or content_digest(data)
-            self._manager.create_config(name, data, absent=self._pruned and name not in self._files,
-                                        digest=digest)
+            absent = self._pruned and name not in self._files and name not in self._ahead
+            self._manager.create_config(name, data, absent=absent, digest=digest)
             self._files[name] = digest
 
     # ------------------------------------------------------------------ reload

@@ -31,11 +31,12 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from ingressctl.configs.files import ReloadOutcome
 from ingressctl.configs.ingress_ex import SecretReference
+from ingressctl.configs.prerender import MIN_ITEMS, RenderAheadStats, startup_processes
 from ingressctl.controller.configuration import Configuration, ConfigurationProblem, ResourceChange
 from ingressctl.controller.handlers import is_supported_secret
 from ingressctl.controller.informers import InformerSet
@@ -64,6 +65,10 @@ from ingressctl.logging import get_logger
 
 log = get_logger(__name__)
 
+# What building an Ingress's renderer input (IngressBuilder.prepare: Services, endpoints, Secrets) costs,
+# relative to rendering it (measured at 10,000 Ingresses: ~55 us and ~110 us).
+PREPARE_COST = 0.5
+
 __all__ = ["ControllerOptions", "EventSink", "LoadBalancerController", "SyncStats"]
 
 REASON_UPDATED = "Updated"
@@ -88,6 +93,17 @@ class ConfiguratorLike(IngressConfigurator, Protocol):
     def request_reload(self) -> None: ...
     def update_special_secret(self, name: str, content: bytes) -> bool: ...
     def set_controller_replicas(self, replicas: int) -> None: ...
+    def render_ahead(self, items: Iterable[tuple[ResourceKey, object]], count: int, *, processes: int,
+                     prepare_cost: float = 0.0) -> RenderAheadStats: ...
+    def drop_rendered_ahead(self) -> None: ...
+
+
+@runtime_checkable
+class PreparingBuilder(Protocol):
+    """A kind builder that can build its renderer input ahead of `apply` (see `IngressBuilder.prepare`)."""
+
+    def prepare(self, resource: Resource) -> tuple[ResourceKey, object]: ...
+    def drop_prepared(self) -> None: ...
 
 
 class SecretStoreLike(Protocol):
@@ -535,7 +551,16 @@ class LoadBalancerController:
         # The main config first, then every resource on its own so that warnings stay per resource.
         for w in self.configurator.update_config(params, []):
             log.warning("configuration warning", warning=w)
-        applied = self._apply(self.configuration.get_resources())
+        resources = self.configuration.get_resources()
+        try:
+            if startup:
+                try:
+                    self._render_ahead(resources)
+                except Exception as e:  # costs the parallelism only: `_apply` does what was not done
+                    log.exception("rendering ahead failed; rendering on the sync thread", error=str(e))
+            applied = self._apply(resources)
+        finally:
+            self._drop_ahead()
         outcome = self._reload("startup" if startup else "configmap")
         self.reporter.mark_failed(applied, outcome)
         if cm is not None:
@@ -547,6 +572,46 @@ class LoadBalancerController:
                 self.reporter.event_for(cm, CONFIGMAPS, EVENT_NORMAL, REASON_UPDATED,
                                         f"ConfigMap {ns_name} updated without error")
         return functools.partial(self.reporter.report, applied, defer_status=startup)
+
+    def _render_ahead(self, resources: Sequence[Resource]) -> None:
+        """Start-up: build the renderer input of every resource whose builder can (`prepare`) and render them
+        ahead in parallel processes (configs.prerender), each forked as soon as its share is built; `_apply`
+        then takes the results. A failure here only costs the parallelism: `_apply` builds and renders
+        whatever was not done ahead."""
+        processes = self.options.startup_render_processes or startup_processes()
+        preparers = {k.name: k.builder for k in self.kinds if isinstance(k.builder, PreparingBuilder)}
+        count = sum(1 for res in resources if res.key_with_kind.kind in preparers)
+        if processes < 2 or count < MIN_ITEMS:
+            return
+        t0, c0 = time.monotonic(), time.thread_time()
+
+        def prepared() -> Iterator[tuple[ResourceKey, object]]:
+            for res in resources:
+                key = res.key_with_kind
+                builder = preparers.get(key.kind)
+                if builder is None:
+                    continue
+                try:
+                    yield builder.prepare(res)
+                except Exception as e:  # `_apply` builds it again and reports the error
+                    log.exception("error building a resource", resource=str(key), error=str(e))
+
+        stats = self.configurator.render_ahead(prepared(), count, processes=processes,
+                                               prepare_cost=PREPARE_COST)
+        self.stats.phases["render_ahead"] = time.monotonic() - t0
+        self.stats.rendered_ahead = stats.by_children
+        log.info("rendered ahead", resources=count, processes=stats.processes,
+                 by_other_processes=stats.by_children, lost_shares=stats.lost_shares,
+                 child_private_mb=round(stats.child_private_bytes / 2**20, 1),
+                 waited_seconds=round(stats.waited_seconds, 3),
+                 unpickle_seconds=round(stats.unpickle_seconds, 3),
+                 seconds=round(time.monotonic() - t0, 3), cpu_seconds=round(time.thread_time() - c0, 3))
+
+    def _drop_ahead(self) -> None:
+        self.configurator.drop_rendered_ahead()
+        for kind in self.kinds:
+            if isinstance(kind.builder, PreparingBuilder):
+                kind.builder.drop_prepared()
 
     def _process_changes(self, changes: Sequence[ResourceChange]) -> None:
         """NIC's processChanges: deletes (all first), then add/updates; one reload; then events and status."""

@@ -38,12 +38,12 @@ class EndpointWarnings:
 
     def observe(self, ingress_key: str, problems: Mapping[str, str]) -> list[str]:
         """The Ingress now has these problems (Service -> message); returns the messages not yet given."""
+        if not problems:   # the common case: nothing to tell, at most an old record to drop
+            self._reported.pop(ingress_key, None)
+            return []
         before = self._reported.get(ingress_key, {})
         new = [msg for svc, msg in sorted(problems.items()) if before.get(svc) != msg]
-        if problems:
-            self._reported[ingress_key] = dict(problems)
-        else:
-            self._reported.pop(ingress_key, None)
+        self._reported[ingress_key] = dict(problems)
         return new
 
     def forget(self, ingress_key: str) -> None:

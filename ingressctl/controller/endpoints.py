@@ -96,8 +96,32 @@ def _is_ready(endpoint: Mapping[str, Any]) -> bool:
     return _dict(endpoint.get("conditions")).get("ready") is not False
 
 
+def _ipv4_int(address: str) -> int | None:
+    """The value of a dotted-quad IPv4 address in `ipaddress`'s canonical form (four decimal octets 0-255,
+    no leading zeros, ASCII digits only), else None. Every string it accepts, `ipaddress` accepts with the
+    same value and prints unchanged; the others are left to `ipaddress`."""
+    parts = address.split(".")
+    if len(parts) != 4:
+        return None
+    value = 0
+    for part in parts:
+        if not (0 < len(part) <= 3 and part.isascii() and part.isdigit()):
+            return None
+        if part[0] == "0" and len(part) > 1:
+            return None
+        octet = int(part)
+        if octet > 255:
+            return None
+        value = value << 8 | octet
+    return value
+
+
 def _join_host_port(address: str, port: int) -> tuple[tuple[int, int, int], str] | None:
-    """(sort key, "host:port"); None for something that is not an IP address."""
+    """(sort key, "host:port"); None for something that is not an IP address. The same results as
+    `ipaddress`; a canonical IPv4 address (nearly every endpoint) is read without it."""
+    v4 = _ipv4_int(address)
+    if v4 is not None:
+        return (4, v4, port), f"{address}:{port}"
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
@@ -129,24 +153,33 @@ def endpoints_for_port(service: Mapping[str, Any], port: int | str,
     port_name = str(sp.get("name") or "")
     found: dict[str, tuple[int, int, int]] = {}
     for slc in slices:
-        slc_meta = _meta(slc)
-        labels = _dict(slc_meta.get("labels"))
-        if labels.get(SERVICE_NAME_LABEL) != name or slc_meta.get("namespace", ns) != ns:
+        slc_meta = slc.get("metadata")
+        if not isinstance(slc_meta, dict):
+            continue   # no labels: not the Service's slice
+        labels = slc_meta.get("labels")
+        if not isinstance(labels, dict) or labels.get(SERVICE_NAME_LABEL) != name \
+                or slc_meta.get("namespace", ns) != ns:
             continue
         if slc.get("addressType", "IPv4") not in ("IPv4", "IPv6"):
             continue
         num = _slice_port(slc, port_name, target)
         if num is None:
             continue
-        for ep in _list(slc.get("endpoints")):
-            ep = _dict(ep)
-            addresses = _list(ep.get("addresses"))
-            if not addresses or not _is_ready(ep):
+        endpoints = slc.get("endpoints")
+        if not isinstance(endpoints, list):
+            continue
+        for ep in endpoints:
+            if not isinstance(ep, dict):
+                continue
+            addresses = ep.get("addresses")
+            if not addresses or not isinstance(addresses, list) or not _is_ready(ep):
                 continue
             joined = _join_host_port(str(addresses[0]), num)
             if joined is not None:
                 found[joined[1]] = joined[0]
-    return sorted(found, key=lambda text: found[text])
+    if len(found) <= 1:
+        return list(found)
+    return sorted(found, key=found.__getitem__)
 
 
 def resolve_backend_endpoints(namespace: str, service_name: str, port: int | str,

@@ -5,6 +5,9 @@ Guarantees:
   its minions, from the informer caches (Services, EndpointSlices, the LocalSecretStore) and hands it to the
   Configurator. Warnings about backends (missing Service or port, ExternalName) are the Ingress's own; each
   minion's warnings go to that minion (NIC's ChildWarnings), not to the master.
+- `prepare` does the building half of `apply` ahead (start-up, so that the renders can run in parallel);
+  the next `apply` of that very object takes what it built, so each Ingress is built, and its events raised,
+  once.
 - Only the backends of hosts the Ingress owns are resolved (a minion: only the paths it won).
 - `nginx.org/use-cluster-ip: "true"` makes a backend's single endpoint the Service's cluster IP.
 - `nginx.org/policies` are resolved by `self.policies` (see `policy_ext_refs`); a missing, invalid or
@@ -16,6 +19,7 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ingressctl.configs.ingress_ex import (
@@ -68,6 +72,17 @@ Warn = Callable[[dict[str, Any], str, str], None]
 """A Warning event on an Ingress: (object, reason, message)."""
 
 
+@dataclass
+class _Built:
+    """What `IngressBuilder` hands the Configurator for one Ingress (or master), with the warnings of its
+    building and, for a master, its minions' own warnings."""
+
+    key: ResourceKey
+    renderable: IngressEx | MergeableIngresses
+    warnings: list[str]
+    child_warnings: dict[str, list[str]] = field(default_factory=dict)
+
+
 class IngressBuilder:
     """See the module docstring."""
 
@@ -78,6 +93,7 @@ class IngressBuilder:
         self._configurator = configurator
         self._warn = warn
         self._endpoint_warnings = EndpointWarnings()
+        self._prepared: dict[ResourceKey, tuple[Resource, _Built]] = {}  # see prepare
         # nginx.org/policies: set when custom resources are enabled (the Policy kind's wiring); without it
         # the annotation is ignored with a warning.
         self.policies = IngressPolicyResolver(None, caches.get_object, caches.endpoint_slices)
@@ -85,16 +101,44 @@ class IngressBuilder:
     def forget(self, key: ResourceKey) -> None:
         self._endpoint_warnings.forget(key.ns_name)
 
+    def prepare(self, resource: Resource) -> tuple[ResourceKey, object]:
+        """The first half of `apply`, done ahead for a batch: builds what the Configurator renders (the
+        IngressEx, or the MergeableIngresses of a master) with its warnings and events, and keeps it for the
+        next `apply` of this very object. Returns (key, what the Configurator renders), for
+        `Configurator.render_ahead`."""
+        built = self._build(resource)
+        self._prepared[resource.key_with_kind] = (resource, built)
+        return built.key, built.renderable
+
+    def drop_prepared(self) -> None:
+        """Forget what `prepare` built and no `apply` took."""
+        self._prepared.clear()
+
     def apply(self, resource: Resource) -> Applied:
+        prepared = self._prepared.pop(resource.key_with_kind, None)
+        built = prepared[1] if prepared is not None and prepared[0] is resource else self._build(resource)
+        if isinstance(built.renderable, MergeableIngresses):
+            result = self._configurator.add_or_update_mergeable_ingress(built.renderable)
+            # Each minion's warnings go to its own events (NIC's ChildWarnings), not to the master's.
+            child = {k: list(v) for k, v in built.child_warnings.items()}
+            prefixed: set[str] = set()
+            for minion_key, ws in self._configurator.minion_warnings(built.renderable.master.key).items():
+                child.setdefault(minion_key, []).extend(ws)
+                prefixed.update(f"minion {minion_key}: {w}" for w in ws)
+            result = [w for w in result if w not in prefixed]
+            return Applied(resource, built.warnings + result, child_warnings=child)
+        warnings = self._configurator.add_or_update_ingress(built.renderable)
+        return Applied(resource, built.warnings + list(warnings))
+
+    def _build(self, resource: Resource) -> _Built:
         if not isinstance(resource, IngressConfiguration):
             raise TypeError(f"not an Ingress resource: {resource.key_with_kind}")
         if resource.is_master:
-            return self._apply_mergeable(resource)
+            return self._build_mergeable(resource)
         ex, ex_warnings = self.create_ingress_ex(resource)
-        warnings = self._configurator.add_or_update_ingress(ex)
-        return Applied(resource, list(resource.warnings) + ex_warnings + list(warnings))
+        return _Built(ex.key_with_kind, ex, list(resource.warnings) + ex_warnings)
 
-    def _apply_mergeable(self, cfg: IngressConfiguration) -> Applied:
+    def _build_mergeable(self, cfg: IngressConfiguration) -> _Built:
         master_ex, warnings = self.create_ingress_ex(cfg)
         minion_exes: list[IngressEx] = []
         child: dict[str, list[str]] = {k: list(v) for k, v in cfg.child_warnings.items()}
@@ -104,15 +148,8 @@ class IngressBuilder:
             mex, mw = self.create_ingress_ex(mcfg, valid_minion_paths=m.valid_paths)
             minion_exes.append(mex)
             child.setdefault(m.key, []).extend(mw)
-        result = self._configurator.add_or_update_mergeable_ingress(
-            MergeableIngresses(master=master_ex, minions=minion_exes))
-        # Each minion's warnings go to its own events (NIC's ChildWarnings), not to the master's.
-        prefixed: set[str] = set()
-        for minion_key, ws in self._configurator.minion_warnings(cfg.key).items():
-            child.setdefault(minion_key, []).extend(ws)
-            prefixed.update(f"minion {minion_key}: {w}" for w in ws)
-        result = [w for w in result if w not in prefixed]
-        return Applied(cfg, list(cfg.warnings) + warnings + result, child_warnings=child)
+        mergeable = MergeableIngresses(master=master_ex, minions=minion_exes)
+        return _Built(master_ex.key_with_kind, mergeable, list(cfg.warnings) + warnings, child)
 
     def create_ingress_ex(self, cfg: IngressConfiguration, *,
                           valid_minion_paths: dict[str, bool] | None = None) -> tuple[IngressEx, list[str]]:

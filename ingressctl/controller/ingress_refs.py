@@ -13,7 +13,7 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
 BASIC_AUTH_SECRET: Final = "nginx.org/basic-auth-secret"
@@ -34,7 +34,9 @@ def backend_service(backend: Any) -> Backend | None:
     svc = backend.get("service") if isinstance(backend, dict) else None
     if not svc or not isinstance(svc, dict):
         return None
-    port = _dict(svc.get("port"))
+    port = svc.get("port")
+    if not isinstance(port, dict):
+        return str(svc.get("name", "")), ""
     number = port.get("number")
     if isinstance(number, int) and not isinstance(number, bool) and number != 0:
         return str(svc.get("name", "")), number
@@ -42,19 +44,32 @@ def backend_service(backend: Any) -> Backend | None:
 
 
 def _backend_objects(ing: Mapping[str, Any], valid_hosts: Mapping[str, bool] | None,
-                     valid_paths: Mapping[str, bool] | None) -> Iterator[Any]:
-    """The walk: the raw IngressBackend objects, defaultBackend first, then each rule's paths in order."""
-    spec = _dict(ing.get("spec"))
-    yield spec.get("defaultBackend")
-    for rule in _list(spec.get("rules")):
-        rule = _dict(rule)
+                     valid_paths: Mapping[str, bool] | None) -> list[Any]:
+    """The walk: the raw IngressBackend objects, defaultBackend first, then each rule's paths in order
+    (malformed rules and paths, which hold no backend, are left out)."""
+    spec = ing.get("spec")
+    if not isinstance(spec, dict):
+        return [None]
+    found = [spec.get("defaultBackend")]
+    rules = spec.get("rules")
+    if not isinstance(rules, list):
+        return found
+    for rule in rules:
+        if not isinstance(rule, dict):
+            continue
         if valid_hosts and not valid_hosts.get(str(rule.get("host") or ""), False):
             continue
-        for p in _list(_dict(rule.get("http")).get("paths")):
-            p = _dict(p)
+        http = rule.get("http")
+        paths = http.get("paths") if isinstance(http, dict) else None
+        if not isinstance(paths, list):
+            continue
+        for p in paths:
+            if not isinstance(p, dict):
+                continue
             if valid_paths is not None and not valid_paths.get(str(p.get("path", "")), False):
                 continue
-            yield p.get("backend")
+            found.append(p.get("backend"))
+    return found
 
 
 def ingress_backends(ing: Mapping[str, Any], *, valid_hosts: Mapping[str, bool] | None = None,
@@ -71,8 +86,12 @@ def ingress_backends(ing: Mapping[str, Any], *, valid_hosts: Mapping[str, bool] 
 
 def service_names(ing: Mapping[str, Any]) -> set[str]:
     """Names of every Service the Ingress's spec references (rules and defaultBackend)."""
-    return {b[0] for backend in _backend_objects(ing, None, None)
-            if (b := backend_service(backend)) is not None}
+    names: set[str] = set()
+    for backend in _backend_objects(ing, None, None):
+        svc = backend.get("service") if isinstance(backend, dict) else None
+        if svc and isinstance(svc, dict):
+            names.add(str(svc.get("name", "")))
+    return names
 
 
 class IngressSecrets(NamedTuple):
@@ -83,13 +102,18 @@ class IngressSecrets(NamedTuple):
 def ingress_secrets(ing: Mapping[str, Any]) -> IngressSecrets:
     names: dict[str, None] = {}
     uses_default = False
-    for tls in _list(_dict(ing.get("spec")).get("tls")):
-        name = _dict(tls).get("secretName") or ""
-        if name:
-            names[str(name)] = None
-        else:
-            uses_default = True
-    auth = _dict(_dict(ing.get("metadata")).get("annotations")).get(BASIC_AUTH_SECRET)
+    spec = ing.get("spec")
+    tls_entries = spec.get("tls") if isinstance(spec, dict) else None
+    if isinstance(tls_entries, list):
+        for tls in tls_entries:
+            name = tls.get("secretName") if isinstance(tls, dict) else None
+            if name:
+                names[str(name)] = None
+            else:
+                uses_default = True
+    meta = ing.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    auth = annotations.get(BASIC_AUTH_SECRET) if isinstance(annotations, dict) else None
     if auth:
         names[str(auth)] = None
     return IngressSecrets(tuple(names), uses_default)

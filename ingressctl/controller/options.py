@@ -20,6 +20,8 @@ class ControllerOptions:
     legacy_startup: bool = False
     resync_period: float = 0.0
     status_workers: int = 10
+    # Processes rendering the configuration at start-up (configs.prerender); 0: `startup_processes()`.
+    startup_render_processes: int = 0
     leader_wait: float = 60.0
     cache_sync_log_interval: float = 10.0
     default_server_tls_secret: str | None = None    # "namespace/name": kept in step with the Secret
@@ -36,3 +38,4 @@ class SyncStats:
     startup_seconds: float = 0.0        # informers started -> ready
     ready_at: float = 0.0               # monotonic time readiness turned on
     phases: dict[str, float] = field(default_factory=dict)
+    rendered_ahead: int = 0             # start-up renders done by other processes (configs.prerender)

@@ -4,7 +4,8 @@ the became-leader status writes.
 Guarantees:
 - Until the initial queue drains, problems are only collected (`defer_problems`); nothing is rendered,
   reloaded or written.
-- `complete()` runs once: ONE host resolution, everything rendered, ONE reload, the problem resources'
+- `complete()` runs once: ONE host resolution, everything rendered (the renders split over processes, see
+  `LoadBalancerController._render_ahead`), ONE reload, the problem resources'
   events and statuses written synchronously (host conflicts, orphaned children, and validation errors of
   resources still invalid at the end of the drain), readiness turned on (also with zero resources), then the
   applied resources' events queued (after readiness: with 10,000 resources queueing them takes ~0.2 s that

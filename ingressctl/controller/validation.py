@@ -281,6 +281,8 @@ def _is_ip(value: str) -> bool:
 
 def validate_host(host: str, field: str) -> list[FieldError]:
     """The API server's rule host check: a DNS-1123 subdomain or a `*.` wildcard, not an IP address."""
+    if len(host) <= 253 and "*" not in host and _DNS1123_SUBDOMAIN_RE.fullmatch(host) and not _is_ip(host):
+        return []   # the common case, decided without building messages
     errs = []
     if _is_ip(host):
         errs.append(invalid(field, host, "must be a DNS name, not an IP address"))
@@ -302,13 +304,22 @@ def _as_list(v: Any) -> list[Any]:
 
 
 def get_annotations(ing: Mapping[str, Any]) -> dict[str, str]:
+    """The annotations as strings (a copy; {} for none or a malformed field)."""
     ann = _as_dict(_as_dict(ing.get("metadata")).get("annotations"))
+    if not ann:
+        return {}
     return {str(k): v if isinstance(v, str) else str(v) for k, v in ann.items()}
+
+
+def get_annotation(ing: Mapping[str, Any], name: str) -> str:
+    """One annotation as `get_annotations` gives it ("" when absent), without copying the others."""
+    v = _as_dict(_as_dict(ing.get("metadata")).get("annotations")).get(name, "")
+    return v if isinstance(v, str) else str(v)
 
 
 def mergeable_type(ing: Mapping[str, Any]) -> str:
     """The `nginx.org/mergeable-ingress-type` annotation ("master", "minion", or "" / another value)."""
-    return get_annotations(ing).get(MERGEABLE_INGRESS_TYPE, "")
+    return get_annotation(ing, MERGEABLE_INGRESS_TYPE)
 
 
 def is_master(ing: Mapping[str, Any]) -> bool:
@@ -639,13 +650,19 @@ ANNOTATION_VALIDATIONS: dict[str, tuple[AnnotationValidator, ...]] = {
 def validate_annotations(ing: Mapping[str, Any], *, is_plus: bool = False,
                          snippets_enabled: bool = False) -> list[FieldError]:
     """Run `ANNOTATION_VALIDATIONS` over the Ingress's annotations, in sorted name order."""
-    annotations = get_annotations(ing)
-    services = frozenset(service_names(ing))
+    return _validate_annotations(ing, get_annotations(ing), is_plus, snippets_enabled)
+
+
+def _validate_annotations(ing: Mapping[str, Any], annotations: dict[str, str], is_plus: bool,
+                          snippets_enabled: bool) -> list[FieldError]:
     errs: list[FieldError] = []
+    services: frozenset[str] | None = None   # the spec's Services: read only for an annotation to check
     for name in sorted(annotations):
         validators = ANNOTATION_VALIDATIONS.get(name)
         if not validators:
             continue
+        if services is None:
+            services = frozenset(service_names(ing))
         ctx = AnnotationContext(name, annotations[name], annotations, is_plus, snippets_enabled, services)
         for validator in validators:
             found = validator(ctx)
@@ -666,6 +683,17 @@ _CURLY_WITH_LETTERS_RE = re.compile(r"\{[^}]*[A-Za-z][^}]*\}")
 _ILLEGAL_PATH_RE = re.compile(r"/etc/|/root|/var|\\n|\\r")
 _INVALID_PATH_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")
 _INVALID_PATH_SUFFIXES = ("/..", "/.")
+_PATH_SEPARATORS_RE = re.compile(r"[/\\]")
+# Letters, digits, '_', '-' and '/': no character any check below refuses or reads specially (no '.', '%',
+# quote, backslash, brace or regex syntax), so only '//' and the illegal paths can make such a path invalid.
+_PLAIN_PATH_RE = re.compile(r"/[A-Za-z0-9_/-]*")
+
+
+def _is_plain_path(path: str) -> bool:
+    """A path `validate_path` accepts under every pathType, decided without its full set of checks (most
+    paths: letters, digits, '-', '_' and single slashes)."""
+    return _PLAIN_PATH_RE.fullmatch(path) is not None and "//" not in path \
+        and _ILLEGAL_PATH_RE.search(path) is None
 
 
 def validate_path(path: str, path_type: str, field: str) -> list[FieldError]:
@@ -674,12 +702,19 @@ def validate_path(path: str, path_type: str, field: str) -> list[FieldError]:
         if path_type == "ImplementationSpecific":
             return []
         return [required(field, "path is required for Exact and Prefix PathTypes")]
+    if _is_plain_path(path):
+        return []
+    return _path_errors(path, path_type, field)
+
+
+def _path_errors(path: str, path_type: str, field: str) -> list[FieldError]:
+    """Every check of `validate_path` on a non-empty path."""
     if not _PATH_RE.fullmatch(path):
         return [invalid(field, path, regex_error(_PATH_MSG, _PATH_FMT, "/", "/path", "/path/subpath-123"))]
     errs: list[FieldError] = []
     if path.startswith("//"):
         errs.append(invalid(field, path, "must not start with '//' (a protocol-relative URL)"))
-    if ".." in re.split(r"[/\\]", path):
+    if ".." in _PATH_SEPARATORS_RE.split(path):
         errs.append(invalid(field, path, "must not contain '..' path segments"))
     if path_type in ("Exact", "Prefix"):
         for seq in _INVALID_PATH_SEQUENCES:
@@ -700,6 +735,22 @@ def validate_path(path: str, path_type: str, field: str) -> list[FieldError]:
     if _ILLEGAL_PATH_RE.search(path):  # anywhere in the path, as NIC 5.5
         errs.append(invalid(field, path, "must not contain invalid paths"))
     return errs
+
+
+def _is_plain_backend(backend: Any) -> bool:
+    """A backend `validate_backend` accepts, decided without building its messages: a Service with a valid
+    DNS-1035 name and a port number 1-65535 (no port name)."""
+    if not isinstance(backend, dict) or backend.get("resource") is not None:
+        return False
+    service = backend.get("service")
+    if not isinstance(service, dict):
+        return False
+    name, port = service.get("name"), service.get("port")
+    if not isinstance(name, str) or len(name) > 63 or _DNS1035_LABEL_RE.fullmatch(name) is None \
+            or not isinstance(port, dict) or port.get("name"):
+        return False
+    number = port.get("number")
+    return isinstance(number, int) and not isinstance(number, bool) and 1 <= number <= 65535
 
 
 def validate_backend(backend: Any, field: str) -> list[FieldError]:
@@ -767,6 +818,7 @@ def validate_ingress_spec(ing: Mapping[str, Any], *, allow_empty_host: bool = Fa
         errs.append(required("spec.rules"))
         return errs
     hosts: set[str] = set()
+    valid_hosts: set[str] = set()   # rule hosts validate_host accepted
     for i, raw_rule in enumerate(rules):
         rule = _as_dict(raw_rule)
         host = rule.get("host")
@@ -783,16 +835,28 @@ def validate_ingress_spec(ing: Mapping[str, Any], *, allow_empty_host: bool = Fa
             errs.append(duplicate(host_field, host))
         else:
             hosts.add(host)
-            errs.extend(validate_host(host, host_field))
+            host_errs = validate_host(host, host_field)
+            if host_errs:
+                errs.extend(host_errs)
+            else:
+                valid_hosts.add(host)
         seen_paths: set[tuple[str, str]] = set()
         for j, raw_path in enumerate(_as_list(_as_dict(rule.get("http")).get("paths"))):
             p = _as_dict(raw_path)
-            pfield = f"spec.rules[{i}].http.paths[{j}]"
             path = p.get("path", "")
+            path_type = p.get("pathType")
+            if isinstance(path, str) and path_type in PATH_TYPES and _is_plain_path(path) \
+                    and _is_plain_backend(p.get("backend")):
+                # Nothing to report for the path or its backend: only the duplicate check is left.
+                k = duplicate_path_key(path, path_type)
+                if k in seen_paths:
+                    errs.append(duplicate(f"spec.rules[{i}].http.paths[{j}].path", path))
+                seen_paths.add(k)
+                continue
+            pfield = f"spec.rules[{i}].http.paths[{j}]"
             if not isinstance(path, str):
                 errs.append(invalid(f"{pfield}.path", str(path), "must be a string"))
                 path = ""
-            path_type = p.get("pathType")
             if path_type is None or path_type == "":
                 errs.append(required(f"{pfield}.pathType", "pathType must be specified"))
             elif path_type not in PATH_TYPES:
@@ -808,7 +872,7 @@ def validate_ingress_spec(ing: Mapping[str, Any], *, allow_empty_host: bool = Fa
             errs.extend(validate_backend(p.get("backend"), f"{pfield}.backend"))
     for i, raw_tls in enumerate(_as_list(spec.get("tls"))):
         for j, h in enumerate(_as_list(_as_dict(raw_tls).get("hosts"))):
-            if isinstance(h, str) and h:
+            if isinstance(h, str) and h and h not in valid_hosts:   # a valid rule host is valid here too
                 errs.extend(validate_host(h, f"spec.tls[{i}].hosts[{j}]"))
     return errs
 
@@ -849,8 +913,15 @@ def validate_annotation_values(ing: Mapping[str, Any], *, snippets_enabled: bool
     errors `annotations.<name>: Invalid value: "<value>": <detail>`. Covers what NIC's validation lets through
     and only logs later: every `nginx.org/limit-req-*` value, unknown NGINX variables, zone sizes NGINX
     refuses, ... Annotations named in `skip` (already reported by `validate_annotations`) are left out."""
+    return _validate_annotation_values(get_annotations(ing), snippets_enabled, skip)
+
+
+def _validate_annotation_values(all_annotations: dict[str, str], snippets_enabled: bool,
+                                skip: Iterable[str]) -> list[FieldError]:
+    if not all_annotations:
+        return []
     skipped = set(skip)
-    annotations = {k: v for k, v in get_annotations(ing).items() if k not in skipped}
+    annotations = {k: v for k, v in all_annotations.items() if k not in skipped}
     if not annotations:
         return []
     errs: list[FieldError] = []
@@ -890,12 +961,15 @@ def _empty_host_errors(ing: Mapping[str, Any], field: str) -> list[FieldError]:
 def validate_ingress(ing: Mapping[str, Any], *, is_plus: bool = False, snippets_enabled: bool = False,
                      allow_empty_host: bool = False) -> list[FieldError]:
     """Every error of the Ingress, in NIC's order; an empty list means valid."""
-    errs = validate_annotations(ing, is_plus=is_plus, snippets_enabled=snippets_enabled)
-    failed = {e.field.removeprefix("annotations.") for e in errs}
-    errs.extend(validate_annotation_values(ing, snippets_enabled=snippets_enabled, skip=failed))
-    errs.sort(key=lambda e: e.field)  # stable: one annotation's errors keep their order
+    annotations = get_annotations(ing)
+    errs: list[FieldError] = []
+    if annotations:
+        errs = _validate_annotations(ing, annotations, is_plus, snippets_enabled)
+        failed = {e.field.removeprefix("annotations.") for e in errs}
+        errs.extend(_validate_annotation_values(annotations, snippets_enabled, failed))
+        errs.sort(key=lambda e: e.field)  # stable: one annotation's errors keep their order
     errs.extend(validate_ingress_spec(ing, allow_empty_host=allow_empty_host))
-    kind = mergeable_type(ing)
+    kind = annotations.get(MERGEABLE_INGRESS_TYPE, "")
     if kind == "master":
         errs.extend(validate_master_spec(ing))
     elif kind == "minion":

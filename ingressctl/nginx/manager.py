@@ -472,6 +472,12 @@ class Manager:
         data = content.encode() if isinstance(content, str) else content
         return self._write_if_changed(self.config_path(name), data, 0o644, absent=absent, digest=digest)
 
+    def write_config_ahead(self, name: str, content: str) -> None:
+        """Write conf.d/<name>.conf atomically without the files lock and without recording it: for a process
+        forked to write files while the one that owns them writes none (configs.prerender). A later
+        `create_config` of the same bytes reads the file back and leaves it as it is."""
+        _atomic_write(self.config_path(name), content.encode(), 0o644)
+
     def delete_config(self, name: str) -> bool:
         """Remove conf.d/<name>.conf; True if it existed."""
         return self._remove(self.config_path(name))

@@ -25,12 +25,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.configurator import Configurator, ReloadOutcome
+from ingressctl.configs.configurator import WRITE_AHEAD_COST, Configurator, ReloadOutcome
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, SecretReference, backend_key
+from ingressctl.configs.prerender import _child_shares
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.http_serving import POLL_INTERVAL
 from ingressctl.keys import ResourceKey
 from ingressctl.nginx.manager import Manager
+from tests.helpers import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -39,12 +41,6 @@ TIMEOUT = 10.0  # per request: a guard against hanging, not a speed assertion
 
 def ikey(ns_name: str) -> ResourceKey:
     return ResourceKey(INGRESS_KIND, ns_name)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -331,3 +327,33 @@ def test_port_nginx_cannot_bind_is_isolated_by_reloads(snippets_env: Env,
         assert env.get("reports.example.com", "/reports-runner").text.startswith("runner ")
         assert env.apply(ingress_ex("next", "next.example.com", [("/", "Prefix", "web")], backends)).reloaded
         assert env.get("next.example.com", "/").text.startswith("web ")
+
+
+def test_files_written_ahead_by_other_processes_are_kept_served_and_cleaned_up(
+        env: Env, backends: dict[str, Backend]) -> None:
+    """`render_ahead` (start-up): a forked process renders its share and writes those files; the writes here
+    find them in place (same inode, not rewritten); NGINX serves every host after one reload; a file written
+    ahead for a resource that was not written here afterwards is removed."""
+    exes = [ingress_ex(f"app-{i}", f"app-{i}.example.com", [("/", "Prefix", "web")], backends)
+            for i in range(40)]
+    c = env.configurator
+    # The last Ingress first: the other process renders the first share.
+    items = [(e.key_with_kind, e) for e in [exes[-1], *exes[:-1]]]
+    stats = c.render_ahead(items, len(items), processes=2, min_items=1)
+    [size] = _child_shares(len(exes), 2, WRITE_AHEAD_COST, 0.0)
+    child_share = [39, *range(size - 1)]
+    assert stats.by_children == size > 1 and stats.lost_shares == 0
+    conf_d = Path(env.manager.config_path("x")).parent
+    ahead = {p.name: p.stat().st_ino for p in conf_d.glob("default-app-*.conf")}
+    assert sorted(ahead) == sorted(f"default-app-{i}.conf" for i in child_share), "the other process's share"
+    for e in exes[:-1]:  # the last one (the other process's) is never written here
+        c.add_or_update_ingress(e)
+    assert {p.name: p.stat().st_ino for p in conf_d.glob("default-app-*.conf") if p.name in ahead} == ahead
+    c.drop_rendered_ahead()
+    assert not (conf_d / "default-app-39.conf").exists()
+    assert len(list(conf_d.glob("default-app-*.conf"))) == 39
+    assert c.reload_if_needed().reloaded
+    for i in (0, 1, 37, 38):
+        r = env.get(f"app-{i}.example.com", "/")
+        assert r.status_code == 200 and r.text.startswith("web / "), (i, r.text)
+    assert env.get("app-39.example.com", "/").status_code == 404

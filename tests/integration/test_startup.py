@@ -12,8 +12,12 @@ from typing import Any
 import pytest
 
 from ingressctl.app import StartupError
+from ingressctl.configs.configurator import WRITE_AHEAD_COST
+from ingressctl.configs.prerender import MIN_ITEMS, _child_shares
+from ingressctl.configs.renderers import IngressRenderer
 from ingressctl.controller import secrets as secrets_module
 from ingressctl.controller import startup as startup_module
+from ingressctl.controller.controller import PREPARE_COST
 from ingressctl.controller.reporter import Reporter
 from ingressctl.controller.status import StartupStatusFlush
 from ingressctl.k8s.client import KubeClient
@@ -420,3 +424,61 @@ def test_virtualservers_at_startup_one_reload_problems_before_readiness_statuses
         assert vs_status(env, f"vs-{i}")["state"] == "Valid"
     c.wait_idle()
     assert c.reloads == 1
+
+
+def test_start_up_renders_in_two_processes_each_resource_once(env: Env,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `--startup-render-processes 2` and more Ingresses than `render_ahead` needs, a forked process
+    renders a share of them while this process builds the rest: this process renders only the rest, none
+    twice, with one reload, and every host routes."""
+    names = populate(env, MIN_ITEMS + 40)
+    rendered_here: list[str] = []
+    original = IngressRenderer.render
+
+    def spy(self: IngressRenderer, resource: Any, ctx: Any) -> Any:
+        rendered_here.append(resource.key)  # in a forked process this list is that process's copy
+        return original(self, resource, ctx)
+
+    monkeypatch.setattr(IngressRenderer, "render", spy)
+    c = env.controller(startup_render_processes=2)
+    c.wait_idle()
+    assert c.reloads == 1
+    [size] = _child_shares(len(names), 2, WRITE_AHEAD_COST, PREPARE_COST)
+    assert c.lbc.stats.rendered_ahead == size > 0
+    assert sorted(rendered_here) == sorted(set(rendered_here)), "a resource was rendered twice"
+    assert len(rendered_here) == len(names) - c.lbc.stats.rendered_ahead
+    for n in names[:: len(names) // 12]:
+        assert c.get(f"{n}.example.com").backend == "web"
+    with open(c.manager.config_path(f"{NS}-{names[1]}")) as f:  # a file the other process rendered
+        assert f"server_name {names[1]}.example.com;" in f.read()
+
+
+def test_a_failure_while_rendering_ahead_costs_only_the_parallelism(env: Env,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """If rendering ahead breaks half-way, the sync thread renders everything itself: every host routes,
+    one reload, and each Ingress is still built once (what was built ahead is taken, not built again)."""
+    from ingressctl.configs.configurator import Configurator
+    from ingressctl.controller.ingress_kind import IngressBuilder
+
+    names = populate(env, MIN_ITEMS + 10)
+
+    def broken(self: Configurator, items: Any, count: int, **kw: Any) -> Any:
+        for _, _ in zip(range(count // 2), items, strict=False):  # builds half of them
+            pass
+        raise RuntimeError("a bug while rendering ahead")
+
+    built: list[str] = []
+    original = IngressBuilder.create_ingress_ex
+
+    def spy(self: IngressBuilder, cfg: Any, **kw: Any) -> Any:
+        built.append(cfg.key)
+        return original(self, cfg, **kw)
+
+    monkeypatch.setattr(Configurator, "render_ahead", broken)
+    monkeypatch.setattr(IngressBuilder, "create_ingress_ex", spy)
+    c = env.controller(startup_render_processes=2)
+    c.wait_idle()
+    assert c.reloads == 1 and c.lbc.stats.rendered_ahead == 0
+    assert sorted(built) == sorted(f"{NS}/{n}" for n in names), "an Ingress built twice, or not at all"
+    for n in names[:: len(names) // 12]:
+        assert c.get(f"{n}.example.com").backend == "web"

@@ -17,9 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.configurator import Configurator, ReloadOutcome
+from ingressctl.configs.configurator import WRITE_AHEAD_COST, Configurator, ReloadOutcome
 from ingressctl.configs.files import _isolate, _isolate_without_base
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, backend_key
+from ingressctl.configs.prerender import _child_shares
 from ingressctl.configs.templates import MAIN_TEMPLATE, TEMPLATES_DIR, TemplateExecutor
 from ingressctl.keys import ResourceKey
 from ingressctl.nginx.manager import ReloadError, content_digest
@@ -63,6 +64,9 @@ class FakeManager:
         self.writes += 1
         self.files[name] = content
         return True
+
+    def write_config_ahead(self, name: str, content: str) -> None:
+        self.files[name] = content  # in a forked process: its own copy
 
     def delete_config(self, name: str) -> bool:
         return self.files.pop(name, None) is not None
@@ -469,3 +473,51 @@ def test_upstreams_go_to_the_front_only_while_nginx_conf_loads_the_module() -> N
     assert "upstream_front" not in m.main and line not in m.files["default-a"]
     c.update_config(ConfigParams(), [ex("a")])
     assert m.files["default-a"].count(" {\n" + line) == 1
+
+
+def test_rendered_ahead_files_are_byte_identical_and_each_resource_is_rendered_once() -> None:
+    """`render_ahead` (forked processes) gives the files the renders on this thread give, with the
+    upstream-front step applied in the other processes too; `add_or_update` takes each result once and
+    renders here only what was not rendered ahead: a resource given anew, or after the render context
+    changed."""
+    module = "/modules/ngx_http_ingressctl_upstream_front_module.so"
+    static = StaticConfigParams(upstream_front_module_path=module)
+    exes = [ex(f"i{n}", namespace=f"ns{n % 7}") for n in range(240)]
+    plain_m, ahead_m = FakeManager(), FakeManager()
+    plain = Configurator(plain_m, static, ConfigParams(), TemplateExecutor())  # type: ignore[arg-type]
+    ahead = Configurator(ahead_m, static, ConfigParams(), TemplateExecutor())  # type: ignore[arg-type]
+    for e in exes:
+        plain.add_or_update_ingress(e)
+    stats = ahead.render_ahead([(e.key_with_kind, e) for e in exes], len(exes), processes=2, min_items=1)
+    [child_share] = _child_shares(len(exes), 2, WRITE_AHEAD_COST, 0.0)
+    assert stats.processes == 2 and stats.by_children == child_share > 0
+    renderer = ahead._renderers[INGRESS_KIND]
+    here: list[str] = []
+    original = renderer.render
+
+    def spy(resource: object, ctx: Any) -> Any:
+        here.append(resource.key if isinstance(resource, IngressEx) else "?")
+        return original(resource, ctx)
+
+    renderer.render = spy  # type: ignore[method-assign]
+    for e in exes:
+        ahead.add_or_update_ingress(e)
+    assert here == [], "a resource rendered ahead was rendered again"
+    assert ahead_m.files == plain_m.files and len(plain_m.files) == len(exes)
+    assert "ingressctl_upstream_front;" in ahead_m.files["ns1-i1"]
+    # Each result is taken once: the same resource again renders here.
+    ahead.add_or_update_ingress(exes[1])
+    assert here == [exes[1].key]
+    # A result whose resource is not the one given, or whose context changed, is not taken.
+    ahead.render_ahead([(e.key_with_kind, e) for e in exes[:4]], 4, processes=2, min_items=1)
+    [child_share] = _child_shares(4, 2, WRITE_AHEAD_COST, 0.0)
+    mine = range(child_share, 4)
+    assert here == [exes[1].key] + [exes[i].key for i in mine] and 2 in mine  # this process's share
+    here.clear()
+    ahead.add_or_update_ingress(ex("i0", namespace="ns0"))          # an equal, but another, object
+    ahead.set_controller_replicas(3)                                 # a new render context
+    ahead.add_or_update_ingress(exes[2])
+    assert here == [exes[0].key, exes[2].key]
+    ahead.drop_rendered_ahead()
+    ahead.add_or_update_ingress(exes[3])
+    assert here[-1] == exes[3].key

@@ -334,3 +334,51 @@ def test_add_while_processing_gives_exactly_one_more_run() -> None:
         assert not t.is_alive()
     assert tracker.violations == []
     assert tracker.runs == Counter({i: 2 for i in range(n_items)})
+
+
+class _CountingCondition(threading.Condition):
+    def __init__(self, lock: threading.Lock, calls: list[str], name: str) -> None:
+        super().__init__(lock)
+        self._calls, self._name = calls, name
+
+    def notify(self, n: int = 1) -> None:
+        self._calls.append(self._name)
+        super().notify(n)
+
+
+def test_adds_and_dones_notify_only_waiting_threads() -> None:
+    """A drain of thousands of tasks by one worker pays no notify per item; a blocked getter and a
+    `shut_down_with_drain` still wake."""
+    q: WorkQueue[str] = WorkQueue()
+    calls: list[str] = []
+    q._cond = _CountingCondition(q._lock, calls, "getters")       # type: ignore[arg-type]
+    q._drained = _CountingCondition(q._lock, calls, "drained")    # type: ignore[arg-type]
+    for i in range(100):
+        q.add(f"t{i}")
+    q.add("t0")
+    for _ in range(100):
+        item, _shutdown = q.get()
+        assert item is not None
+        q.add(item)          # re-added while processing: queued again by done()
+        q.done(item)
+    assert calls == [] and len(q) == 100
+
+    while len(q):
+        item, _shutdown = q.get()
+        assert item is not None
+        q.done(item)
+    got: list[tuple[str | None, bool]] = []
+    t = threading.Thread(target=lambda: got.append(q.get()))
+    t.start()
+    eventually(lambda: q._getters_waiting == 1)
+    q.add("late")
+    t.join(JOIN)
+    assert got == [("late", False)] and calls == ["getters"]
+
+    drained: list[bool] = []
+    d = threading.Thread(target=lambda: drained.append(q.shut_down_with_drain()))
+    d.start()
+    eventually(lambda: q._drain_waiters == 1)
+    q.done("late")
+    d.join(JOIN)
+    assert drained == [True] and calls[-1] == "drained"

@@ -1,0 +1,286 @@
+"""Rendering ahead, in parallel, at start-up: the render of thousands of resources is pure CPU work in Python,
+so one thread renders no faster than one core. `render_ahead` splits it over forked processes.
+
+Guarantees:
+- `render_ahead(items, count, render, processes=P)` returns every item `items` yields, in order, with what
+  `render(item)` returned, or None where `render` raised or its share was lost. None means "not rendered
+  ahead": the caller renders that item itself, in its normal path, where errors are logged and reported as
+  usual. A result is never made up: each one is exactly what `render` returned for that item (a copy, by
+  pickle).
+- With P >= 2 (and `os.fork`), P - 1 children forked from this process render a contiguous share each while
+  the calling thread renders its own (the last). Items are pulled from `items` in order (pulling may build
+  them), and each child is forked as soon as its share is pulled, so children render while this process
+  still builds the rest. Shares are sized so that all finish together (`child_cost`, `prepare_cost`).
+  Children share this process's memory copy-on-write, so the inputs are not copied; each child sends its
+  results back pickled through a pipe.
+- A child only renders and sends: it never logs, writes files or touches locks that another thread of this
+  process may have held at the fork (the render path takes none), disables its garbage collector, and
+  leaves with `os._exit` (no atexit handlers, no flush of this process's buffers). A child that crashes,
+  is killed, sends something that cannot be unpickled, or is not done long after this process
+  (`CHILD_GRACE_*`; it is then killed) costs only the parallelism: its share comes back None. The parent
+  always reaps its children.
+- While children run, the parent's garbage collector ignores the objects that existed at the fork
+  (`gc.freeze`): a full collection would touch every object and copy their pages; they are unfrozen after.
+- `render` must be pure (its effects in a child are lost) and return something picklable. `in_child`, run
+  in a child after each of its renders, is where a child may act outside its memory (write the item's file);
+  it must take no lock another thread may hold.
+- `startup_processes()` is the number of processes worth using: the CPUs this process may run on, capped by
+  a cgroup (v2 `cpu.max`, v1 `cpu.cfs_quota_us`) CPU limit and by `MAX_PROCESSES`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import itertools
+import math
+import os
+import pickle
+import select
+import signal
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+MAX_PROCESSES = 4
+MIN_ITEMS = 200          # fewer items than this are rendered inline: a fork costs more than it saves
+_READ_CHUNK = 1 << 20
+# A child gets this long, or this many times what this process took for its own share (whichever is more),
+# after this process's share is done; then it is killed and its share is rendered here.
+CHILD_GRACE_SECONDS = 10.0
+CHILD_GRACE_FACTOR = 4.0
+_CGROUP_V2_CPU_MAX = "/sys/fs/cgroup/cpu.max"
+_CGROUP_V1_QUOTA = "/sys/fs/cgroup/cpu/cpu.cfs_quota_us"
+_CGROUP_V1_PERIOD = "/sys/fs/cgroup/cpu/cpu.cfs_period_us"
+
+
+@dataclass
+class RenderAheadStats:
+    """What one `render_ahead` did: processes used, items rendered by children, shares lost, and the most
+    memory a child had of its own when it finished (bytes, 0 when unknown): the pages it did not share with
+    this process, i.e. what it added to the pod's memory."""
+
+    processes: int = 1
+    by_children: int = 0
+    lost_shares: int = 0
+    child_private_bytes: int = 0
+    waited_seconds: float = 0.0     # after rendering its own share, for the children's results
+    unpickle_seconds: float = 0.0
+
+
+def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, processes: int,
+                 min_items: int = MIN_ITEMS, in_child: Callable[[T, R], None] | None = None,
+                 child_cost: float = 1.0, prepare_cost: float = 0.0,
+                 stats: RenderAheadStats | None = None) -> list[tuple[T, R | None]]:
+    """See the module docstring. `items` yields about `count` items; pulling one may be work of its own
+    (building it: `prepare_cost`, relative to a render). Returns every item pulled, in order, with its
+    result. With fewer than `min_items` items, or one process, nothing is rendered ahead (all None).
+    `in_child(item, result)` runs in the child after each of its renders (e.g. to write the item's file
+    there, in parallel); when it raises, that item comes back None. `child_cost`: what an item costs a child
+    relative to a render here (more than 1 when `in_child` adds work)."""
+    stats = stats if stats is not None else RenderAheadStats()
+    processes = max(1, min(processes, count))
+    if processes < 2 or count < min_items or not hasattr(os, "fork"):
+        return [(item, None) for item in items]
+    child_sizes = _child_shares(count, processes, child_cost, prepare_cost)
+    pulled = iter(items)
+    out: list[tuple[T, R | None]] = []
+    children: list[tuple[int, int, int, int]] = []   # (first index, size, pid, read end of its pipe)
+    started = time.monotonic()
+    reaped: set[int] = set()
+    gc.freeze()
+    try:
+        for size in child_sizes:
+            first = len(out)
+            out.extend((item, None) for item in itertools.islice(pulled, size))
+            if len(out) == first:
+                break
+            child = _fork_child([item for item, _ in out[first:]], render, in_child)
+            if child is None:
+                stats.lost_shares += 1
+            else:
+                children.append((first, len(out) - first, *child))
+        stats.processes = 1 + len(children)
+        for item in pulled:
+            try:
+                out.append((item, render(item)))
+            except Exception:
+                out.append((item, None))
+        own = time.monotonic() - started
+        deadline = time.monotonic() + max(CHILD_GRACE_SECONDS, CHILD_GRACE_FACTOR * own)
+        for first, size, pid, fd in children:
+            t0 = time.monotonic()
+            payload = _read_all(fd, deadline)
+            if payload is None:  # stuck (e.g. a lock taken at the fork): its share is rendered here later
+                _kill(pid)
+            status = _reap(pid)
+            reaped.add(pid)
+            t1 = time.monotonic()
+            try:
+                got, private = pickle.loads(payload) if status == 0 and payload else (None, 0)
+            except Exception:
+                got, private = None, 0
+            stats.waited_seconds += t1 - t0
+            stats.unpickle_seconds += time.monotonic() - t1
+            if not isinstance(got, list) or len(got) != size:
+                stats.lost_shares += 1
+                continue
+            for i, result in enumerate(got, first):
+                out[i] = (out[i][0], result)
+            stats.by_children += sum(r is not None for r in got)
+            stats.child_private_bytes = max(stats.child_private_bytes, int(private or 0))
+    finally:
+        for _, _, pid, fd in children:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            if pid not in reaped:  # this process failed before it took the child's results
+                _kill(pid)
+                _reap(pid)
+        gc.unfreeze()
+    return out
+
+
+def _child_shares(n: int, processes: int, child_cost: float, prepare_cost: float) -> list[int]:
+    """How many of `n` items each child renders; this process renders the rest, after building every item.
+    Child j starts once its share is built, so that all finish together: with T the common finish time (in
+    renders), child j ends at prepare_cost * (items up to its share's end) + child_cost * s_j = T, and this
+    process at prepare_cost * n + s_0 = T."""
+    p, c = max(prepare_cost, 0.0), max(child_cost, 1e-9)
+
+    def sizes(t: float) -> list[float]:
+        out: list[float] = []
+        built = 0.0
+        for _ in range(processes - 1):
+            s = max(0.0, (t - p * built) / (p + c))
+            out.append(s)
+            built += s
+        return out
+
+    low, high = 0.0, (p + 1.0) * n
+    for _ in range(60):  # the total grows with t: bisect to the t at which the shares add up to n
+        t = (low + high) / 2
+        if sum(sizes(t)) + max(0.0, t - p * n) > n:
+            high = t
+        else:
+            low = t
+    children = [round(x) for x in sizes(low)]
+    while sum(children) > n:
+        children[children.index(max(children))] -= 1
+    return children
+
+
+def _fork_child(share: Sequence[T], render: Callable[[T], R],
+                in_child: Callable[[T, R], None] | None) -> tuple[int, int] | None:
+    """Fork a child that renders the items of `share`; returns (pid, read end) or None if the fork
+    failed."""
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
+    if pid == 0:  # the child: render, send, leave
+        code = 1
+        try:
+            gc.disable()
+            os.close(read_fd)
+            out: list[R | None] = []
+            for item in share:
+                try:
+                    result = render(item)
+                    if in_child is not None:
+                        in_child(item, result)
+                except Exception:
+                    out.append(None)
+                else:
+                    out.append(result)
+            data = pickle.dumps((out, _private_bytes()), protocol=pickle.HIGHEST_PROTOCOL)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(write_fd, view):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def _read_all(fd: int, deadline: float) -> bytes | None:
+    """Everything the child sends until it closes the pipe; None if that takes past `deadline`."""
+    chunks: list[bytes] = []
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, _READ_CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    except OSError:
+        return b""
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _reap(pid: int) -> int | None:
+    """Wait for a child; its exit status (None if it was already reaped)."""
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return None
+    return os.waitstatus_to_exitcode(status)
+
+
+def _private_bytes() -> int:
+    """The memory of this process that no other process shares (Private_Clean + Private_Dirty of
+    /proc/self/smaps_rollup), 0 if unknown."""
+    total = 0
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith(("Private_Clean:", "Private_Dirty:")):
+                    total += int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return 0
+    return total
+
+
+def startup_processes() -> int:
+    """See the module docstring."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    limit = _cgroup_cpu_limit()
+    if limit is not None:
+        cpus = min(cpus, max(1, math.ceil(limit)))
+    return max(1, min(cpus, MAX_PROCESSES))
+
+
+def _cgroup_cpu_limit() -> float | None:
+    """The CPU limit of this process's cgroup in CPUs, or None without one."""
+    try:
+        with open(_CGROUP_V2_CPU_MAX) as f:
+            quota, _, period = f.read().strip().partition(" ")
+        if quota == "max":
+            return None
+        return int(quota) / int(period or 100000)
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(_CGROUP_V1_QUOTA) as f:
+            quota_us = int(f.read())
+        with open(_CGROUP_V1_PERIOD) as f:
+            period_us = int(f.read())
+    except (OSError, ValueError):
+        return None
+    return quota_us / period_us if quota_us > 0 and period_us > 0 else None

@@ -1,0 +1,217 @@
+"""configs.prerender: results of forked renders are exactly what the render returned, in order; a render that
+raises, a child that dies or sends what cannot be unpickled costs only that item or share; the collector is
+unfrozen after; the process count follows the CPUs and the cgroup's CPU limit."""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ingressctl.configs import prerender
+from ingressctl.configs.prerender import RenderAheadStats, render_ahead, startup_processes
+from tests.helpers import wait_until
+
+ITEMS = list(range(300))
+
+
+def square_with_pid(i: int) -> tuple[int, int]:
+    return i * i, os.getpid()
+
+
+def ahead(items: list[int], render: Callable[[int], Any], **kw: Any) -> list[Any]:
+    pairs = render_ahead(iter(items), len(items), render, **kw)
+    assert [item for item, _ in pairs] == items, "every item comes back, in order"
+    return [result for _, result in pairs]
+
+
+@pytest.mark.parametrize("processes", [2, 3])
+def test_results_are_the_renders_in_order_and_children_render_their_shares(processes: int) -> None:
+    stats = RenderAheadStats()
+    results = ahead(ITEMS, square_with_pid, processes=processes, stats=stats)
+    assert [r[0] for r in results] == [i * i for i in ITEMS]
+    me = os.getpid()
+    pids = [r[1] for r in results]
+    size = len(ITEMS) // processes  # equal costs: equal shares, this process's last
+    assert pids[-size:] == [me] * size and me not in pids[:-size]
+    assert len(set(pids)) == processes, "each child renders a share in a process of its own"
+    assert stats.processes == processes and stats.lost_shares == 0
+    assert stats.by_children == len(ITEMS) - size
+    assert stats.child_private_bytes > 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_render_that_raises_comes_back_none_in_every_process() -> None:
+    def render(i: int) -> int:
+        if i % 7 == 0:
+            raise ValueError(f"bad {i}")
+        return i
+
+    assert ahead(ITEMS, render, processes=2) == [None if i % 7 == 0 else i for i in ITEMS]
+
+
+def test_a_child_that_dies_costs_only_its_share() -> None:
+    parent = os.getpid()
+
+    def render(i: int) -> int:
+        if os.getpid() != parent and i == 101:
+            os._exit(3)  # a crash in the middle of the child's share
+        return i
+
+    stats = RenderAheadStats()
+    assert ahead(ITEMS, render, processes=2, stats=stats) == [None] * 150 + ITEMS[150:]
+    assert stats.lost_shares == 1 and stats.by_children == 0
+
+
+def test_a_result_that_cannot_be_pickled_costs_its_childs_share() -> None:
+    results = ahead(ITEMS, lambda i: threading.Lock() if i == 5 else i, processes=2)
+    assert results == [None] * 150 + ITEMS[150:]
+
+
+def test_too_few_items_or_one_process_renders_nothing_ahead() -> None:
+    stats = RenderAheadStats()
+    assert ahead(ITEMS[:10], square_with_pid, processes=2, stats=stats) == [None] * 10
+    assert ahead(ITEMS, square_with_pid, processes=1, stats=stats) == [None] * len(ITEMS)
+    assert stats.processes == 1 and stats.by_children == 0
+    assert None not in ahead(ITEMS[:10], square_with_pid, processes=2, min_items=5)
+
+
+def test_a_child_renders_while_the_rest_is_still_being_pulled(tmp_path: Path) -> None:
+    """Each child is forked once its share is pulled: it renders while this process builds the rest."""
+    marker = tmp_path / "child-started"
+
+    def render(i: int) -> int:
+        if i == 0:
+            marker.write_text(str(os.getpid()))
+        return i
+
+    def items() -> Iterator[int]:
+        for i in ITEMS:
+            if i == len(ITEMS) - 1:  # the last item is pulled only once the child has rendered
+                wait_until(marker.exists, "the child's first render, before the last item was pulled")
+            yield i
+
+    pairs = render_ahead(items(), len(ITEMS), render, processes=2)
+    assert [r for _, r in pairs] == ITEMS and int(marker.read_text()) != os.getpid()
+
+
+def test_children_leave_without_running_this_process_exit_handlers(tmp_path: Path) -> None:
+    """A child leaves with os._exit: nothing of this process (atexit, buffered output) runs twice."""
+    marker = tmp_path / "atexit"
+    import atexit
+
+    def handler() -> None:  # would run in a child that left through sys.exit
+        marker.write_text("ran")
+
+    atexit.register(handler)
+    try:
+        ahead(ITEMS, lambda i: i, processes=2)
+    finally:
+        atexit.unregister(handler)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(("cpu_max", "expected"), [
+    ("max 100000", None),          # no limit: the CPUs we may run on, up to MAX_PROCESSES
+    ("50000 100000", 1),           # half a CPU: render inline
+    ("100000 100000", 1),
+    ("150000 100000", 2),          # 1.5 CPUs: two processes
+])
+def test_startup_processes_follow_the_cgroup_cpu_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        cpu_max: str, expected: int | None) -> None:
+    f = tmp_path / "cpu.max"
+    f.write_text(cpu_max + "\n")
+    monkeypatch.setattr(prerender, "_CGROUP_V2_CPU_MAX", str(f))
+    cpus = min(len(os.sched_getaffinity(0)), prerender.MAX_PROCESSES)
+    assert startup_processes() == (cpus if expected is None else min(cpus, expected))
+
+
+def test_startup_processes_read_a_cgroup_v1_quota(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "quota").write_text("50000\n")
+    (tmp_path / "period").write_text("100000\n")
+    monkeypatch.setattr(prerender, "_CGROUP_V2_CPU_MAX", str(tmp_path / "absent"))
+    monkeypatch.setattr(prerender, "_CGROUP_V1_QUOTA", str(tmp_path / "quota"))
+    monkeypatch.setattr(prerender, "_CGROUP_V1_PERIOD", str(tmp_path / "period"))
+    assert startup_processes() == 1
+    (tmp_path / "quota").write_text("-1\n")  # no limit
+    assert startup_processes() == min(len(os.sched_getaffinity(0)), prerender.MAX_PROCESSES)
+
+
+def test_in_child_runs_in_the_child_for_its_share_and_a_failure_costs_that_item(tmp_path: Path) -> None:
+    def write(i: int, result: int) -> None:
+        if i == 50:
+            raise OSError("disk full")
+        (tmp_path / f"{i}-{os.getpid()}").write_text(str(result))
+
+    stats = RenderAheadStats()
+    results = ahead(ITEMS, lambda i: i * 2, processes=2, in_child=write, stats=stats)
+    written = {int(p.name.split("-")[0]): int(p.name.split("-")[1]) for p in tmp_path.iterdir()}
+    assert sorted(written) == [i for i in range(150) if i != 50]  # only the child's share
+    assert os.getpid() not in written.values()
+    assert results == [None if i == 50 else i * 2 for i in ITEMS]
+    assert stats.by_children == 149
+
+
+@pytest.mark.parametrize(("n", "processes", "child_cost", "prepare_cost"),
+                         [(300, 2, 1.0, 0.0), (300, 2, 2.0, 0.0), (10000, 2, 1.9, 0.5), (1000, 3, 1.5, 0.5),
+                          (7, 4, 1.0, 0.0), (1000, 4, 1.9, 2.0)])
+def test_shares_finish_together(n: int, processes: int, child_cost: float, prepare_cost: float) -> None:
+    """Child j starts once its share is built and renders it at `child_cost`; this process builds every item
+    and renders the rest: all end at about the same time."""
+    children = prerender._child_shares(n, processes, child_cost, prepare_cost)
+    assert len(children) == processes - 1 and all(s >= 0 for s in children) and sum(children) <= n
+    ends, built = [], 0
+    for s in children:
+        built += s
+        ends.append(prepare_cost * built + child_cost * s)
+    ends.append(prepare_cost * n + (n - sum(children)))
+    assert max(ends) - min(ends) <= max(child_cost, 1.0) * processes + prepare_cost * processes  # rounding
+
+
+def test_shares_of_the_start_up_case() -> None:
+    assert prerender._child_shares(300, 2, 1.0, 0.0) == [150]
+    assert prerender._child_shares(300, 2, 2.0, 0.0) == [100]
+    assert prerender._child_shares(10000, 2, 1.9, 0.5) == [4412]
+
+
+def test_a_stuck_child_is_killed_after_its_grace_and_costs_only_its_share(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """E.g. a lock another thread held at the fork: the child never finishes; this process does not wait for
+    it forever."""
+    monkeypatch.setattr(prerender, "CHILD_GRACE_SECONDS", 0.5)
+    parent = os.getpid()
+    lock = threading.Lock()
+
+    def render(i: int) -> int:
+        if os.getpid() != parent and i == 3:
+            lock.acquire()  # held by this process at the fork: blocks the child for good
+        return i
+
+    stats = RenderAheadStats()
+    with lock:
+        results = ahead(ITEMS, render, processes=2, stats=stats)
+    assert results == [None] * 150 + ITEMS[150:]
+    assert stats.lost_shares == 1
+
+
+def test_when_pulling_fails_the_children_are_killed_and_reaped() -> None:
+    parent = os.getpid()
+    lock = threading.Lock()
+
+    def render(i: int) -> int:
+        if os.getpid() != parent:
+            lock.acquire()  # every child is stuck
+        return i
+
+    def items() -> Iterator[int]:
+        yield from ITEMS[:200]
+        raise RuntimeError("a bug while building an item")
+
+    with lock, pytest.raises(RuntimeError, match="a bug"):
+        render_ahead(items(), len(ITEMS), render, processes=3)
+    assert gc.get_freeze_count() == 0
