@@ -556,30 +556,30 @@ class Manager:
                                  absent: bool = False, digest: bytes | None = None) -> bool:
         if digest is None:
             digest = content_digest(data)
-        if not absent and self._digest_locked(path) == digest:
+        if not absent and self._holds_locked(path, data, digest):
             return False
         st = _atomic_write(path, data, mode, owner)
         self._cache[path] = _Cached(digest, st.st_ino, st.st_size, st.st_mtime_ns)
         return True
 
-    def _digest_locked(self, path: str) -> bytes | None:
-        """The digest of the file's bytes (None: no file); read only when it changed behind our back."""
+    def _holds_locked(self, path: str, data: bytes, digest: bytes) -> bool:
+        """True if the file holds exactly `data` (whose digest is `digest`): by the cached digest while the
+        file's inode, size and mtime are the cached ones; else a file of another size differs, and one of the
+        same size (e.g. written by a forked render process) is read and compared byte for byte, no digest."""
         try:
             st = os.stat(path)
         except FileNotFoundError:
             self._cache.pop(path, None)
-            return None
+            return False
         cached = self._cache.get(path)
         if cached is not None and (cached.ino, cached.size, cached.mtime_ns) == (
                 st.st_ino, st.st_size, st.st_mtime_ns):
-            return cached.digest
-        data = self._read(path)
-        if data is None:
-            self._cache.pop(path, None)
-            return None
-        digest = content_digest(data)
+            return cached.digest == digest
+        self._cache.pop(path, None)
+        if st.st_size != len(data) or self._read(path) != data:
+            return False
         self._cache[path] = _Cached(digest, st.st_ino, st.st_size, st.st_mtime_ns)
-        return digest
+        return True
 
     @staticmethod
     def _read(path: str) -> bytes | None:

@@ -66,6 +66,38 @@ def test_change_detection_compares_with_disk_not_just_the_cache(mgr: Manager, tm
     assert mgr.create_main_config("main\n") is False
 
 
+def test_a_file_found_in_place_is_compared_byte_for_byte_and_digested_once(
+        mgr: Manager, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file another process wrote (no cache entry): same bytes are read once and kept, without digesting
+    what was read; another size is rewritten without reading it."""
+    from ingressctl.nginx import manager as manager_module
+
+    Path(mgr.config_path("ahead")).write_text("server { }\n")
+    Path(mgr.config_path("other")).write_text("server { listen 81; }\n")
+    ino = os.stat(mgr.config_path("ahead")).st_ino
+    digests: list[bytes] = []
+    reads: list[str] = []
+    real_digest, real_read = manager_module.content_digest, Manager._read
+
+    def spy_digest(data: bytes) -> bytes:
+        digests.append(data)
+        return real_digest(data)
+
+    def spy_read(path: str) -> bytes | None:
+        reads.append(path)
+        return real_read(path)
+
+    monkeypatch.setattr(manager_module, "content_digest", spy_digest)
+    monkeypatch.setattr(Manager, "_read", staticmethod(spy_read))
+    assert mgr.create_config("ahead", "server { }\n") is False
+    assert os.stat(mgr.config_path("ahead")).st_ino == ino
+    assert digests == [b"server { }\n"] and reads == [mgr.config_path("ahead")]
+    assert mgr.create_config("ahead", "server { }\n") is False  # now cached: no read
+    assert reads == [mgr.config_path("ahead")]
+    assert mgr.create_config("other", "server { }\n") is True   # another size: no read
+    assert reads == [mgr.config_path("ahead")] and mgr.read_config("other") == "server { }\n"
+
+
 def test_a_config_known_absent_is_written_without_looking_at_the_old_one(
         mgr: Manager, monkeypatch: pytest.MonkeyPatch) -> None:
     looked: list[str] = []
