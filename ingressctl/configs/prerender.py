@@ -19,8 +19,11 @@ Guarantees:
   is killed, sends something that cannot be unpickled, or is not done long after this process
   (`CHILD_GRACE_*`; it is then killed) costs only the parallelism: its share comes back None. The parent
   always reaps its children.
-- While children run, the parent's garbage collector ignores the objects that existed at the fork
-  (`gc.freeze`): a full collection would touch every object and copy their pages; they are unfrozen after.
+- The objects alive at a fork move to the collector's permanent generation (`gc.freeze`, as the
+  informers do when they sync, and never undone: `gc.unfreeze` would also thaw the informer caches): a full
+  collection in this process would otherwise touch every one of them while a child shares their pages,
+  and walk them again at every later one. They are still freed by reference counting; only garbage cycles
+  that exist at that moment are kept.
 - `render` must be pure (its effects in a child are lost) and return something picklable. `in_child`, run
   in a child after each of its renders, is where a child may act outside its memory (write the item's file);
   it must take no lock another thread may hold.
@@ -92,7 +95,6 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
     children: list[tuple[int, int, int, int]] = []   # (first index, size, pid, read end of its pipe)
     started = time.monotonic()
     reaped: set[int] = set()
-    gc.freeze()
     try:
         for size in child_sizes:
             first = len(out)
@@ -140,7 +142,6 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
             if pid not in reaped:  # this process failed before it took the child's results
                 _kill(pid)
                 _reap(pid)
-        gc.unfreeze()
     return out
 
 
@@ -178,6 +179,7 @@ def _fork_child(share: Sequence[T], render: Callable[[T], R],
     """Fork a child that renders the items of `share`; returns (pid, read end) or None if the fork
     failed."""
     read_fd, write_fd = os.pipe()
+    gc.freeze()
     try:
         pid = os.fork()
     except OSError:

@@ -28,6 +28,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import time
@@ -57,6 +58,7 @@ from ingressctl.controller.secrets import SecretValidationError, tls_file_conten
 from ingressctl.controller.startup import Startup
 from ingressctl.controller.status import StartupStatusFlush, StatusUpdater, StatusWriters
 from ingressctl.controller.task import RELOAD_TASK, Kind, Task
+from ingressctl.k8s.client import gc_paused
 from ingressctl.k8s.informer import wait_for_cache_sync
 from ingressctl.k8s.resource import CONFIGMAPS, SECRETS
 from ingressctl.k8s.workqueue import RateLimitingQueue
@@ -552,15 +554,12 @@ class LoadBalancerController:
         for w in self.configurator.update_config(params, []):
             log.warning("configuration warning", warning=w)
         resources = self.configuration.get_resources()
-        try:
-            if startup:
-                try:
-                    self._render_ahead(resources)
-                except Exception as e:  # costs the parallelism only: `_apply` does what was not done
-                    log.exception("rendering ahead failed; rendering on the sync thread", error=str(e))
-            applied = self._apply(resources)
-        finally:
-            self._drop_ahead()
+        # At start-up everything is built and rendered at once and stays alive: a collection meanwhile would
+        # only walk the growing heap (measured: ~0.25 s of the sync thread at 10,000 Ingresses). The cyclic
+        # garbage made meanwhile is collected once the pause ends.
+        pause = gc_paused() if startup else contextlib.nullcontext()
+        with pause:
+            applied = self._render_all(resources, startup=startup)
         outcome = self._reload("startup" if startup else "configmap")
         self.reporter.mark_failed(applied, outcome)
         if cm is not None:
@@ -572,6 +571,18 @@ class LoadBalancerController:
                 self.reporter.event_for(cm, CONFIGMAPS, EVENT_NORMAL, REASON_UPDATED,
                                         f"ConfigMap {ns_name} updated without error")
         return functools.partial(self.reporter.report, applied, defer_status=startup)
+
+    def _render_all(self, resources: Sequence[Resource], *, startup: bool) -> list[Applied]:
+        """`_apply` every resource; at start-up, rendered ahead in parallel first (`_render_ahead`)."""
+        try:
+            if startup:
+                try:
+                    self._render_ahead(resources)
+                except Exception as e:  # costs the parallelism only: `_apply` does what was not done
+                    log.exception("rendering ahead failed; rendering on the sync thread", error=str(e))
+            return self._apply(resources)
+        finally:
+            self._drop_ahead()
 
     def _render_ahead(self, resources: Sequence[Resource]) -> None:
         """Start-up: build the renderer input of every resource whose builder can (`prepare`) and render them

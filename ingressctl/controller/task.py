@@ -14,8 +14,7 @@ Guarantees:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from ingressctl.configs.ingress_ex import INGRESS_KIND
 
@@ -31,9 +30,10 @@ class Kind:
     RELOAD: Final = "reload"       # retry a reload that failed without blaming a resource (key "")
 
 
-@dataclass(frozen=True, slots=True)
-class Task:
-    """One unit of work: sync the object of `kind` named by `key`."""
+class Task(NamedTuple):
+    """One unit of work: sync the object of `kind` named by `key`. A named tuple: the queue hashes and
+    compares each task about a dozen times, and a tuple does that in C (a frozen dataclass's hash and eq
+    are Python calls, ~0.1 s over the 35,000 tasks of a 10,000-Ingress start-up)."""
 
     kind: str
     key: str

@@ -4,6 +4,7 @@ statuses written synchronously, no rewrite of unchanged status, and one retry af
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Iterator
@@ -482,3 +483,24 @@ def test_a_failure_while_rendering_ahead_costs_only_the_parallelism(env: Env,
     assert sorted(built) == sorted(f"{NS}/{n}" for n in names), "an Ingress built twice, or not at all"
     for n in names[:: len(names) // 12]:
         assert c.get(f"{n}.example.com").backend == "web"
+
+
+def test_the_collector_is_paused_while_the_start_up_renders_and_resumes_after(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    populate(env, 5)
+    enabled: list[bool] = []
+    original = IngressRenderer.render
+
+    def spy(self: IngressRenderer, resource: Any, ctx: Any) -> Any:
+        enabled.append(gc.isenabled())
+        return original(self, resource, ctx)
+
+    monkeypatch.setattr(IngressRenderer, "render", spy)
+    assert gc.isenabled()
+    c = env.controller()
+    c.wait_idle()
+    assert enabled == [False] * 5, "a collection could run in the middle of the start-up render"
+    assert gc.isenabled()
+    env.ingress("later", [rule("later.example.com", ("/", "web"))])
+    wait_until(lambda: len(enabled) == 6, "the later Ingress rendered")
+    assert enabled[-1] is True  # only the start-up render pauses it

@@ -43,7 +43,7 @@ def test_results_are_the_renders_in_order_and_children_render_their_shares(proce
     assert stats.processes == processes and stats.lost_shares == 0
     assert stats.by_children == len(ITEMS) - size
     assert stats.child_private_bytes > 0
-    assert gc.get_freeze_count() == 0
+    assert gc.get_freeze_count() > 0, "what was alive at the fork is frozen"
 
 
 def test_a_render_that_raises_comes_back_none_in_every_process() -> None:
@@ -214,4 +214,3 @@ def test_when_pulling_fails_the_children_are_killed_and_reaped() -> None:
 
     with lock, pytest.raises(RuntimeError, match="a bug"):
         render_ahead(items(), len(ITEMS), render, processes=3)
-    assert gc.get_freeze_count() == 0
