@@ -37,7 +37,7 @@ from ingressctl.configs.dynamic_upstreams import DynamicUpstreams, endpoint_chan
 from ingressctl.keys import ResourceKey
 from ingressctl.logging import get_logger
 from ingressctl.nginx.dynamic_peers import DynamicUpdateError
-from ingressctl.nginx.manager import STREAM_CONF_D_DIR, Manager, ReloadError
+from ingressctl.nginx.manager import STREAM_CONF_D_DIR, Manager, ReloadError, content_digest
 
 log = get_logger(__name__)
 
@@ -79,10 +79,6 @@ class _Change:
     key: ResourceKey
     old: str | None  # content at the last good reload; None: no file
     old_digest: bytes | None
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 class ConfigFiles:
@@ -254,24 +250,29 @@ class ConfigFiles:
         return name
 
     def _write(self, name: str, key: ResourceKey, text: str | None) -> bytes | None:
-        digest = None if text is None else _digest(text)
+        """Make the file hold `text` (None: no file); returns the digest of its bytes. The bytes are encoded
+        and digested once, here, for the comparison and the Manager's write."""
+        data = None if text is None else text.encode()
+        digest = None if data is None else content_digest(data)
         current = self._files.get(name)
         if current == digest:
             return digest
         if name not in self._changes:
             old = self._manager.read_config(name) if current is not None else None
             self._changes[name] = _Change(key, old, current)
-        self._put(name, text, digest)
+        self._put(name, data, digest)
         return digest
 
-    def _put(self, name: str, text: str | None, digest: bytes | None = None) -> None:
-        if text is None:
+    def _put(self, name: str, content: str | bytes | None, digest: bytes | None = None) -> None:
+        if content is None:
             self._manager.delete_config(name)
             self._files.pop(name, None)
         else:
+            data = content.encode() if isinstance(content, str) else content
+            digest = digest or content_digest(data)
             absent = self._pruned and name not in self._files and name not in self._ahead
-            self._manager.create_config(name, text, absent=absent)
-            self._files[name] = digest or _digest(text)
+            self._manager.create_config(name, data, absent=absent, digest=digest)
+            self._files[name] = digest
 
     # ------------------------------------------------------------------ reload
 

@@ -2,15 +2,17 @@
 NIC's `internal/nginx` LocalManager.
 
 Guarantees:
-- Every file write is atomic: a temp file in the same directory (named ".<name>.<random>.tmp", so
-  `include conf.d/*.conf` never sees it), chmod'ed before any byte is written, then renamed over the
+- Every file write is atomic: a temp file in the same directory (named ".<name>.tmp", so
+  `include conf.d/*.conf` never sees it), created with the file's mode (never more open than it: the umask
+  can only narrow it, and then it is widened to exactly the mode before the rename), then renamed over the
   target. `create_*` writes only when the bytes differ from what is on disk, and says so; an unchanged file
   keeps its mtime. A digest of each file written (keyed by inode, size and mtime) avoids re-reading it; the
   contents are not kept in memory (the Configurator's 10,000 files would be held twice). A caller that knows
   a conf.d file does not exist (it removed them all and has not written this one since) says so with
   `create_config(..., absent=True)`: the write then skips the look-up of the old file (a stat of a missing
   name in a directory of 10,000 files cost ~7% of start-up's sync thread); should the file exist after
-  all, it is still replaced atomically.
+  all, it is still replaced atomically. Secret files need no caller's word: the secrets dir is listed once,
+  at the first Secret write, and a name it did not hold and that was not written since is known absent.
 - `reload()` sends SIGHUP to the master it owns (`nginx -s reload` would parse the whole config once more just
   to find the pid, doubling a multi-second load at scale), and succeeds only once NGINX's new workers serve
   the new config version over `<run_dir>/nginx-config-version.sock` AND the previous workers stopped
@@ -61,6 +63,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import requests
 import requests_unixsocket
@@ -229,8 +232,7 @@ def render_config_version(version: int, socket_path: str) -> str:
     )
 
 
-@dataclass
-class _Cached:
+class _Cached(NamedTuple):  # one per file written: a NamedTuple is made in a fraction of a dataclass's time
     digest: bytes
     ino: int
     size: int
@@ -319,12 +321,13 @@ _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXE
 
 
 def _atomic_write(path: str, data: bytes, mode: int, owner: int | None = None) -> os.stat_result:
-    """Write `.<name>.tmp` (created with `mode`, chmod'ed to exactly it and given to the uid `owner` before
-    any byte) and rename it over `path`; the written file's stat. Callers hold the files lock, so the temp
-    name is ours; one left by a process killed mid-write is replaced. Plain syscalls: at 10,000 files,
-    mkstemp alone cost seconds."""
-    directory, base = os.path.split(path)
-    tmp = os.path.join(directory, f".{base}.tmp")
+    """Write `.<name>.tmp` (created with `mode`, never more open: the umask can only narrow it, and then it is
+    widened to exactly `mode` before the rename; given to the uid `owner` before any byte) and rename it over
+    `path`; the written file's stat (its inode, size and mtime). Callers hold the files lock, so the temp
+    name is ours; one left by a process killed mid-write is replaced. Plain syscalls, no more than it takes
+    (open, write, fstat, close, rename): at 10,000 files, mkstemp alone cost seconds."""
+    directory, _, base = path.rpartition("/")
+    tmp = f"{directory}/.{base}.tmp"
     try:
         fd = os.open(tmp, _TEMP_FLAGS, mode)
     except FileExistsError:
@@ -332,13 +335,16 @@ def _atomic_write(path: str, data: bytes, mode: int, owner: int | None = None) -
         fd = os.open(tmp, _TEMP_FLAGS, mode)
     try:
         try:
-            os.fchmod(fd, mode)  # the umask may have narrowed it
             if owner is not None:
                 os.fchown(fd, owner, -1)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            written = os.write(fd, data)
+            if written < len(data):
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[os.write(fd, view):]
             st = os.fstat(fd)
+            if st.st_mode & 0o7777 != mode:  # the umask narrowed it (a chmod keeps inode, size and mtime)
+                os.fchmod(fd, mode)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -349,7 +355,9 @@ def _atomic_write(path: str, data: bytes, mode: int, owner: int | None = None) -
     return st
 
 
-def _digest(data: bytes) -> bytes:
+def content_digest(data: bytes) -> bytes:
+    """The digest the Manager keeps of a file's bytes (callers that have one pass it along, not to hash
+    the same bytes twice)."""
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
@@ -411,8 +419,10 @@ class Manager:
         self._dynamic_peers = DynamicPeersClient(os.path.join(self.run_dir, DYNAMIC_PEERS_SOCKET_DIR,
                                                               DYNAMIC_PEERS_SOCKET_NAME))
 
+        self._config_dirs = {d: os.path.join(self.conf_dir, d) for d in CONFIG_DIRS}
         self._files_lock = threading.Lock()
         self._cache: dict[str, _Cached] = {}
+        self._secrets_listed: frozenset[str] | None = None  # the secrets dir at the first Secret write
         self._proc_lock = threading.RLock()
         self._instance: _Instance | None = None
         self._on_exit: Callable[[int], None] | None = None
@@ -444,7 +454,7 @@ class Manager:
     def config_path(self, name: str) -> str:
         """conf.d/<name>.conf, or stream-conf.d/<base>.conf for a name "stream-conf.d/<base>"."""
         directory, base = _split_config_name(name)
-        return os.path.join(self.conf_dir, directory, base + ".conf")
+        return f"{self._config_dirs[directory]}/{base}.conf"
 
     def secret_path(self, name: str) -> str:
         """`secrets/<name>` (NIC's GetFilenameForSecret)."""
@@ -455,10 +465,12 @@ class Manager:
         """Write nginx.conf; True if the bytes changed."""
         return self._write_if_changed(self.paths.main_config, content.encode(), 0o644)
 
-    def create_config(self, name: str, content: str, *, absent: bool = False) -> bool:
+    def create_config(self, name: str, content: str | bytes, *, absent: bool = False,
+                      digest: bytes | None = None) -> bool:
         """Write conf.d/<name>.conf; True if the bytes changed. `absent`: the caller knows the file does not
-        exist (see the module docstring)."""
-        return self._write_if_changed(self.config_path(name), content.encode(), 0o644, absent=absent)
+        exist (see the module docstring). `digest`: `content_digest` of the bytes, when the caller has it."""
+        data = content.encode() if isinstance(content, str) else content
+        return self._write_if_changed(self.config_path(name), data, 0o644, absent=absent, digest=digest)
 
     def write_config_ahead(self, name: str, content: str) -> None:
         """Write conf.d/<name>.conf atomically without the files lock and without recording it: for a process
@@ -507,7 +519,10 @@ class Manager:
         the uid `owner` (a file NGINX's workers read); returns the path."""
         path = self.secret_path(name)
         data = content.encode() if isinstance(content, str) else content
-        if not self._write_if_changed(path, data, mode, owner):
+        with self._files_lock:
+            written = self._write_if_changed_locked(path, data, mode, owner,
+                                                    absent=self._secret_absent_locked(name, path))
+        if not written:
             st = os.stat(path)
             if stat.S_IMODE(st.st_mode) != mode:
                 os.chmod(path, mode)
@@ -523,34 +538,48 @@ class Manager:
         except OSError as e:
             log.warning("failed to delete secret file", path=path, error=str(e))
 
-    def _write_if_changed(self, path: str, data: bytes, mode: int, owner: int | None = None, *,
-                          absent: bool = False) -> bool:
-        digest = _digest(data)
-        with self._files_lock:
-            if not absent and self._digest_locked(path) == digest:
+    def _secret_absent_locked(self, name: str, path: str) -> bool:
+        """True if secrets/<name> is known not to exist: not in the dir's first listing, not written since."""
+        if self._secrets_listed is None:
+            try:
+                self._secrets_listed = frozenset(os.listdir(self.secrets_dir))
+            except OSError:
                 return False
-            st = _atomic_write(path, data, mode, owner)
-            self._cache[path] = _Cached(digest, st.st_ino, st.st_size, st.st_mtime_ns)
-            return True
+        return name not in self._secrets_listed and path not in self._cache
 
-    def _digest_locked(self, path: str) -> bytes | None:
-        """The digest of the file's bytes (None: no file); read only when it changed behind our back."""
+    def _write_if_changed(self, path: str, data: bytes, mode: int, owner: int | None = None, *,
+                          absent: bool = False, digest: bytes | None = None) -> bool:
+        with self._files_lock:
+            return self._write_if_changed_locked(path, data, mode, owner, absent=absent, digest=digest)
+
+    def _write_if_changed_locked(self, path: str, data: bytes, mode: int, owner: int | None = None, *,
+                                 absent: bool = False, digest: bytes | None = None) -> bool:
+        if digest is None:
+            digest = content_digest(data)
+        if not absent and self._holds_locked(path, data, digest):
+            return False
+        st = _atomic_write(path, data, mode, owner)
+        self._cache[path] = _Cached(digest, st.st_ino, st.st_size, st.st_mtime_ns)
+        return True
+
+    def _holds_locked(self, path: str, data: bytes, digest: bytes) -> bool:
+        """True if the file holds exactly `data` (whose digest is `digest`): by the cached digest while the
+        file's inode, size and mtime are the cached ones; else a file of another size differs, and one of the
+        same size (e.g. written by a forked render process) is read and compared byte for byte, no digest."""
         try:
             st = os.stat(path)
         except FileNotFoundError:
             self._cache.pop(path, None)
-            return None
+            return False
         cached = self._cache.get(path)
         if cached is not None and (cached.ino, cached.size, cached.mtime_ns) == (
                 st.st_ino, st.st_size, st.st_mtime_ns):
-            return cached.digest
-        data = self._read(path)
-        if data is None:
-            self._cache.pop(path, None)
-            return None
-        digest = _digest(data)
+            return cached.digest == digest
+        self._cache.pop(path, None)
+        if st.st_size != len(data) or self._read(path) != data:
+            return False
         self._cache[path] = _Cached(digest, st.st_ino, st.st_size, st.st_mtime_ns)
-        return digest
+        return True
 
     @staticmethod
     def _read(path: str) -> bytes | None:

@@ -23,7 +23,7 @@ from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, backend_key
 from ingressctl.configs.prerender import _child_shares
 from ingressctl.configs.templates import MAIN_TEMPLATE, TEMPLATES_DIR, TemplateExecutor
 from ingressctl.keys import ResourceKey
-from ingressctl.nginx.manager import ReloadError
+from ingressctl.nginx.manager import ReloadError, content_digest
 
 
 def ikey(ns_name: str) -> ResourceKey:
@@ -50,9 +50,14 @@ class FakeManager:
     def list_configs(self) -> list[str]:
         return sorted(self.files)
 
-    def create_config(self, name: str, content: str, *, absent: bool = False) -> bool:
-        # The file engine's promise: a file it calls absent does not exist (checked by every test here).
+    def create_config(self, name: str, data: str | bytes, *, absent: bool = False,
+                      digest: bytes | None = None) -> bool:
+        # The file engine's promises: a file it calls absent does not exist, and a digest it passes is the
+        # Manager's digest of these bytes (checked by every test here).
         assert not absent or name not in self.files, f"{name} called absent but exists"
+        raw = data.encode() if isinstance(data, str) else data
+        assert digest is None or digest == content_digest(raw), f"{name} written with a wrong digest"
+        content = raw.decode()
         self.absent_writes += absent
         if self.files.get(name) == content:
             return False

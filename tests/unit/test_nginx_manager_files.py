@@ -66,6 +66,38 @@ def test_change_detection_compares_with_disk_not_just_the_cache(mgr: Manager, tm
     assert mgr.create_main_config("main\n") is False
 
 
+def test_a_file_found_in_place_is_compared_byte_for_byte_and_digested_once(
+        mgr: Manager, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file another process wrote (no cache entry): same bytes are read once and kept, without digesting
+    what was read; another size is rewritten without reading it."""
+    from ingressctl.nginx import manager as manager_module
+
+    Path(mgr.config_path("ahead")).write_text("server { }\n")
+    Path(mgr.config_path("other")).write_text("server { listen 81; }\n")
+    ino = os.stat(mgr.config_path("ahead")).st_ino
+    digests: list[bytes] = []
+    reads: list[str] = []
+    real_digest, real_read = manager_module.content_digest, Manager._read
+
+    def spy_digest(data: bytes) -> bytes:
+        digests.append(data)
+        return real_digest(data)
+
+    def spy_read(path: str) -> bytes | None:
+        reads.append(path)
+        return real_read(path)
+
+    monkeypatch.setattr(manager_module, "content_digest", spy_digest)
+    monkeypatch.setattr(Manager, "_read", staticmethod(spy_read))
+    assert mgr.create_config("ahead", "server { }\n") is False
+    assert os.stat(mgr.config_path("ahead")).st_ino == ino
+    assert digests == [b"server { }\n"] and reads == [mgr.config_path("ahead")]
+    assert mgr.create_config("ahead", "server { }\n") is False  # now cached: no read
+    assert reads == [mgr.config_path("ahead")]
+    assert mgr.create_config("other", "server { }\n") is True   # another size: no read
+    assert reads == [mgr.config_path("ahead")] and mgr.read_config("other") == "server { }\n"
+
+
 def test_a_config_known_absent_is_written_without_looking_at_the_old_one(
         mgr: Manager, monkeypatch: pytest.MonkeyPatch) -> None:
     looked: list[str] = []
@@ -166,6 +198,43 @@ def test_secret_mode_and_atomic_replace(mgr: Manager) -> None:
     mgr.delete_secret("default-tls")                        # missing: no error
 
 
+def test_a_secret_file_the_dir_never_held_is_written_without_looking_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The secrets dir is listed once; a name it did not hold (and not written since) is known absent: no
+    stat of a missing file. Names it held, or that were written since, are compared with the disk."""
+    first = Manager(binary="nginx", conf_dir=str(tmp_path / "conf"), run_dir=str(tmp_path / "run"))
+    first.create_secret("kept", b"old")
+    mgr = Manager(binary="nginx", conf_dir=first.conf_dir, run_dir=first.run_dir)  # a restart: the file stays
+    looked: list[str] = []
+    real_stat = os.stat
+
+    def spy_stat(path: str, *args: object, **kwargs: object) -> os.stat_result:
+        looked.append(str(path))
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "stat", spy_stat)
+    kept, ino = mgr.secret_path("kept"), os.stat(first.secret_path("kept")).st_ino
+    assert mgr.create_secret("new", b"pem") and mgr.secret_path("new") not in looked
+    mgr.create_secret("kept", b"old")                        # on disk already: compared, not rewritten
+    assert kept in looked and os.stat(kept).st_ino == ino
+    looked.clear()
+    mgr.create_secret("new", b"pem")                         # written since: compared with the disk
+    assert mgr.secret_path("new") in looked
+    Path(mgr.secret_path("new")).write_bytes(b"edited behind our back")
+    mgr.create_secret("new", b"pem")
+    assert Path(mgr.secret_path("new")).read_bytes() == b"pem"
+    mgr.delete_secret("new")
+    looked.clear()
+    mgr.create_secret("new", b"pem2")                        # deleted since: absent again
+    assert mgr.secret_path("new") not in looked and Path(mgr.secret_path("new")).read_bytes() == b"pem2"
+    # Created behind our back after the listing: still replaced atomically with our bytes.
+    Path(mgr.secret_path("other")).write_bytes(b"theirs")
+    mgr.create_secret("other", b"ours")
+    other = mgr.secret_path("other")
+    assert Path(other).read_bytes() == b"ours" and mode_of(other) == 0o600
+    assert sorted(os.listdir(mgr.secrets_dir)) == ["kept", "new", "other"]
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
 def test_a_secret_for_nginx_workers_belongs_to_their_user(mgr: Manager) -> None:
     import pwd
@@ -194,6 +263,41 @@ def test_temp_file_is_never_more_open_than_the_final_mode(mgr: Manager,
     monkeypatch.setattr(os, "replace", spy)
     mgr.create_secret("k", b"key")
     assert modes == [0o600]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o277])
+def test_files_get_exactly_their_mode_whatever_the_umask(mgr: Manager, monkeypatch: pytest.MonkeyPatch,
+                                                         umask: int) -> None:
+    """Created with the final mode (so never more open), and widened only when the umask narrowed it: under
+    the usual umask no chmod at all."""
+    while_written: list[int] = []
+    chmods: list[int] = []
+    real_write, real_fchmod = os.write, os.fchmod
+
+    def spy_write(fd: int, data: bytes) -> int:
+        while_written.append(stat.S_IMODE(os.fstat(fd).st_mode))
+        return real_write(fd, data)
+
+    def spy_fchmod(fd: int, mode: int) -> None:
+        chmods.append(mode)
+        real_fchmod(fd, mode)
+
+    monkeypatch.setattr(os, "write", spy_write)
+    monkeypatch.setattr(os, "fchmod", spy_fchmod)
+    old = os.umask(umask)
+    try:
+        mgr.create_config("c", "server { }\n")
+        mgr.create_secret("k", b"key")
+        mgr.create_secret("h", b"htpasswd", mode=0o644)
+    finally:
+        os.umask(old)
+    assert (mode_of(mgr.config_path("c")), mode_of(mgr.secret_path("k")), mode_of(mgr.secret_path("h"))) == (
+        0o644, 0o600, 0o644)
+    assert len(while_written) == 3
+    assert all(m & ~final == 0 for m, final in zip(while_written, [0o644, 0o600, 0o644], strict=True))
+    assert chmods == {0o022: [], 0o077: [0o644, 0o644], 0o277: [0o644, 0o600, 0o644]}[umask]
+    # The cached stat is the file's: an unchanged rewrite is no write.
+    assert mgr.create_config("c", "server { }\n") is False
 
 
 @pytest.mark.parametrize("name", ["", "a/b", "..", ".hidden", "x\0y", "n" * 201])
