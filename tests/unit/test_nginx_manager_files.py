@@ -26,6 +26,20 @@ def mgr(tmp_path: Path) -> Manager:
                    reload_timeout_ms=5000)
 
 
+@pytest.fixture
+def stat_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths `os.stat` is called with from now on."""
+    looked: list[str] = []
+    real_stat = os.stat
+
+    def spy_stat(path: str, *args: object, **kwargs: object) -> os.stat_result:
+        looked.append(str(path))
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "stat", spy_stat)
+    return looked
+
+
 def mode_of(path: str) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
@@ -99,15 +113,8 @@ def test_a_file_found_in_place_is_compared_byte_for_byte_and_digested_once(
 
 
 def test_a_config_known_absent_is_written_without_looking_at_the_old_one(
-        mgr: Manager, monkeypatch: pytest.MonkeyPatch) -> None:
-    looked: list[str] = []
-    real_stat = os.stat
-
-    def spy_stat(path: str, *args: object, **kwargs: object) -> os.stat_result:
-        looked.append(str(path))
-        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(os, "stat", spy_stat)
+        mgr: Manager, stat_calls: list[str]) -> None:
+    looked = stat_calls
     path = mgr.config_path("fresh")
     assert mgr.create_config("fresh", "server { }\n", absent=True) is True
     assert path not in looked
@@ -199,21 +206,15 @@ def test_secret_mode_and_atomic_replace(mgr: Manager) -> None:
 
 
 def test_a_secret_file_the_dir_never_held_is_written_without_looking_for_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, stat_calls: list[str]) -> None:
     """The secrets dir is listed once; a name it did not hold (and not written since) is known absent: no
     stat of a missing file. Names it held, or that were written since, are compared with the disk."""
     first = Manager(binary="nginx", conf_dir=str(tmp_path / "conf"), run_dir=str(tmp_path / "run"))
     first.create_secret("kept", b"old")
     mgr = Manager(binary="nginx", conf_dir=first.conf_dir, run_dir=first.run_dir)  # a restart: the file stays
-    looked: list[str] = []
-    real_stat = os.stat
-
-    def spy_stat(path: str, *args: object, **kwargs: object) -> os.stat_result:
-        looked.append(str(path))
-        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(os, "stat", spy_stat)
     kept, ino = mgr.secret_path("kept"), os.stat(first.secret_path("kept")).st_ino
+    looked = stat_calls
+    looked.clear()
     assert mgr.create_secret("new", b"pem") and mgr.secret_path("new") not in looked
     mgr.create_secret("kept", b"old")                        # on disk already: compared, not rewritten
     assert kept in looked and os.stat(kept).st_ino == ino
