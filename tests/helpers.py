@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime
+import functools
 import http.client
 import os
 import random
@@ -30,6 +31,13 @@ _given: set[int] = set()
 _pick = random.SystemRandom()
 
 
+@functools.cache
+def _candidate_ports() -> tuple[int, ...]:
+    """The ports `free_ports` picks from: from _LOWEST_PICKED up, outside the ephemeral range (read once)."""
+    low, high = _ephemeral_range()
+    return tuple(p for p in range(_LOWEST_PICKED, 65536) if not low <= p <= high)
+
+
 def _ephemeral_range() -> tuple[int, int]:
     try:
         with open(EPHEMERAL_RANGE_FILE) as f:
@@ -47,15 +55,14 @@ def free_ports(n: int) -> list[int]:
     that range, so a port from it (what binding port 0 returns) can be taken by any client connection before
     the process it was meant for binds it ("Address already in use"). Each port is handed out once per test
     process, and all `n` are held bound together while picked."""
-    low, high = _ephemeral_range()
-    candidates = [p for p in range(_LOWEST_PICKED, 65536) if not low <= p <= high and p not in _given]
-    if len(candidates) < 1000:  # the ephemeral range covers (nearly) everything: let the kernel choose
+    candidates = _candidate_ports()
+    if len(candidates) - len(_given) < 1000:  # the ephemeral range covers (nearly) everything
         return _kernel_ports(n)
     ports: list[int] = []
     with contextlib.ExitStack() as stack:
         while len(ports) < n:
             port = _pick.choice(candidates)
-            if port in ports:
+            if port in ports or port in _given:
                 continue
             s = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
             try:
