@@ -6,6 +6,7 @@ Everything binds 127.0.0.1, on ports outside the kernel's ephemeral range (see `
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import datetime
@@ -13,8 +14,10 @@ import functools
 import http.client
 import os
 import random
+import shutil
 import socket
 import ssl
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,6 +88,14 @@ def _kernel_ports(n: int) -> list[int]:
         for s in socks:
             s.bind(("127.0.0.1", 0))
         return [int(s.getsockname()[1]) for s in socks]
+
+
+def scratch_dir(prefix: str) -> str:
+    """A new directory directly under /tmp (unix socket paths inside it stay short), removed with its
+    contents when the test process exits."""
+    d = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 def wait_until(cond: Callable[[], T], what: str, deadline: float = DEADLINE, interval: float = 0.05) -> T:

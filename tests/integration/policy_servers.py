@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ingressctl.http_serving import BackgroundServer
-from tests.helpers import Response
+from tests.helpers import Response, scratch_dir
 from tests.pki import CA, Issued
 
 GOOD_TOKEN = "Bearer let-me-in"
@@ -34,7 +34,7 @@ class MTLSBackend(BackgroundServer):
 
     def __init__(self, name: str, server_cert: Issued, client_ca: CA) -> None:
         self.name = name
-        self._dir = tempfile.mkdtemp(prefix="mtls-")
+        self._dir = scratch_dir("mtls-")
         cert, key = _pem_files(server_cert, self._dir, "server")
         ca_path = os.path.join(self._dir, "client-ca.crt")
         with open(ca_path, "wb") as f:

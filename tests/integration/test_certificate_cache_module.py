@@ -18,7 +18,7 @@ import requests_unixsocket
 from ingressctl.nginx.manager import Manager
 from ingressctl.nginx.modules import CERTIFICATE_CACHE, installed_module
 from ingressctl.nginx.stub_status import unix_socket_url
-from tests.helpers import Cert, TLSResponse, free_port, https_get, make_cert
+from tests.helpers import Cert, TLSResponse, free_port, https_get, make_cert, scratch_dir
 
 pytestmark = pytest.mark.integration
 
@@ -85,7 +85,7 @@ def pems() -> Iterator[str]:
 
 
 def start(pems: str, cache: str = CACHE) -> tuple[Manager, int]:
-    d = tempfile.mkdtemp(prefix="ic-cc-", dir="/tmp")
+    d = scratch_dir("ic-cc-")
     m = Manager(conf_dir=f"{d}/conf", run_dir=f"{d}/run", reload_timeout_ms=30000)
     port = free_port()
     m.create_main_config(main_config(m, port, pems, cache))

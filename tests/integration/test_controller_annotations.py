@@ -162,6 +162,8 @@ def test_hsts_with_tls_and_ssl_redirect(env: Env, running: Controller) -> None:
     r = wait_until(lambda: (x := c.https("hsts.example.com", "/a")).status == 200 and x, "https 200")
     assert r.backend == "web"
     assert r.headers["strict-transport-security"] == "max-age=3600; includeSubDomains; preload"
+    # New workers answer before the reload has returned; until it has, an old worker may still accept.
+    c.wait_idle()
     plain = c.get("hsts.example.com", "/a?b=c")
     assert plain.status == 301
     assert plain.headers["location"] == f"https://hsts.example.com:{c.https_port}/a?b=c"
@@ -171,6 +173,7 @@ def test_hsts_with_tls_and_ssl_redirect(env: Env, running: Controller) -> None:
                 annotations={"nginx.org/hsts": "true", "ingress.kubernetes.io/ssl-redirect": "false"})
     r = wait_until(lambda: (x := c.get("hsts.example.com", "/a")).status == 200 and x, "plain HTTP served")
     assert r.backend == "web" and "strict-transport-security" not in r.headers
+    c.wait_idle()
     assert c.https("hsts.example.com", "/").headers["strict-transport-security"].startswith("max-age=")
     # A bad HSTS value is rejected and the Ingress stops serving; the others do not notice.
     env.ingress("hsts", [rule("hsts.example.com", ("/", "web"))], tls=tls,

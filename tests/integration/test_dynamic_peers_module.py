@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import http.client
 import os
-import tempfile
 
 import pytest
 import requests
@@ -17,7 +16,7 @@ from ingressctl.demo_backend import Backend
 from ingressctl.nginx.dynamic_peers import API_PATH, DynamicUpdateError, dynamic_peers_module
 from ingressctl.nginx.manager import Manager
 from ingressctl.nginx.stub_status import unix_socket_url
-from tests.helpers import free_port
+from tests.helpers import free_port, scratch_dir
 
 pytestmark = pytest.mark.integration
 
@@ -64,7 +63,7 @@ http {{
 
 
 def start(lb: str, extra_upstream: str = "") -> tuple[Manager, int]:
-    d = tempfile.mkdtemp(prefix="ic-dyn-", dir="/tmp")
+    d = scratch_dir("ic-dyn-")
     m = Manager(conf_dir=f"{d}/conf", run_dir=f"{d}/run", reload_timeout_ms=30000)
     port = free_port()
     m.create_main_config(main_config(m, port, lb, extra_upstream))
@@ -161,7 +160,7 @@ def test_a_reload_starts_again_from_the_configuration(backends: list[Backend]) -
 
 
 def test_the_directive_needs_a_zone() -> None:
-    d = tempfile.mkdtemp(prefix="ic-dyn-", dir="/tmp")
+    d = scratch_dir("ic-dyn-")
     m = Manager(conf_dir=f"{d}/conf", run_dir=f"{d}/run")
     text = main_config(m, free_port(), "").replace("        zone upstreams;\n", "", 1)
     m.create_main_config(text)

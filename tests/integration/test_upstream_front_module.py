@@ -7,14 +7,13 @@ upstream block. The controller puts the directive in the upstream blocks of its 
 from __future__ import annotations
 
 import http.client
-import tempfile
 
 import pytest
 
 from ingressctl.demo_backend import Backend
 from ingressctl.nginx.manager import Manager
 from ingressctl.nginx.modules import UPSTREAM_FRONT, installed_module
-from tests.helpers import free_port
+from tests.helpers import free_port, scratch_dir
 from tests.integration.harness import NS, Env, rule
 
 pytestmark = pytest.mark.integration
@@ -61,7 +60,7 @@ http {{
 
 
 def manager() -> Manager:
-    d = tempfile.mkdtemp(prefix="ic-front-", dir="/tmp")
+    d = scratch_dir("ic-front-")
     return Manager(conf_dir=f"{d}/conf", run_dir=f"{d}/run", reload_timeout_ms=30000)
 
 
