@@ -26,7 +26,8 @@ Guarantees:
   that exist at that moment are kept.
 - `render` must be pure (its effects in a child are lost) and return something picklable. `in_child`, run
   in a child after each of its renders, is where a child may act outside its memory (write the item's file);
-  it must take no lock another thread may hold.
+  what it returns is sent back instead of the render's result (e.g. with a record of the file it wrote). It
+  must take no lock another thread may hold.
 - `startup_processes()` is the number of processes worth using: the CPUs this process may run on, capped by
   a cgroup (v2 `cpu.max`, v1 `cpu.cfs_quota_us`) CPU limit and by `MAX_PROCESSES`.
 """
@@ -76,14 +77,15 @@ class RenderAheadStats:
 
 
 def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, processes: int,
-                 min_items: int = MIN_ITEMS, in_child: Callable[[T, R], None] | None = None,
+                 min_items: int = MIN_ITEMS, in_child: Callable[[T, R], R] | None = None,
                  child_cost: float = 1.0, prepare_cost: float = 0.0,
                  stats: RenderAheadStats | None = None) -> list[tuple[T, R | None]]:
     """See the module docstring. `items` yields about `count` items; pulling one may be work of its own
     (building it: `prepare_cost`, relative to a render). Returns every item pulled, in order, with its
     result. With fewer than `min_items` items, or one process, nothing is rendered ahead (all None).
     `in_child(item, result)` runs in the child after each of its renders (e.g. to write the item's file
-    there, in parallel); when it raises, that item comes back None. `child_cost`: what an item costs a child
+    there, in parallel) and returns the item's result to send back; when it raises, that item comes back
+    None. `child_cost`: what an item costs a child
     relative to a render here (more than 1 when `in_child` adds work)."""
     stats = stats if stats is not None else RenderAheadStats()
     processes = max(1, min(processes, count))
@@ -175,7 +177,7 @@ def _child_shares(n: int, processes: int, child_cost: float, prepare_cost: float
 
 
 def _fork_child(share: Sequence[T], render: Callable[[T], R],
-                in_child: Callable[[T, R], None] | None) -> tuple[int, int] | None:
+                in_child: Callable[[T, R], R] | None) -> tuple[int, int] | None:
     """Fork a child that renders the items of `share`; returns (pid, read end) or None if the fork
     failed."""
     read_fd, write_fd = os.pipe()
@@ -196,7 +198,7 @@ def _fork_child(share: Sequence[T], render: Callable[[T], R],
                 try:
                     result = render(item)
                     if in_child is not None:
-                        in_child(item, result)
+                        result = in_child(item, result)
                 except Exception:
                     out.append(None)
                 else:

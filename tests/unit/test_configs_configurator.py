@@ -23,7 +23,7 @@ from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, backend_key
 from ingressctl.configs.prerender import _child_shares
 from ingressctl.configs.templates import MAIN_TEMPLATE, TEMPLATES_DIR, TemplateExecutor
 from ingressctl.keys import ResourceKey
-from ingressctl.nginx.manager import ReloadError, content_digest
+from ingressctl.nginx.manager import ReloadError, WrittenFile, content_digest
 
 
 def ikey(ns_name: str) -> ResourceKey:
@@ -65,8 +65,14 @@ class FakeManager:
         self.files[name] = content
         return True
 
-    def write_config_ahead(self, name: str, content: str) -> None:
+    def write_config_ahead(self, name: str, content: str) -> WrittenFile:
         self.files[name] = content  # in a forked process: its own copy
+        return WrittenFile(content_digest(content.encode()), 0, len(content), 0)
+
+    def adopt_config(self, name: str, written: WrittenFile) -> bool:
+        # Only a file that holds what was written ahead (in this process's copy) is taken over.
+        content = self.files.get(name)
+        return content is not None and content_digest(content.encode()) == written.digest
 
     def delete_config(self, name: str) -> bool:
         return self.files.pop(name, None) is not None

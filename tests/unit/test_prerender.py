@@ -143,17 +143,19 @@ def test_startup_processes_read_a_cgroup_v1_quota(tmp_path: Path, monkeypatch: p
 
 
 def test_in_child_runs_in_the_child_for_its_share_and_a_failure_costs_that_item(tmp_path: Path) -> None:
-    def write(i: int, result: int) -> None:
+    """What in_child returns is the item's result (e.g. the render with a record of the file written)."""
+    def write(i: int, result: int) -> int:
         if i == 50:
             raise OSError("disk full")
         (tmp_path / f"{i}-{os.getpid()}").write_text(str(result))
+        return result + 1
 
     stats = RenderAheadStats()
     results = ahead(ITEMS, lambda i: i * 2, processes=2, in_child=write, stats=stats)
     written = {int(p.name.split("-")[0]): int(p.name.split("-")[1]) for p in tmp_path.iterdir()}
     assert sorted(written) == [i for i in range(150) if i != 50]  # only the child's share
     assert os.getpid() not in written.values()
-    assert results == [None if i == 50 else i * 2 for i in ITEMS]
+    assert results == [None if i == 50 else i * 2 + 1 if i < 150 else i * 2 for i in ITEMS]
     assert stats.by_children == 149
 
 
