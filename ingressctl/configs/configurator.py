@@ -53,7 +53,7 @@ from ingressctl.configs.dynamic_upstreams import DynamicUpstreams
 from ingressctl.configs.files import REASON_ENDPOINTS, REASON_OTHER, ConfigFiles, ReloadOutcome, WrittenAhead
 from ingressctl.configs.ingress import error_server_address
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, MergeableIngresses
-from ingressctl.configs.prerender import MIN_ITEMS, RenderAheadStats, render_ahead
+from ingressctl.configs.prerender import MEASURED_ITEMS, MIN_ITEMS, RenderAheadStats, render_ahead
 from ingressctl.configs.renderers import ChildCounter, IngressRenderer, RenderContext, Rendered, Renderer
 from ingressctl.configs.templates import TemplateError, TemplateExecutor, TemplateRenderError
 from ingressctl.configs.upstream_front import front_upstreams
@@ -67,9 +67,6 @@ log = get_logger(__name__)
 __all__ = ["REASON_ENDPOINTS", "REASON_OTHER", "Configurator", "ReloadOutcome"]
 
 DHPARAM_FILE = "dhparam.pem"
-# What an Ingress costs a process that renders it and writes its file, relative to rendering it only
-# (measured at 10,000 Ingresses: ~110 us to render, ~100 us more to slot and write the file).
-WRITE_AHEAD_COST = 1.9
 CERTIFICATE_MAP_FILE = "ingressctl-certificates"  # conf.d/<this>.conf: the CertificateMap
 
 
@@ -257,14 +254,15 @@ class Configurator:
         return rendered
 
     def render_ahead(self, items: Iterable[tuple[ResourceKey, object]], count: int, *, processes: int,
-                     prepare_cost: float = 0.0, min_items: int = MIN_ITEMS) -> RenderAheadStats:
-        """Render `items` (key, resource; about `count` of them, each `prepare_cost` renders' worth of work to
-        pull) ahead, in up to `processes` processes (configs.prerender). The next `add_or_update` of one of
-        these very objects (by identity) under an unchanged render context takes its result instead of
-        rendering, once; any other call renders as usual, and so does one whose render raised ahead (its
-        error comes out of the normal path). The other processes also write the files of their share
-        (`ConfigFiles.write_ahead`); `add_or_update` then takes each over as written, or rewrites it if it
-        is no longer the file written. Results not taken, and files written ahead that no `add_or_update`
+                     min_items: int = MIN_ITEMS, measure: int = MEASURED_ITEMS) -> RenderAheadStats:
+        """Render `items` (key, resource; about `count` of them) ahead, in up to `processes` processes
+        (configs.prerender; the shares sized by what the first `measure` items cost here). The next
+        `add_or_update` of one of these very objects (by identity) under an unchanged render context takes
+        its result instead of rendering, once; any other call renders as usual, and so does one whose render
+        raised ahead (its error comes out of the normal path). The other processes also write the files of
+        their share, and so does this one for the items it measures (`ConfigFiles.write_ahead`);
+        `add_or_update` then takes each over as written, or rewrites it if it is no longer the file written.
+        Results not taken, and files written ahead that no `add_or_update`
         took over, are dropped by the next `render_ahead` or by `drop_rendered_ahead()`, which a caller must
         run after its `add_or_update`s."""
         self.drop_rendered_ahead()
@@ -286,9 +284,8 @@ class Configurator:
             return result[0], self.files.write_ahead(job[3], result[0].text)
 
         stats = RenderAheadStats()
-        results = render_ahead(jobs(), count, render, in_child=write, child_cost=WRITE_AHEAD_COST,
-                               prepare_cost=prepare_cost, processes=processes, min_items=min_items,
-                               stats=stats)
+        results = render_ahead(jobs(), count, render, in_child=write, processes=processes,
+                               min_items=min_items, measure=measure, stats=stats)
         for (key, resource, _, _), result in results:
             if result is not None:
                 self._ahead[key] = (resource, ctx, self._upstream_front, *result)
