@@ -4,8 +4,10 @@ messages), registered in `policy_validation.POLICY_TYPE_VALIDATORS` on import.
 Guarantees:
 - accessControl: exactly one of `allow` / `deny`, every entry an IPv4/IPv6 address or CIDR.
 - rateLimit: `rate` (`^[1-9]\\d*r/[sSmM]$`), `key` (text with `${var}` from NIC's allow-list and the
-  `arg_`, `http_`, `cookie_`, `apikey_` prefixes), `zoneSize` (NIC's size rule: a bare or k value >= 32,
-  an m value > 0), `burst` / `delay` > 0, `logLevel`, `rejectCode` 400..599, and the tier `condition`:
+  `arg_`, `http_`, `cookie_`, `apikey_` prefixes), `zoneSize` (NIC's size rule: a k value >= 32, an m
+  value > 0; a bare value is bytes to NGINX, so it must be >= 32768, NGINX's smallest zone: NIC takes
+  e.g. `40`, which NGINX then refuses as too small), `burst` / `delay` > 0, `logLevel`, `rejectCode`
+  400..599, and the tier `condition`:
   exactly one of `variables` (one entry, `$request_method` or `$apikey_client_name`, a `match` without
   whitespace or quotes, a valid regex after `~`) and `jwt` (NGINX Plus only: forbidden otherwise).
   The `apikey_` variables a key may use are the two an apiKey policy sets: `apikey_client_name` and
@@ -24,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from ingressctl.configs.parsing import MIN_ZONE_SIZE
 from ingressctl.configs.policy_tiers import MAP_KEYWORDS, TIER_VARIABLES
 from ingressctl.controller.policy_validation import (
     PolicyValidationConfig,
@@ -98,7 +101,10 @@ def _zone_size(field: str, value: Any) -> list[FieldError]:
         return [invalid(field, value, "must consist of numeric characters followed by a valid size suffix. "
                                       "'k|K|m|M (e.g. '32k' or '1m')")]
     number, unit = int(m.group(1)), m.group(2).lower()
-    if (unit == "m" and number <= 0) or (unit != "m" and number < 32):
+    if not unit and number < MIN_ZONE_SIZE:
+        return [invalid(field, value, "a size without a suffix is in bytes: must be at least "
+                                      f"{MIN_ZONE_SIZE} (32k), NGINX's smallest zone")]
+    if (unit == "m" and number <= 0) or (unit == "k" and number < 32):
         return [invalid(field, value, "must be greater than 31k or 0m")]
     return []
 

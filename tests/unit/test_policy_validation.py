@@ -56,6 +56,7 @@ def test_a_registered_type_joins_the_rule_and_is_dispatched(monkeypatch: pytest.
     {"accessControl": {"allow": ["10.0.0.0/8", "127.0.0.1", "::1", "2001:db8::/32"]}},
     {"accessControl": {"deny": ["192.168.1.1"]}},
     {"rateLimit": {"rate": "10r/s", "key": "${binary_remote_addr}", "zoneSize": "10M"}},
+    {"rateLimit": {"rate": "10r/s", "key": "${binary_remote_addr}", "zoneSize": "32768"}},
     {"rateLimit": {"rate": "5r/m", "key": "k${http_x_user}${arg_a}${cookie_c}${request_method}",
                    "zoneSize": "32k", "burst": 3, "delay": 1, "noDelay": True, "dryRun": True,
                    "logLevel": "warn", "rejectCode": 429, "scale": True}},
@@ -91,6 +92,11 @@ def test_valid_policies(spec: dict[str, Any]) -> None:
     ({"rateLimit": {"rate": "1r/s", "key": "${uri}", "zoneSize": "31k"}},
      'spec.rateLimit.zoneSize: Invalid value: "31k": must be greater than 31k or 0m'),
     ({"rateLimit": {"rate": "1r/s", "key": "${uri}", "zoneSize": "0m"}}, "must be greater than 31k or 0m"),
+    # NIC takes a bare 40 (as if it were 40k); to NGINX it is 40 bytes, a zone too small to load.
+    ({"rateLimit": {"rate": "1r/s", "key": "${uri}", "zoneSize": "40"}},
+     'spec.rateLimit.zoneSize: Invalid value: "40": a size without a suffix is in bytes: must be at least '
+     '32768'),
+    ({"rateLimit": {"rate": "1r/s", "key": "${uri}", "zoneSize": "32767"}}, "must be at least 32768"),
     ({"rateLimit": {"rate": "1r/s", "key": "${uri}", "zoneSize": "1g"}}, "valid size suffix"),
     ({"rateLimit": {"rate": "1r/s", "key": "${uri}", "zoneSize": "1m", "burst": 0}},
      "spec.rateLimit.burst: Invalid value: 0: must be positive"),
