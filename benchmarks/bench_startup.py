@@ -142,6 +142,8 @@ class Runner:
             ahead = c.find_log("rendered ahead")
             row["render_processes"] = ahead.get("processes") if ahead else 1
             row["render_child_private_mb"] = ahead.get("child_private_mb") if ahead else None
+            # How much earlier than the sync thread the render children finished (~0: shares well sized).
+            row["render_children_ahead_s"] = ahead.get("children_ahead_seconds") if ahead else None
             flush = c.find_log("start-up status flush finished")
             row["flush_log_s"] = flush.get("seconds") if flush else None
             reload = c.find_log("nginx reloaded")
@@ -188,7 +190,8 @@ def summary(r: dict[str, Any]) -> str:
             f"{r.get('status_max_in_flight', '-')}), peak RSS {mb(r.get('peak_rss_at_ready_bytes') or 0)} "
             f"MB at ready, {mb(r.get('peak_rss_bytes') or 0)} MB at the end; rendered by "
             f"{r.get('render_processes', 1)} processes"
-            + (f" (a child's own memory {r['render_child_private_mb']} MB, for the render only)"
+            + (f" (a child's own memory {r['render_child_private_mb']} MB, for the render only; the children"
+               f" done {f(r.get('render_children_ahead_s'))} s before the sync thread)"
                if r.get("render_child_private_mb") else ""))
 
 

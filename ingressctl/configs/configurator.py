@@ -50,10 +50,10 @@ from ingressctl.configs.configmaps import (
     proxy_defaults,
 )
 from ingressctl.configs.dynamic_upstreams import DynamicUpstreams
-from ingressctl.configs.files import REASON_ENDPOINTS, REASON_OTHER, ConfigFiles, ReloadOutcome
+from ingressctl.configs.files import REASON_ENDPOINTS, REASON_OTHER, ConfigFiles, ReloadOutcome, WrittenAhead
 from ingressctl.configs.ingress import error_server_address
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, MergeableIngresses
-from ingressctl.configs.prerender import MIN_ITEMS, RenderAheadStats, render_ahead
+from ingressctl.configs.prerender import MEASURED_ITEMS, MIN_ITEMS, RenderAheadStats, render_ahead
 from ingressctl.configs.renderers import ChildCounter, IngressRenderer, RenderContext, Rendered, Renderer
 from ingressctl.configs.templates import TemplateError, TemplateExecutor, TemplateRenderError
 from ingressctl.configs.upstream_front import front_upstreams
@@ -67,9 +67,6 @@ log = get_logger(__name__)
 __all__ = ["REASON_ENDPOINTS", "REASON_OTHER", "Configurator", "ReloadOutcome"]
 
 DHPARAM_FILE = "dhparam.pem"
-# What an Ingress costs a process that renders it and writes its file, relative to rendering it only
-# (measured at 10,000 Ingresses: ~110 us to render, ~100 us more to slot and write the file).
-WRITE_AHEAD_COST = 1.9
 CERTIFICATE_MAP_FILE = "ingressctl-certificates"  # conf.d/<this>.conf: the CertificateMap
 
 
@@ -118,8 +115,8 @@ class Configurator:
         self._zone_size = shared_zone_size(0)  # as nginx.conf declares it
         self._catch_alls: dict[ResourceKey, str] = {}  # key -> upstream of a catch-all rendered here
         self._upstream_front = False  # nginx.conf loads the upstream-front module (configs.upstream_front)
-        # key -> (resource, context, upstream front, result) rendered ahead (see render_ahead)
-        self._ahead: dict[ResourceKey, tuple[object, RenderContext, bool, Rendered]] = {}
+        # key -> (resource, context, upstream front, result, its file if written ahead) (see render_ahead)
+        self._ahead: dict[ResourceKey, tuple[object, RenderContext, bool, Rendered, WrittenAhead | None]] = {}
         self.register_renderer(IngressRenderer())
 
         if prune_stale_configs:
@@ -228,8 +225,8 @@ class Configurator:
         self._set_catch_all(key, renderer.catch_all(resource))
         ctx = self._render_context()
         try:
-            rendered = (self._take_rendered_ahead(key, resource, ctx)
-                        or self._render(renderer, key, resource, ctx))
+            rendered, written = (self._take_rendered_ahead(key, resource, ctx)
+                                 or (self._render(renderer, key, resource, ctx), None))
         except (ValueError, TemplateRenderError) as e:
             log.error("render failed", resource=str(key), error=str(e))
             self.files.fail(key, f"error generating configuration for {key.ns_name}: {e}")
@@ -243,7 +240,7 @@ class Configurator:
         if self._certificates is not None:
             self._certificates.set(key, rendered.certificates)
         name = self.files.file_name(key, renderer.file_name(key))
-        self.files.write(key, name, rendered.text)
+        self.files.write(key, name, rendered.text, written)
         spares = self.files.dynamic.spare_slots(name) if self.files.dynamic is not None else 0
         self._reserve_zone(key, rendered.zone_bytes + spares * ZONE_BYTES_PER_SERVER)
         return rendered.warnings
@@ -257,16 +254,17 @@ class Configurator:
         return rendered
 
     def render_ahead(self, items: Iterable[tuple[ResourceKey, object]], count: int, *, processes: int,
-                     prepare_cost: float = 0.0, min_items: int = MIN_ITEMS) -> RenderAheadStats:
-        """Render `items` (key, resource; about `count` of them, each `prepare_cost` renders' worth of work to
-        pull) ahead, in up to `processes` processes (configs.prerender). The next `add_or_update` of one of
-        these very objects (by identity) under an unchanged render context takes its result instead of
-        rendering, once; any other call renders as usual, and so does one whose render raised ahead (its
-        error comes out of the normal path). The other processes also write the files of their share
-        (`ConfigFiles.write_ahead`); `add_or_update` then finds each in place and leaves it, or rewrites it
-        if its bytes differ. Results not taken, and files written ahead that no `add_or_update` took over,
-        are dropped by the next `render_ahead` or by `drop_rendered_ahead()`, which a caller must run after
-        its `add_or_update`s."""
+                     min_items: int = MIN_ITEMS, measure: int = MEASURED_ITEMS) -> RenderAheadStats:
+        """Render `items` (key, resource; about `count` of them) ahead, in up to `processes` processes
+        (configs.prerender; the shares sized by what the first `measure` items cost here). The next
+        `add_or_update` of one of these very objects (by identity) under an unchanged render context takes
+        its result instead of rendering, once; any other call renders as usual, and so does one whose render
+        raised ahead (its error comes out of the normal path). The other processes also write the files of
+        their share, and so does this one for the items it measures (`ConfigFiles.write_ahead`);
+        `add_or_update` then takes each over as written, or rewrites it if it is no longer the file written.
+        Results not taken, and files written ahead that no `add_or_update`
+        took over, are dropped by the next `render_ahead` or by `drop_rendered_ahead()`, which a caller must
+        run after its `add_or_update`s."""
         self.drop_rendered_ahead()
         ctx = self._render_context()
 
@@ -278,14 +276,19 @@ class Configurator:
                     self.files.expect_written_ahead((name,))
                     yield key, resource, renderer, name
 
+        def render(job: tuple[ResourceKey, object, Renderer, str]) -> tuple[Rendered, WrittenAhead | None]:
+            return self._render(job[2], job[0], job[1], ctx), None
+
+        def write(job: tuple[ResourceKey, object, Renderer, str],
+                  result: tuple[Rendered, WrittenAhead | None]) -> tuple[Rendered, WrittenAhead | None]:
+            return result[0], self.files.write_ahead(job[3], result[0].text)
+
         stats = RenderAheadStats()
-        results = render_ahead(jobs(), count, lambda job: self._render(job[2], job[0], job[1], ctx),
-                               in_child=lambda job, rendered: self.files.write_ahead(job[3], rendered.text),
-                               child_cost=WRITE_AHEAD_COST, prepare_cost=prepare_cost, processes=processes,
-                               min_items=min_items, stats=stats)
-        for (key, resource, _, _), rendered in results:
-            if rendered is not None:
-                self._ahead[key] = (resource, ctx, self._upstream_front, rendered)
+        results = render_ahead(jobs(), count, render, in_child=write, processes=processes,
+                               min_items=min_items, measure=measure, stats=stats)
+        for (key, resource, _, _), result in results:
+            if result is not None:
+                self._ahead[key] = (resource, ctx, self._upstream_front, *result)
         return stats
 
     def drop_rendered_ahead(self) -> None:
@@ -294,14 +297,15 @@ class Configurator:
         self._ahead.clear()
         self.files.drop_written_ahead()
 
-    def _take_rendered_ahead(self, key: ResourceKey, resource: object, ctx: RenderContext) -> Rendered | None:
+    def _take_rendered_ahead(self, key: ResourceKey, resource: object,
+                             ctx: RenderContext) -> tuple[Rendered, WrittenAhead | None] | None:
         ahead = self._ahead.pop(key, None)
         if ahead is None:
             return None
-        rendered_for, rendered_in, front, rendered = ahead
+        rendered_for, rendered_in, front, rendered, written = ahead
         if rendered_for is not resource or rendered_in is not ctx or front != self._upstream_front:
             return None
-        return rendered
+        return rendered, written
 
     def _render_context(self) -> RenderContext:
         """The context of a render, made again only when one of its inputs changed: the model shares settings

@@ -186,6 +186,13 @@ def _render(u: _Upstream, addresses: tuple[str, ...], spares: int, spare_address
     return "\n".join(lines) + "\n"
 
 
+class SlotCounts(NamedTuple):
+    """One file's slot counts: per upstream, and its spare slots in all."""
+
+    counts: dict[str, int]
+    spares: int
+
+
 class DynamicUpstreams:
     """The slot counts of every file's dynamic upstreams, and the text transformations (module docstring)."""
 
@@ -233,6 +240,21 @@ class DynamicUpstreams:
         self._spares[name] = spares
         parts.append(text[pos:])
         return "".join(parts)
+
+    def slots_of(self, name: str) -> SlotCounts | None:
+        """File `name`'s slot counts as the last `slot` of it left them (None: it has no dynamic upstream),
+        for `adopt` in the process that owns the files (a forked render process slots its share)."""
+        counts = self._slots.get(name)
+        return None if counts is None else SlotCounts(dict(counts), self._spares.get(name, 0))
+
+    def adopt(self, name: str, slots: SlotCounts | None) -> None:
+        """Take file `name`'s slot counts from `slot` run in another process on the same state (`slots_of`
+        there): afterwards this instance is as if it had run that `slot` itself."""
+        if slots is None:
+            self.forget(name)
+        else:
+            self._slots[name] = dict(slots.counts)
+            self._spares[name] = slots.spares
 
     def spare_slots(self, name: str) -> int:
         """How many spare slots file `name` holds (for sizing the shared upstream zone)."""

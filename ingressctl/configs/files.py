@@ -32,12 +32,13 @@ import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from ingressctl.configs.dynamic_upstreams import DynamicUpstreams, endpoint_changes
+from ingressctl.configs.dynamic_upstreams import DynamicUpstreams, SlotCounts, endpoint_changes
 from ingressctl.keys import ResourceKey
 from ingressctl.logging import get_logger
 from ingressctl.nginx.dynamic_peers import DynamicUpdateError
-from ingressctl.nginx.manager import STREAM_CONF_D_DIR, Manager, ReloadError, content_digest
+from ingressctl.nginx.manager import STREAM_CONF_D_DIR, Manager, ReloadError, WrittenFile, content_digest
 
 log = get_logger(__name__)
 
@@ -72,6 +73,14 @@ class ReloadOutcome:
 
 
 _UNCHANGED = object()
+
+
+class WrittenAhead(NamedTuple):
+    """What `ConfigFiles.write_ahead` did in a forked render process: the file it wrote, and that file's
+    dynamic-upstream slot counts."""
+
+    file: WrittenFile
+    slots: SlotCounts | None
 
 
 @dataclass
@@ -200,29 +209,55 @@ class ConfigFiles:
         """Every resource's file name (without .conf)."""
         return dict(self._file_of)
 
-    def write(self, key: ResourceKey, name: str, text: str) -> None:
+    def write(self, key: ResourceKey, name: str, text: str, ahead: WrittenAhead | None = None) -> None:
         """Make conf.d/<name>.conf hold `text` for `key` (a successful render; in its dynamic form when
-        dynamic upstreams are on)."""
+        dynamic upstreams are on). `ahead`: what `write_ahead` of this very text returned in the process
+        that rendered it; a first write of the file then takes over the file that process wrote, as long as
+        it is still that file, without slotting, encoding or reading it (otherwise: as without `ahead`)."""
         self._render_failures.pop(key, None)
-        if self.dynamic is not None and not name.startswith(f"{STREAM_CONF_D_DIR}/"):
-            text = self.dynamic.slot(name, text)  # the module serves http {} upstreams, not stream {} ones
-        digest = self._write(name, key, text)
+        digest = self._adopt(key, name, ahead) if ahead is not None else None
+        if digest is None:
+            dynamic = self._dynamic_of(name)
+            if dynamic is not None:
+                text = dynamic.slot(name, text)
+            digest = self._write(name, key, text)
         change = self._changes.get(name)
         if change is None or change.old_digest == digest:
             self.rejected.pop(key, None)  # NGINX already serves exactly this
 
-    def write_ahead(self, name: str, text: str) -> None:
+    def write_ahead(self, name: str, text: str) -> WrittenAhead:
         """In a process forked to render (configs.prerender): write conf.d/<name>.conf as `write` would for a
-        file written for the first time, so that `write` of the same text finds it in place. Takes no lock
-        and records nothing; the names must be announced with `expect_written_ahead` before the fork."""
-        if self.dynamic is not None and not name.startswith(f"{STREAM_CONF_D_DIR}/"):
-            text = self.dynamic.slot(name, text)
-        self._manager.write_config_ahead(name, text)
+        file written for the first time; returns what `write(..., ahead=)` in the owning process needs to take
+        the file over. Takes no lock and records nothing in the owner; the names must be announced with
+        `expect_written_ahead` before the fork."""
+        slots = None
+        dynamic = self._dynamic_of(name)
+        if dynamic is not None:
+            text = dynamic.slot(name, text)
+            slots = dynamic.slots_of(name)
+        return WrittenAhead(self._manager.write_config_ahead(name, text), slots)
 
     def expect_written_ahead(self, names: Sequence[str]) -> None:
-        """These files may be written by `write_ahead` in another process: `write` reads each back (and
-        writes it only if its bytes differ) instead of taking it for absent."""
+        """These files may be written by `write_ahead` in another process: `write` takes each over or reads it
+        back (and writes it only if its bytes differ) instead of taking it for absent."""
         self._ahead.update(names)
+
+    def _dynamic_of(self, name: str) -> DynamicUpstreams | None:
+        """What slots file `name`: None without dynamic upstreams, and for stream {} files (the module serves
+        http {} upstreams only)."""
+        return None if name.startswith(f"{STREAM_CONF_D_DIR}/") else self.dynamic
+
+    def _adopt(self, key: ResourceKey, name: str, ahead: WrittenAhead) -> bytes | None:
+        """`_write` of a file written ahead (see `write`): its digest if taken over, None if not."""
+        if name in self._files or name not in self._ahead or not self._manager.adopt_config(name, ahead.file):
+            return None
+        dynamic = self._dynamic_of(name)
+        if dynamic is not None:
+            dynamic.adopt(name, ahead.slots)
+        if name not in self._changes:
+            self._changes[name] = _Change(key, None, None)
+        self._files[name] = ahead.file.digest
+        return ahead.file.digest
 
     def drop_written_ahead(self) -> None:
         """Remove the files written ahead that no `write` took over (e.g. a resource whose render failed

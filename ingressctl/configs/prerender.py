@@ -5,16 +5,17 @@ Guarantees:
 - `render_ahead(items, count, render, processes=P)` returns every item `items` yields, in order, with what
   `render(item)` returned, or None where `render` raised or its share was lost. None means "not rendered
   ahead": the caller renders that item itself, in its normal path, where errors are logged and reported as
-  usual. A result is never made up: each one is exactly what `render` returned for that item (a copy, by
-  pickle).
+  usual. A result is never made up: each one is exactly what `render` (then `in_child`, if given) returned
+  for that item (a copy, by pickle, from a child).
 - With P >= 2 (and `os.fork`), P - 1 children forked from this process render a contiguous share each while
-  the calling thread renders its own (the last). Items are pulled from `items` in order (pulling may build
-  them), and each child is forked as soon as its share is pulled, so children render while this process
-  still builds the rest. Shares are sized so that all finish together (`child_cost`, `prepare_cost`).
-  Children share this process's memory copy-on-write, so the inputs are not copied; each child sends its
-  results back pickled through a pipe.
-- A child only renders and sends: it never logs, writes files or touches locks that another thread of this
-  process may have held at the fork (the render path takes none), disables its garbage collector, and
+  the calling thread renders its own (the first few, which it times, and the last). Items are pulled from
+  `items` in order (pulling may build them), and each child is forked as soon as its share is pulled, so
+  children render while this process still builds the rest. Shares are sized so that all finish together,
+  by what the first items cost here (built, rendered and `in_child`-ed in this process, timed, before any
+  fork). Children share this process's memory copy-on-write, so the inputs are not copied; each child
+  sends its results back pickled through a pipe.
+- A child only renders, runs `in_child` and sends: it never logs or touches locks that another thread of
+  this process may have held at the fork (the render path takes none), disables its garbage collector, and
   leaves with `os._exit` (no atexit handlers, no flush of this process's buffers). A child that crashes,
   is killed, sends something that cannot be unpickled, or is not done long after this process
   (`CHILD_GRACE_*`; it is then killed) costs only the parallelism: its share comes back None. The parent
@@ -25,8 +26,9 @@ Guarantees:
   and walk them again at every later one. They are still freed by reference counting; only garbage cycles
   that exist at that moment are kept.
 - `render` must be pure (its effects in a child are lost) and return something picklable. `in_child`, run
-  in a child after each of its renders, is where a child may act outside its memory (write the item's file);
-  it must take no lock another thread may hold.
+  in a child after each of its renders (and here on the items timed), is where a child may act outside its
+  memory (write the item's file); what it returns is the item's result (e.g. the render with a record of
+  the file written). It must take no lock another thread may hold.
 - `startup_processes()` is the number of processes worth using: the CPUs this process may run on, capped by
   a cgroup (v2 `cpu.max`, v1 `cpu.cfs_quota_us`) CPU limit and by `MAX_PROCESSES`.
 """
@@ -42,8 +44,8 @@ import pickle
 import select
 import signal
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -51,6 +53,7 @@ R = TypeVar("R")
 
 MAX_PROCESSES = 4
 MIN_ITEMS = 200          # fewer items than this are rendered inline: a fork costs more than it saves
+MEASURED_ITEMS = 64      # at most this many items are timed here, before any fork, to size the shares
 _READ_CHUNK = 1 << 20
 # A child gets this long, or this many times what this process took for its own share (whichever is more),
 # after this process's share is done; then it is killed and its share is rendered here.
@@ -73,27 +76,40 @@ class RenderAheadStats:
     child_private_bytes: int = 0
     waited_seconds: float = 0.0     # after rendering its own share, for the children's results
     unpickle_seconds: float = 0.0
+    # How much earlier than this process (its own share done) the last child finished its share; negative:
+    # later. Near 0 when the shares are sized right.
+    children_ahead_seconds: float = 0.0
+    child_cost: float = 0.0         # the costs the shares were sized by (measured, or given)
+    prepare_cost: float = 0.0
+    child_ranges: list[range] = field(default_factory=list)  # the indexes of each child's share
 
 
 def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, processes: int,
-                 min_items: int = MIN_ITEMS, in_child: Callable[[T, R], None] | None = None,
-                 child_cost: float = 1.0, prepare_cost: float = 0.0,
+                 min_items: int = MIN_ITEMS, in_child: Callable[[T, R], R] | None = None,
+                 measure: int = MEASURED_ITEMS, child_cost: float = 1.0, prepare_cost: float = 0.0,
                  stats: RenderAheadStats | None = None) -> list[tuple[T, R | None]]:
     """See the module docstring. `items` yields about `count` items; pulling one may be work of its own
-    (building it: `prepare_cost`, relative to a render). Returns every item pulled, in order, with its
-    result. With fewer than `min_items` items, or one process, nothing is rendered ahead (all None).
-    `in_child(item, result)` runs in the child after each of its renders (e.g. to write the item's file
-    there, in parallel); when it raises, that item comes back None. `child_cost`: what an item costs a child
-    relative to a render here (more than 1 when `in_child` adds work)."""
+    (building it). Returns every item pulled, in order, with its result. With fewer than `min_items` items,
+    or one process, nothing is rendered ahead (all None). `in_child(item, result)` runs in the child after
+    each of its renders (e.g. to write the item's file there, in parallel) and returns the item's result to
+    send back; when it raises, that item comes back None.
+    The shares are sized by what items cost: the first `measure` items (at most 1/16 of `count`) are
+    built, rendered and `in_child`-ed here, timed, before any fork; with `measure=0` (or nothing measured),
+    by `child_cost` (what an item costs a child, `in_child` included) and `prepare_cost` (building one),
+    relative to a render here."""
     stats = stats if stats is not None else RenderAheadStats()
     processes = max(1, min(processes, count))
     if processes < 2 or count < min_items or not hasattr(os, "fork"):
         return [(item, None) for item in items]
-    child_sizes = _child_shares(count, processes, child_cost, prepare_cost)
     pulled = iter(items)
     out: list[tuple[T, R | None]] = []
-    children: list[tuple[int, int, int, int]] = []   # (first index, size, pid, read end of its pipe)
     started = time.monotonic()
+    measured = _measure(pulled, min(measure, count // 16), render, in_child, out)
+    if measured is not None:
+        child_cost, prepare_cost = measured
+    stats.child_cost, stats.prepare_cost = child_cost, prepare_cost
+    child_sizes = _child_shares(count - len(out), processes, child_cost, prepare_cost)
+    children: list[tuple[int, int, int, int]] = []   # (first index, size, pid, read end of its pipe)
     reaped: set[int] = set()
     try:
         for size in child_sizes:
@@ -106,14 +122,17 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
                 stats.lost_shares += 1
             else:
                 children.append((first, len(out) - first, *child))
+                stats.child_ranges.append(range(first, len(out)))
         stats.processes = 1 + len(children)
         for item in pulled:
             try:
                 out.append((item, render(item)))
             except Exception:
                 out.append((item, None))
-        own = time.monotonic() - started
-        deadline = time.monotonic() + max(CHILD_GRACE_SECONDS, CHILD_GRACE_FACTOR * own)
+        own_done = time.monotonic()
+        own = own_done - started
+        deadline = own_done + max(CHILD_GRACE_SECONDS, CHILD_GRACE_FACTOR * own)
+        last_child_done = -math.inf
         for first, size, pid, fd in children:
             t0 = time.monotonic()
             payload = _read_all(fd, deadline)
@@ -123,9 +142,9 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
             reaped.add(pid)
             t1 = time.monotonic()
             try:
-                got, private = pickle.loads(payload) if status == 0 and payload else (None, 0)
+                got, private, done = pickle.loads(payload) if status == 0 and payload else (None, 0, None)
             except Exception:
-                got, private = None, 0
+                got, private, done = None, 0, None
             stats.waited_seconds += t1 - t0
             stats.unpickle_seconds += time.monotonic() - t1
             if not isinstance(got, list) or len(got) != size:
@@ -135,6 +154,10 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
                 out[i] = (out[i][0], result)
             stats.by_children += sum(r is not None for r in got)
             stats.child_private_bytes = max(stats.child_private_bytes, int(private or 0))
+            if isinstance(done, float):
+                last_child_done = max(last_child_done, done)
+        if last_child_done > -math.inf:
+            stats.children_ahead_seconds = own_done - last_child_done
     finally:
         for _, _, pid, fd in children:
             with contextlib.suppress(OSError):
@@ -143,6 +166,34 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
                 _kill(pid)
                 _reap(pid)
     return out
+
+
+def _measure(pulled: Iterator[T], n: int, render: Callable[[T], R], in_child: Callable[[T, R], R] | None,
+             out: list[tuple[T, R | None]]) -> tuple[float, float] | None:
+    """Build, render and `in_child` the next `n` items here, appending each with its result to `out`;
+    returns (child cost, prepare cost) relative to a render, from the items after the first (which may pay
+    for one-time work, e.g. a template's first use), or None if there was nothing to measure."""
+    prepare = rendering = extra = 0.0
+    t0 = time.perf_counter()
+    for i, item in zip(range(n), pulled, strict=False):  # `range` first: nothing pulled past the n-th
+        t1 = time.perf_counter()
+        try:
+            result = render(item)
+            t2 = time.perf_counter()
+            if in_child is not None:
+                result = in_child(item, result)
+        except Exception:
+            out.append((item, None))
+            t0 = time.perf_counter()
+            continue
+        t3 = time.perf_counter()
+        out.append((item, result))
+        if i:
+            prepare, rendering, extra = prepare + t1 - t0, rendering + t2 - t1, extra + t3 - t2
+        t0 = t3
+    if rendering <= 0:
+        return None
+    return (rendering + extra) / rendering, prepare / rendering
 
 
 def _child_shares(n: int, processes: int, child_cost: float, prepare_cost: float) -> list[int]:
@@ -175,7 +226,7 @@ def _child_shares(n: int, processes: int, child_cost: float, prepare_cost: float
 
 
 def _fork_child(share: Sequence[T], render: Callable[[T], R],
-                in_child: Callable[[T, R], None] | None) -> tuple[int, int] | None:
+                in_child: Callable[[T, R], R] | None) -> tuple[int, int] | None:
     """Fork a child that renders the items of `share`; returns (pid, read end) or None if the fork
     failed."""
     read_fd, write_fd = os.pipe()
@@ -196,12 +247,13 @@ def _fork_child(share: Sequence[T], render: Callable[[T], R],
                 try:
                     result = render(item)
                     if in_child is not None:
-                        in_child(item, result)
+                        result = in_child(item, result)
                 except Exception:
                     out.append(None)
                 else:
                     out.append(result)
-            data = pickle.dumps((out, _private_bytes()), protocol=pickle.HIGHEST_PROTOCOL)
+            # CLOCK_MONOTONIC is the system's: the parent compares when this child finished with its own end.
+            data = pickle.dumps((out, _private_bytes(), time.monotonic()), protocol=pickle.HIGHEST_PROTOCOL)
             view = memoryview(data)
             while view:
                 view = view[os.write(write_fd, view):]

@@ -232,7 +232,11 @@ def render_config_version(version: int, socket_path: str) -> str:
     )
 
 
-class _Cached(NamedTuple):  # one per file written: a NamedTuple is made in a fraction of a dataclass's time
+class WrittenFile(NamedTuple):
+    """What the Manager keeps of a file it wrote: the digest of its bytes, and the inode, size and mtime that
+    tell whether the file on disk is still that one. One per file: a NamedTuple is made in a fraction of a
+    dataclass's time."""
+
     digest: bytes
     ino: int
     size: int
@@ -421,7 +425,7 @@ class Manager:
 
         self._config_dirs = {d: os.path.join(self.conf_dir, d) for d in CONFIG_DIRS}
         self._files_lock = threading.Lock()
-        self._cache: dict[str, _Cached] = {}
+        self._cache: dict[str, WrittenFile] = {}
         self._secrets_listed: frozenset[str] | None = None  # the secrets dir at the first Secret write
         self._proc_lock = threading.RLock()
         self._instance: _Instance | None = None
@@ -472,11 +476,29 @@ class Manager:
         data = content.encode() if isinstance(content, str) else content
         return self._write_if_changed(self.config_path(name), data, 0o644, absent=absent, digest=digest)
 
-    def write_config_ahead(self, name: str, content: str) -> None:
+    def write_config_ahead(self, name: str, content: str) -> WrittenFile:
         """Write conf.d/<name>.conf atomically without the files lock and without recording it: for a process
-        forked to write files while the one that owns them writes none (configs.prerender). A later
-        `create_config` of the same bytes reads the file back and leaves it as it is."""
-        _atomic_write(self.config_path(name), content.encode(), 0o644)
+        forked to write files while the one that owns them writes none (configs.prerender). Returns what the
+        owner needs to `adopt_config` the file; a `create_config` of the same bytes instead reads it back and
+        leaves it as it is."""
+        data = content.encode()
+        st = _atomic_write(self.config_path(name), data, 0o644)
+        return WrittenFile(content_digest(data), st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def adopt_config(self, name: str, written: WrittenFile) -> bool:
+        """Take over conf.d/<name>.conf as another process wrote it (`write_config_ahead`, which returned
+        `written`): True if the file is still that one (same inode, size and mtime); it is then known to hold
+        the bytes of `written.digest`, without reading them. False: nothing is recorded."""
+        path = self.config_path(name)
+        with self._files_lock:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                return False
+            if (st.st_ino, st.st_size, st.st_mtime_ns) != written[1:]:
+                return False
+            self._cache[path] = written
+            return True
 
     def delete_config(self, name: str) -> bool:
         """Remove conf.d/<name>.conf; True if it existed."""
@@ -559,7 +581,7 @@ class Manager:
         if not absent and self._holds_locked(path, data, digest):
             return False
         st = _atomic_write(path, data, mode, owner)
-        self._cache[path] = _Cached(digest, st.st_ino, st.st_size, st.st_mtime_ns)
+        self._cache[path] = WrittenFile(digest, st.st_ino, st.st_size, st.st_mtime_ns)
         return True
 
     def _holds_locked(self, path: str, data: bytes, digest: bytes) -> bool:
@@ -578,7 +600,7 @@ class Manager:
         self._cache.pop(path, None)
         if st.st_size != len(data) or self._read(path) != data:
             return False
-        self._cache[path] = _Cached(digest, st.st_ino, st.st_size, st.st_mtime_ns)
+        self._cache[path] = WrittenFile(digest, st.st_ino, st.st_size, st.st_mtime_ns)
         return True
 
     @staticmethod

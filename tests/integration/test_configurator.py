@@ -25,9 +25,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.configurator import WRITE_AHEAD_COST, Configurator, ReloadOutcome
+from ingressctl.configs.configurator import Configurator, ReloadOutcome
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, SecretReference, backend_key
-from ingressctl.configs.prerender import _child_shares
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.http_serving import POLL_INTERVAL
 from ingressctl.keys import ResourceKey
@@ -339,10 +338,10 @@ def test_files_written_ahead_by_other_processes_are_kept_served_and_cleaned_up(
     c = env.configurator
     # The last Ingress first: the other process renders the first share.
     items = [(e.key_with_kind, e) for e in [exes[-1], *exes[:-1]]]
-    stats = c.render_ahead(items, len(items), processes=2, min_items=1)
-    [size] = _child_shares(len(exes), 2, WRITE_AHEAD_COST, 0.0)
-    child_share = [39, *range(size - 1)]
-    assert stats.by_children == size > 1 and stats.lost_shares == 0
+    stats = c.render_ahead(items, len(items), processes=2, min_items=1, measure=0)
+    [share] = stats.child_ranges
+    child_share = [39, *range(share.stop - 1)]
+    assert share.start == 0 and stats.by_children == len(share) > 1 and stats.lost_shares == 0
     conf_d = Path(env.manager.config_path("x")).parent
     ahead = {p.name: p.stat().st_ino for p in conf_d.glob("default-app-*.conf")}
     assert sorted(ahead) == sorted(f"default-app-{i}.conf" for i in child_share), "the other process's share"

@@ -13,16 +13,15 @@ from typing import Any
 import pytest
 
 from ingressctl.app import StartupError
-from ingressctl.configs.configurator import WRITE_AHEAD_COST
-from ingressctl.configs.prerender import MIN_ITEMS, _child_shares
+from ingressctl.configs.prerender import MIN_ITEMS
 from ingressctl.configs.renderers import IngressRenderer
 from ingressctl.controller import secrets as secrets_module
 from ingressctl.controller import startup as startup_module
-from ingressctl.controller.controller import PREPARE_COST
 from ingressctl.controller.reporter import Reporter
 from ingressctl.controller.status import StartupStatusFlush
 from ingressctl.k8s.client import KubeClient
 from ingressctl.k8s.leader import LeaderElector
+from ingressctl.nginx.manager import Manager
 from tests.helpers import make_cert, wait_until
 from tests.integration.harness import NS, Controller, Env, rule
 
@@ -431,27 +430,45 @@ def test_start_up_renders_in_two_processes_each_resource_once(env: Env,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """With `--startup-render-processes 2` and more Ingresses than `render_ahead` needs, a forked process
     renders a share of them while this process builds the rest: this process renders only the rest, none
-    twice, with one reload, and every host routes."""
+    twice, with one reload, and every host routes. The files the other process wrote are taken over as
+    written (none is read back here), with their dynamic-upstream slots: an endpoint change reaches them
+    without a reload."""
     names = populate(env, MIN_ITEMS + 40)
     rendered_here: list[str] = []
     original = IngressRenderer.render
+    written_here: list[str] = []
+    original_create = Manager.create_config
 
     def spy(self: IngressRenderer, resource: Any, ctx: Any) -> Any:
         rendered_here.append(resource.key)  # in a forked process this list is that process's copy
         return original(self, resource, ctx)
 
+    def spy_create(self: Manager, name: str, content: str | bytes, **kw: Any) -> bool:
+        written_here.append(name)  # written, or compared with the file on disk
+        return original_create(self, name, content, **kw)
+
     monkeypatch.setattr(IngressRenderer, "render", spy)
+    monkeypatch.setattr(Manager, "create_config", spy_create)
     c = env.controller(startup_render_processes=2)
     c.wait_idle()
     assert c.reloads == 1
-    [size] = _child_shares(len(names), 2, WRITE_AHEAD_COST, PREPARE_COST)
-    assert c.lbc.stats.rendered_ahead == size > 0
+    size = c.lbc.stats.rendered_ahead
+    assert size > 0
     assert sorted(rendered_here) == sorted(set(rendered_here)), "a resource was rendered twice"
     assert len(rendered_here) == len(names) - c.lbc.stats.rendered_ahead
     for n in names[:: len(names) // 12]:
         assert c.get(f"{n}.example.com").backend == "web"
-    with open(c.manager.config_path(f"{NS}-{names[1]}")) as f:  # a file the other process rendered
-        assert f"server_name {names[1]}.example.com;" in f.read()
+    theirs = [n for n in names if f"{NS}/{n}" not in rendered_here]
+    assert len(theirs) == size
+    with open(c.manager.config_path(f"{NS}-{theirs[0]}")) as f:  # a file the other process rendered
+        assert f"server_name {theirs[0]}.example.com;" in f.read()
+    assert not {f"{NS}-{n}" for n in theirs} & set(written_here), "a file written ahead was not taken over"
+    assert {f"{NS}-{n}" for n in names if n not in theirs} & set(written_here), "this process's last share"
+    assert c.manager.dynamic_peers_socket, "dynamic upstreams are on in this test"
+    env.endpoints("web", [env.backend("web-2")])
+    for n in theirs[:: len(theirs) // 6]:
+        c.wait_backend(f"{n}.example.com", "/", "web-2")
+    assert c.reloads == 1, "an endpoint change in a file written by the other process reloaded NGINX"
 
 
 def test_a_failure_while_rendering_ahead_costs_only_the_parallelism(env: Env,

@@ -17,13 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.configurator import WRITE_AHEAD_COST, Configurator, ReloadOutcome
+from ingressctl.configs.configurator import Configurator, ReloadOutcome
 from ingressctl.configs.files import _isolate, _isolate_without_base
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, backend_key
-from ingressctl.configs.prerender import _child_shares
 from ingressctl.configs.templates import MAIN_TEMPLATE, TEMPLATES_DIR, TemplateExecutor
 from ingressctl.keys import ResourceKey
-from ingressctl.nginx.manager import ReloadError, content_digest
+from ingressctl.nginx.manager import ReloadError, WrittenFile, content_digest
 
 
 def ikey(ns_name: str) -> ResourceKey:
@@ -65,8 +64,14 @@ class FakeManager:
         self.files[name] = content
         return True
 
-    def write_config_ahead(self, name: str, content: str) -> None:
+    def write_config_ahead(self, name: str, content: str) -> WrittenFile:
         self.files[name] = content  # in a forked process: its own copy
+        return WrittenFile(content_digest(content.encode()), 0, len(content), 0)
+
+    def adopt_config(self, name: str, written: WrittenFile) -> bool:
+        # Only a file that holds what was written ahead (in this process's copy) is taken over.
+        content = self.files.get(name)
+        return content is not None and content_digest(content.encode()) == written.digest
 
     def delete_config(self, name: str) -> bool:
         return self.files.pop(name, None) is not None
@@ -489,8 +494,9 @@ def test_rendered_ahead_files_are_byte_identical_and_each_resource_is_rendered_o
     for e in exes:
         plain.add_or_update_ingress(e)
     stats = ahead.render_ahead([(e.key_with_kind, e) for e in exes], len(exes), processes=2, min_items=1)
-    [child_share] = _child_shares(len(exes), 2, WRITE_AHEAD_COST, 0.0)
-    assert stats.processes == 2 and stats.by_children == child_share > 0
+    [child_share] = stats.child_ranges
+    assert stats.processes == 2 and stats.by_children == len(child_share) > 0
+    assert child_share.start == len(exes) // 16, "the first items were timed here"
     renderer = ahead._renderers[INGRESS_KIND]
     here: list[str] = []
     original = renderer.render
@@ -509,9 +515,9 @@ def test_rendered_ahead_files_are_byte_identical_and_each_resource_is_rendered_o
     ahead.add_or_update_ingress(exes[1])
     assert here == [exes[1].key]
     # A result whose resource is not the one given, or whose context changed, is not taken.
-    ahead.render_ahead([(e.key_with_kind, e) for e in exes[:4]], 4, processes=2, min_items=1)
-    [child_share] = _child_shares(4, 2, WRITE_AHEAD_COST, 0.0)
-    mine = range(child_share, 4)
+    stats = ahead.render_ahead([(e.key_with_kind, e) for e in exes[:4]], 4, processes=2, min_items=1,
+                               measure=0)
+    mine = [i for i in range(4) if i not in stats.child_ranges[0]]
     assert here == [exes[1].key] + [exes[i].key for i in mine] and 2 in mine  # this process's share
     here.clear()
     ahead.add_or_update_ingress(ex("i0", namespace="ns0"))          # an equal, but another, object

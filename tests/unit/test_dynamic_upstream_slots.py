@@ -152,3 +152,41 @@ def test_the_module_is_used_only_with_the_nginx_it_was_built_for(
                       f"echo 'configure arguments: {flags}' >&2\n")
     binary.chmod(0o755)
     assert dynamic_peers_module(str(binary)) == (str(modules / MODULE_FILE) if found else "")
+
+
+def test_a_file_written_ahead_is_taken_over_with_its_slots(tmp_path: Path) -> None:
+    """`ConfigFiles.write_ahead` (in a forked render process, here the same one on a copy of the slot state)
+    writes the dynamic form; `write(..., ahead=)` takes the file over with the slot counts it was written
+    with, as if it had slotted and written it here. Only a first write of an announced file is taken over."""
+    import copy
+
+    from ingressctl.configs.files import ConfigFiles
+    from ingressctl.keys import ResourceKey
+    from ingressctl.nginx.manager import Manager
+
+    manager = Manager(binary="nginx", conf_dir=str(tmp_path / "conf"), run_dir=str(tmp_path / "run"))
+    files = ConfigFiles(manager, DynamicUpstreams(SPARE))
+    text = config(upstream("u", ["10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:80"]))
+    files.expect_written_ahead(["a", "b"])
+    child = copy.deepcopy(files.dynamic)  # what a forked process starts from
+    forked = ConfigFiles(manager, child)
+    written = forked.write_ahead("a", text)
+    assert written.slots is not None and written.slots.counts == {"u": 4} and written.slots.spares == 1
+    creates: list[str] = []
+    real_create = manager.create_config
+    manager.create_config = (  # type: ignore[method-assign]
+        lambda name, *a, **kw: creates.append(name) or real_create(name, *a, **kw))
+    files.write(ResourceKey("default", "a"), "a", text, written)
+    assert creates == [], "taken over: neither written nor read here"
+    assert files.dynamic is not None and files.dynamic.spare_slots("a") == 1
+    assert manager.read_config("a") == DynamicUpstreams(SPARE).slot("a", text)
+    # Written again (not a first write): the normal path, whatever `ahead` says.
+    text2 = config(upstream("u", ["10.0.0.1:80"]))
+    files.write(ResourceKey("default", "a"), "a", text2, written)
+    here = DynamicUpstreams(SPARE)  # what slotting both texts here gives (the slots kept from the first)
+    here.slot("a", text)
+    assert creates == ["a"] and manager.read_config("a") == here.slot("a", text2)
+    # Not announced before the fork: never taken over.
+    other = forked.write_ahead("c", text)
+    files.write(ResourceKey("default", "c"), "c", text, other)
+    assert creates == ["a", "c"]

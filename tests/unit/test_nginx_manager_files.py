@@ -16,6 +16,7 @@ from ingressctl.nginx.manager import (
     NginxStartError,
     ReloadError,
     config_version_include_path,
+    content_digest,
     render_config_version,
 )
 
@@ -110,6 +111,36 @@ def test_a_file_found_in_place_is_compared_byte_for_byte_and_digested_once(
     assert reads == [mgr.config_path("ahead")]
     assert mgr.create_config("other", "server { }\n") is True   # another size: no read
     assert reads == [mgr.config_path("ahead")] and mgr.read_config("other") == "server { }\n"
+
+
+def test_a_config_written_ahead_is_adopted_only_while_it_is_that_file(
+        mgr: Manager, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`write_config_ahead` (in a forked process) returns what `adopt_config` needs: the file is then known
+    without reading it; a file replaced or removed since is not adopted, and nothing is recorded for it."""
+    reads: list[str] = []
+    real_read = Manager._read
+
+    def spy_read(path: str) -> bytes | None:
+        reads.append(path)
+        return real_read(path)
+
+    monkeypatch.setattr(Manager, "_read", staticmethod(spy_read))
+    kept = mgr.write_config_ahead("kept", "server { }\n")
+    assert kept.digest == content_digest(b"server { }\n") and kept.size == len("server { }\n")
+    assert mgr.adopt_config("kept", kept) is True
+    assert mgr.create_config("kept", "server { }\n") is False and reads == []  # known: not read
+    assert mgr.create_config("kept", "server { listen 81; }\n") is True
+    assert mgr.read_config("kept") == "server { listen 81; }\n"
+    # Replaced after it was written ahead (another inode, even with the same bytes): not adopted.
+    replaced = mgr.write_config_ahead("replaced", "server { }\n")
+    mgr.write_config_ahead("replaced", "server { }\n")
+    assert mgr.adopt_config("replaced", replaced) is False
+    reads.clear()
+    assert mgr.create_config("replaced", "server { }\n") is False and reads == [mgr.config_path("replaced")]
+    gone = mgr.write_config_ahead("gone", "server { }\n")
+    mgr.delete_config("gone")
+    assert mgr.adopt_config("gone", gone) is False
+    assert mgr.create_config("gone", "server { }\n") is True
 
 
 def test_a_config_known_absent_is_written_without_looking_at_the_old_one(

@@ -7,8 +7,10 @@ from __future__ import annotations
 import gc
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -25,6 +27,8 @@ def square_with_pid(i: int) -> tuple[int, int]:
 
 
 def ahead(items: list[int], render: Callable[[int], Any], **kw: Any) -> list[Any]:
+    """render_ahead with the shares sized by the given costs (nothing measured) unless `measure` is given."""
+    kw.setdefault("measure", 0)
     pairs = render_ahead(iter(items), len(items), render, **kw)
     assert [item for item, _ in pairs] == items, "every item comes back, in order"
     return [result for _, result in pairs]
@@ -96,8 +100,42 @@ def test_a_child_renders_while_the_rest_is_still_being_pulled(tmp_path: Path) ->
                 wait_until(marker.exists, "the child's first render, before the last item was pulled")
             yield i
 
-    pairs = render_ahead(items(), len(ITEMS), render, processes=2)
+    pairs = render_ahead(items(), len(ITEMS), render, processes=2, measure=0)
     assert [r for _, r in pairs] == ITEMS and int(marker.read_text()) != os.getpid()
+
+
+def test_the_shares_are_sized_by_what_the_first_items_cost_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first items are built, rendered and in_child-ed here, timed (all but the very first, which may
+    pay one-time costs); the children's shares follow from those costs, not from the given estimates."""
+    now = [0.0]
+    clock = SimpleNamespace(perf_counter=lambda: now[0], monotonic=time.monotonic)
+    monkeypatch.setattr(prerender, "time", clock)
+
+    def items() -> Iterator[int]:
+        for i in ITEMS:
+            now[0] += 0.5     # building an item: half a render
+            yield i
+
+    def render(i: int) -> int:
+        now[0] += 100.0 if i == 0 else 1.0
+        return i
+
+    def write(i: int, result: int) -> int:
+        now[0] += 1.0         # a child's item costs two renders
+        return result
+
+    stats = RenderAheadStats()
+    pairs = render_ahead(items(), len(ITEMS), render, processes=2, in_child=write, measure=10,
+                         child_cost=1.0, prepare_cost=0.0, stats=stats)
+    assert [r for _, r in pairs] == ITEMS
+    assert (stats.child_cost, stats.prepare_cost) == (2.0, 0.5)
+    [share] = prerender._child_shares(len(ITEMS) - 10, 2, 2.0, 0.5)
+    assert stats.child_ranges == [range(10, 10 + share)] and stats.by_children == share
+    assert share != prerender._child_shares(len(ITEMS) - 10, 2, 1.0, 0.0)[0]
+    # At most 1/16 of the items are measured.
+    stats = RenderAheadStats()
+    render_ahead(items(), len(ITEMS), render, processes=2, in_child=write, measure=1000, stats=stats)
+    assert stats.child_ranges[0].start == len(ITEMS) // 16
 
 
 def test_children_leave_without_running_this_process_exit_handlers(tmp_path: Path) -> None:
@@ -143,17 +181,19 @@ def test_startup_processes_read_a_cgroup_v1_quota(tmp_path: Path, monkeypatch: p
 
 
 def test_in_child_runs_in_the_child_for_its_share_and_a_failure_costs_that_item(tmp_path: Path) -> None:
-    def write(i: int, result: int) -> None:
+    """What in_child returns is the item's result (e.g. the render with a record of the file written)."""
+    def write(i: int, result: int) -> int:
         if i == 50:
             raise OSError("disk full")
         (tmp_path / f"{i}-{os.getpid()}").write_text(str(result))
+        return result + 1
 
     stats = RenderAheadStats()
     results = ahead(ITEMS, lambda i: i * 2, processes=2, in_child=write, stats=stats)
     written = {int(p.name.split("-")[0]): int(p.name.split("-")[1]) for p in tmp_path.iterdir()}
     assert sorted(written) == [i for i in range(150) if i != 50]  # only the child's share
     assert os.getpid() not in written.values()
-    assert results == [None if i == 50 else i * 2 for i in ITEMS]
+    assert results == [None if i == 50 else i * 2 + 1 if i < 150 else i * 2 for i in ITEMS]
     assert stats.by_children == 149
 
 
