@@ -100,7 +100,8 @@ TEXT_FILTERS: dict[str, Any] = {**FILTERS, "num": num, "words": words, "lb_metho
 class DirectAccessCodeGenerator(CodeGenerator):
     """Compiles `a.b` to Python's `a.b` and `a[<constant>]` to `a[<constant>]`, instead of calls of
     `Environment.getattr` / `getitem` (a Python function call per access, which try the other kind of access
-    and return an Undefined when both fail), and outputs a `TEXT_FILTERS` filter's result without `str()`.
+    and return an Undefined when both fail), `a ~ b` to `str(a) + str(b)`, and outputs a `TEXT_FILTERS`
+    filter's result without `str()`.
     Only for templates written against the model's attributes (the built-in Ingress template): a missing
     attribute raises AttributeError at render time, as StrictUndefined would raise UndefinedError."""
 
@@ -124,6 +125,24 @@ class DirectAccessCodeGenerator(CodeGenerator):
         self.visit(node.arg, frame)
         self.write("]")
 
+
+    @optimizeconst
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        """`a ~ b` as `(str(a) + str(b))`: a third of the cost of Jinja2's `str_join((a, b))` call."""
+        if frame.eval_ctx.volatile or frame.eval_ctx.autoescape:
+            super().visit_Concat(node, frame)
+            return
+        self.write("(")
+        for i, arg in enumerate(node.nodes):
+            if i:
+                self.write(" + ")
+            if isinstance(arg, nodes.Const) and type(arg.value) is str:
+                self.write(repr(arg.value))
+                continue
+            self.write("str(")
+            self.visit(arg, frame)
+            self.write(")")
+        self.write(")")
 
     def _is_text(self, node: nodes.Expr, frame: Frame, finalize: Any) -> bool:
         """`node` is a call of a filter that always returns str: its output needs no `str(...)`."""

@@ -96,6 +96,7 @@ def test_the_builtin_ingress_template_reads_the_model_directly() -> None:
     assert "(l_1_server).ssl" in code and "(l_1_server).ssl_ports)[0]" in code
     assert "environment.getattr(" not in code and "environment.getitem(" not in code
     assert "yield t_9((l_1_upstream).name)" in code and "str(t_" not in code
+    assert "str_join(" not in code and "t_1((str(" in code
     plain = new_environment().compile(source, INGRESS_TEMPLATE, raw=True)
     assert "environment.getattr(l_1_server, 'ssl')" in plain
     tx = TemplateExecutor()
