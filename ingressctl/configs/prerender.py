@@ -54,6 +54,7 @@ R = TypeVar("R")
 MAX_PROCESSES = 4
 MIN_ITEMS = 200          # fewer items than this are rendered inline: a fork costs more than it saves
 MEASURED_ITEMS = 64      # at most this many items are timed here, before any fork, to size the shares
+MAX_COST = 4.0           # the most a measured cost (relative to a render) is taken for
 _READ_CHUNK = 1 << 20
 # A child gets this long, or this many times what this process took for its own share (whichever is more),
 # after this process's share is done; then it is killed and its share is rendered here.
@@ -193,7 +194,9 @@ def _measure(pulled: Iterator[T], n: int, render: Callable[[T], R], in_child: Ca
         t0 = t3
     if rendering <= 0:
         return None
-    return (rendering + extra) / rendering, prepare / rendering
+    # A measure this short can catch a pause (another thread holding the interpreter): bounded, the shares
+    # stay sane.
+    return min((rendering + extra) / rendering, MAX_COST), min(prepare / rendering, MAX_COST)
 
 
 def _child_shares(n: int, processes: int, child_cost: float, prepare_cost: float) -> list[int]:

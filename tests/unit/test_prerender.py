@@ -132,6 +132,14 @@ def test_the_shares_are_sized_by_what_the_first_items_cost_here(monkeypatch: pyt
     [share] = prerender._child_shares(len(ITEMS) - 10, 2, 2.0, 0.5)
     assert stats.child_ranges == [range(10, 10 + share)] and stats.by_children == share
     assert share != prerender._child_shares(len(ITEMS) - 10, 2, 1.0, 0.0)[0]
+    # A measure caught in a pause is bounded.
+    def slow_write(i: int, result: int) -> int:
+        now[0] += 50.0
+        return result
+
+    stats = RenderAheadStats()
+    render_ahead(items(), len(ITEMS), render, processes=2, in_child=slow_write, measure=10, stats=stats)
+    assert stats.child_cost == prerender.MAX_COST
     # At most 1/16 of the items are measured.
     stats = RenderAheadStats()
     render_ahead(items(), len(ITEMS), render, processes=2, in_child=write, measure=1000, stats=stats)
