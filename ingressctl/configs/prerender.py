@@ -39,10 +39,12 @@ import contextlib
 import gc
 import itertools
 import math
+import mmap
 import os
 import pickle
 import select
 import signal
+import struct
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +57,10 @@ MAX_PROCESSES = 4
 MIN_ITEMS = 200          # fewer items than this are rendered inline: a fork costs more than it saves
 MEASURED_ITEMS = 64      # at most this many items are timed here, before any fork, to size the shares
 MAX_COST = 4.0           # the most a measured cost (relative to a render) is taken for
+# The children's shares are sized as if an item cost them this fraction of what was measured, i.e. a
+# little too large: this process takes back the end of a share that is late, but cannot help a child that
+# is done early.
+CHILD_SHARE_BIAS = 0.9
 _READ_CHUNK = 1 << 20
 # A child gets this long, or this many times what this process took for its own share (whichever is more),
 # after this process's share is done; then it is killed and its share is rendered here.
@@ -82,7 +88,8 @@ class RenderAheadStats:
     children_ahead_seconds: float = 0.0
     child_cost: float = 0.0         # the costs the shares were sized by (measured, or given)
     prepare_cost: float = 0.0
-    child_ranges: list[range] = field(default_factory=list)  # the indexes of each child's share
+    child_ranges: list[range] = field(default_factory=list)  # the indexes each child rendered (its share)
+    taken_back: int = 0             # items of the children's shares this process rendered, theirs done
 
 
 def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, processes: int,
@@ -109,8 +116,9 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
     if measured is not None:
         child_cost, prepare_cost = measured
     stats.child_cost, stats.prepare_cost = child_cost, prepare_cost
-    child_sizes = _child_shares(count - len(out), processes, child_cost, prepare_cost)
+    child_sizes = _child_shares(count - len(out), processes, child_cost * CHILD_SHARE_BIAS, prepare_cost)
     children: list[tuple[int, int, int, int]] = []   # (first index, size, pid, read end of its pipe)
+    progress = _Progress(len(child_sizes))
     reaped: set[int] = set()
     try:
         for size in child_sizes:
@@ -118,23 +126,23 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
             out.extend((item, None) for item in itertools.islice(pulled, size))
             if len(out) == first:
                 break
-            child = _fork_child([item for item, _ in out[first:]], render, in_child)
+            progress.set_limit(len(children), len(out) - first)
+            child = _fork_child([item for item, _ in out[first:]], render, in_child, progress, len(children))
             if child is None:
                 stats.lost_shares += 1
             else:
                 children.append((first, len(out) - first, *child))
-                stats.child_ranges.append(range(first, len(out)))
         stats.processes = 1 + len(children)
         for item in pulled:
-            try:
-                out.append((item, render(item)))
-            except Exception:
-                out.append((item, None))
+            out.append((item, _render_here(render, item)))
+        stats.taken_back = _take_back(children, progress, out, render)
+        stats.child_ranges = [range(first, first + progress.limit(c))
+                              for c, (first, _, _, _) in enumerate(children)]
         own_done = time.monotonic()
         own = own_done - started
         deadline = own_done + max(CHILD_GRACE_SECONDS, CHILD_GRACE_FACTOR * own)
         last_child_done = -math.inf
-        for first, size, pid, fd in children:
+        for c, (first, _, pid, fd) in enumerate(children):
             t0 = time.monotonic()
             payload = _read_all(fd, deadline)
             if payload is None:  # stuck (e.g. a lock taken at the fork): its share is rendered here later
@@ -148,12 +156,13 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
                 got, private, done = None, 0, None
             stats.waited_seconds += t1 - t0
             stats.unpickle_seconds += time.monotonic() - t1
-            if not isinstance(got, list) or len(got) != size:
+            limit = progress.limit(c)
+            if not isinstance(got, list) or len(got) < limit:
                 stats.lost_shares += 1
                 continue
-            for i, result in enumerate(got, first):
+            for i, result in enumerate(got[:limit], first):  # past the limit: taken back, rendered here
                 out[i] = (out[i][0], result)
-            stats.by_children += sum(r is not None for r in got)
+            stats.by_children += sum(r is not None for r in got[:limit])
             stats.child_private_bytes = max(stats.child_private_bytes, int(private or 0))
             if isinstance(done, float):
                 last_child_done = max(last_child_done, done)
@@ -166,7 +175,63 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
             if pid not in reaped:  # this process failed before it took the child's results
                 _kill(pid)
                 _reap(pid)
+        progress.close()
     return out
+
+
+def _render_here(render: Callable[[T], R], item: T) -> R | None:
+    try:
+        return render(item)
+    except Exception:
+        return None
+
+
+class _Progress:
+    """Per child, in memory shared with the children: how many items of its share it may render (its limit,
+    lowered by this process to take items back) and how many it has rendered. 32-bit aligned words: each
+    read and write is atomic."""
+
+    _WORD = struct.Struct("=i")
+
+    def __init__(self, children: int) -> None:
+        self._map = mmap.mmap(-1, max(1, children) * 8)  # anonymous and shared: children see the same pages
+
+    def limit(self, child: int) -> int:
+        return int(self._WORD.unpack_from(self._map, child * 8)[0])
+
+    def set_limit(self, child: int, value: int) -> None:
+        self._WORD.pack_into(self._map, child * 8, value)
+
+    def done(self, child: int) -> int:
+        return int(self._WORD.unpack_from(self._map, child * 8 + 4)[0])
+
+    def set_done(self, child: int, value: int) -> None:
+        self._WORD.pack_into(self._map, child * 8 + 4, value)
+
+    def close(self) -> None:
+        self._map.close()
+
+
+def _take_back(children: Sequence[tuple[int, int, int, int]], progress: _Progress,
+               out: list[tuple[T, R | None]], render: Callable[[T], R]) -> int:
+    """This process's share done, render the last items of the children still busy, one at a time from the
+    end of the share with the most left, lowering its limit first; stop when no child has an item left past
+    the one it may be rendering. A child may still render an item taken back (it read the old limit): its
+    result is not used. Returns how many items were taken back."""
+    taken = 0
+    while True:
+        best, most = -1, 0
+        for c in range(len(children)):
+            left = progress.limit(c) - progress.done(c) - 1  # past the item it may be rendering
+            if left > most:
+                best, most = c, left
+        if best < 0:
+            return taken
+        limit = progress.limit(best) - 1
+        progress.set_limit(best, limit)
+        i = children[best][0] + limit
+        out[i] = (out[i][0], _render_here(render, out[i][0]))
+        taken += 1
 
 
 def _measure(pulled: Iterator[T], n: int, render: Callable[[T], R], in_child: Callable[[T, R], R] | None,
@@ -228,10 +293,10 @@ def _child_shares(n: int, processes: int, child_cost: float, prepare_cost: float
     return children
 
 
-def _fork_child(share: Sequence[T], render: Callable[[T], R],
-                in_child: Callable[[T, R], R] | None) -> tuple[int, int] | None:
-    """Fork a child that renders the items of `share`; returns (pid, read end) or None if the fork
-    failed."""
+def _fork_child(share: Sequence[T], render: Callable[[T], R], in_child: Callable[[T, R], R] | None,
+                progress: _Progress, index: int) -> tuple[int, int] | None:
+    """Fork a child that renders the items of `share`, in order, up to its limit in `progress` (slot
+    `index`), counting them there; returns (pid, read end) or None if the fork failed."""
     read_fd, write_fd = os.pipe()
     gc.freeze()
     try:
@@ -246,7 +311,9 @@ def _fork_child(share: Sequence[T], render: Callable[[T], R],
             gc.disable()
             os.close(read_fd)
             out: list[R | None] = []
-            for item in share:
+            for i, item in enumerate(share):
+                if i >= progress.limit(index):  # the rest was taken back
+                    break
                 try:
                     result = render(item)
                     if in_child is not None:
@@ -255,6 +322,7 @@ def _fork_child(share: Sequence[T], render: Callable[[T], R],
                     out.append(None)
                 else:
                     out.append(result)
+                progress.set_done(index, i + 1)
             # CLOCK_MONOTONIC is the system's: the parent compares when this child finished with its own end.
             data = pickle.dumps((out, _private_bytes(), time.monotonic()), protocol=pickle.HIGHEST_PROTOCOL)
             view = memoryview(data)

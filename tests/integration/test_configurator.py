@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from ingressctl.configs import prerender
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.configurator import Configurator, ReloadOutcome
 from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, SecretReference, backend_key
@@ -329,10 +330,13 @@ def test_port_nginx_cannot_bind_is_isolated_by_reloads(snippets_env: Env,
 
 
 def test_files_written_ahead_by_other_processes_are_kept_served_and_cleaned_up(
-        env: Env, backends: dict[str, Backend]) -> None:
+        env: Env, backends: dict[str, Backend], monkeypatch: pytest.MonkeyPatch) -> None:
     """`render_ahead` (start-up): a forked process renders its share and writes those files; the writes here
     find them in place (same inode, not rewritten); NGINX serves every host after one reload; a file written
     ahead for a resource that was not written here afterwards is removed."""
+    # At 40 Ingresses this process could take nearly all of the child's share back before the child starts:
+    # here the child keeps its whole share.
+    monkeypatch.setattr(prerender, "_take_back", lambda *args: 0)
     exes = [ingress_ex(f"app-{i}", f"app-{i}.example.com", [("/", "Prefix", "web")], backends)
             for i in range(40)]
     c = env.configurator

@@ -26,6 +26,21 @@ def square_with_pid(i: int) -> tuple[int, int]:
     return i * i, os.getpid()
 
 
+@pytest.fixture(autouse=True)
+def exact_shares(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
+    """Shares exactly as the costs say, and none taken back (so a test knows each child's share); a test of
+    taking back calls the returned function to have it again."""
+    take_back, bias = prerender._take_back, prerender.CHILD_SHARE_BIAS
+    monkeypatch.setattr(prerender, "_take_back", lambda *args: 0)
+    monkeypatch.setattr(prerender, "CHILD_SHARE_BIAS", 1.0)
+
+    def restore() -> None:
+        monkeypatch.setattr(prerender, "_take_back", take_back)
+        monkeypatch.setattr(prerender, "CHILD_SHARE_BIAS", bias)
+
+    return restore
+
+
 def ahead(items: list[int], render: Callable[[int], Any], **kw: Any) -> list[Any]:
     """render_ahead with the shares sized by the given costs (nothing measured) unless `measure` is given."""
     kw.setdefault("measure", 0)
@@ -245,6 +260,59 @@ def test_a_stuck_child_is_killed_after_its_grace_and_costs_only_its_share(
         results = ahead(ITEMS, render, processes=2, stats=stats)
     assert results == [None] * 150 + ITEMS[150:]
     assert stats.lost_shares == 1
+
+
+def test_this_process_takes_back_the_end_of_a_late_share(exact_shares: Callable[[], None],
+                                                         tmp_path: Path) -> None:
+    """Its own share done, this process renders the last items of a child's share that is not done, and the
+    child stops before them: every item is rendered once, in one process or the other."""
+    exact_shares()
+    [planned] = prerender._child_shares(len(ITEMS), 2, prerender.CHILD_SHARE_BIAS, 0.0)
+    parent = os.getpid()
+    taking_back = tmp_path / "taking-back"
+
+    def render(i: int) -> tuple[int, int]:
+        if os.getpid() == parent and i < planned:
+            taking_back.touch()             # an item of the child's share, rendered here
+        elif os.getpid() != parent and i == 2:
+            wait_until(taking_back.exists, "this process taking items back")
+        return i * i, os.getpid()
+
+    stats = RenderAheadStats()
+    results = ahead(ITEMS, render, processes=2, stats=stats)
+    assert [r[0] for r in results] == [i * i for i in ITEMS]
+    [theirs] = stats.child_ranges
+    # Never the item the child may be rendering: at least its first stays its own.
+    assert theirs.start == 0 and 1 <= theirs.stop < planned and stats.taken_back == planned - theirs.stop
+    assert {r[1] for r in results[:theirs.stop]} == {next(r[1] for r in results if r[1] != parent)}
+    assert all(r[1] == parent for r in results[theirs.stop:])
+    assert stats.by_children == theirs.stop and stats.lost_shares == 0
+
+
+def test_a_stuck_child_costs_only_the_item_it_is_stuck_on_and_those_before(
+        exact_shares: Callable[[], None], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """With taking back, a child stuck at its 4th item leaves this process to render all the rest; only the
+    first four (its results are lost with it) are rendered later, by the caller."""
+    exact_shares()
+    monkeypatch.setattr(prerender, "CHILD_GRACE_SECONDS", 0.5)
+    [planned] = prerender._child_shares(len(ITEMS), 2, prerender.CHILD_SHARE_BIAS, 0.0)
+    parent = os.getpid()
+    lock = threading.Lock()
+    stuck = tmp_path / "stuck"
+
+    def render(i: int) -> int:
+        if os.getpid() != parent and i == 3:
+            stuck.touch()
+            lock.acquire()  # held by this process at the fork: blocks the child for good
+        elif i == planned:  # this process's first item: once the child is stuck
+            wait_until(stuck.exists, "the child stuck at its 4th item")
+        return i
+
+    stats = RenderAheadStats()
+    with lock:
+        results = ahead(ITEMS, render, processes=2, stats=stats)
+    assert results == [None] * 4 + ITEMS[4:]
+    assert stats.lost_shares == 1 and stats.taken_back == planned - 4 and stats.child_ranges == [range(0, 4)]
 
 
 def test_when_pulling_fails_the_children_are_killed_and_reaped() -> None:
