@@ -466,7 +466,7 @@ def test_start_up_renders_in_two_processes_each_resource_once(env: Env,
     assert {f"{NS}-{n}" for n in names if n not in theirs} & set(written_here), "this process's last share"
     assert c.manager.dynamic_peers_socket, "dynamic upstreams are on in this test"
     env.endpoints("web", [env.backend("web-2")])
-    for n in theirs[:: max(1, len(theirs) // 6)]:  # a late child may keep only a few (taken back here)
+    for n in theirs[:: max(1, len(theirs) // 6)]:
         c.wait_backend(f"{n}.example.com", "/", "web-2")
     assert c.reloads == 1, "an endpoint change in a file written by the other process reloaded NGINX"
 
