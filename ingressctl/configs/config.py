@@ -26,10 +26,12 @@ def derive(model: _M, **changes: Any) -> _M:
     names = _FIELD_NAMES.get(cls)
     if names is None:
         names = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
-    if not changes.keys() <= names:
+    if not names.issuperset(changes):
         raise TypeError(f"{cls.__name__} has no field(s) {', '.join(sorted(changes.keys() - names))}")
+    values = model.__dict__.copy()  # a copy of a dict is cheaper than inserting its items one by one
+    values.update(changes)
     copy = object.__new__(cls)
-    copy.__dict__.update(model.__dict__, **changes)
+    object.__setattr__(copy, "__dict__", values)
     return copy
 
 

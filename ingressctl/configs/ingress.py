@@ -157,8 +157,16 @@ def exact_trailing_slash_location(path: str) -> tuple[str, str]:
 
 def _exact_first(locations: list[Location]) -> list[Location]:
     """The regex locations of Exact paths before the others (otherwise in order): NGINX takes the first
-    matching regex, and an Exact path wins for its URI."""
-    return sorted(locations, key=lambda loc: not loc.exact_regex)
+    matching regex, and an Exact path wins for its URI. `locations` itself when it has none (most)."""
+    for loc in locations:
+        if loc.exact_regex:
+            return sorted(locations, key=lambda loc: not loc.exact_regex)
+    return locations
+
+
+def _has_root(locations: list[Location]) -> bool:
+    """A `location /` is among `locations`."""
+    return any(loc.path == "/" and loc.modifier == PREFIX for loc in locations)
 
 
 def _location_settings(p: ConfigParams, buffers_ok: bool, proxy_set_headers: tuple[ProxySetHeader, ...],
@@ -482,9 +490,9 @@ class _Builder:
         rewrite = self.anns.rewrites.get(service, "")
         if rewrite and trailing_slash:
             rewrite = rewrite.rstrip("/") + "/"
+        pattern = self._rewrite_pattern(ingress_path or path) if self.params.rewrite_target else ""
         return derive(self._location_settings(service), path=path, modifier=modifier, upstream=upstream,
-                      service_name=service, rewrite=rewrite,
-                      rewrite_pattern=self._rewrite_pattern(ingress_path or path))
+                      service_name=service, rewrite=rewrite, rewrite_pattern=pattern)
 
     def _location_settings(self, service: str) -> Location:
         """The settings every location of `service` in this Ingress shares (a Location without path,
@@ -685,10 +693,12 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     static = b.static
     locations = _exact_first(locations)
     codes = p.custom_http_errors
-    if (PREFIX, "/") not in {(loc.modifier, loc.path) for loc in locations} and parts.default_upstream:
+    has_root = _has_root(locations)
+    if not has_root and parts.default_upstream:
         locations = [*locations, derive(
             b.location(PREFIX, "/", parts.default_upstream, parts.default_service, trailing_slash=False),
             skip_custom_http_errors=bool(codes))]
+        has_root = True
     error_backend = parts.error_backend or parts.default_upstream
     if codes and not error_backend:
         b.warnings.append("annotation nginx.org/custom-http-errors is set but spec.defaultBackend is not; it "
@@ -699,7 +709,8 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     to_catch_all = parts.to_catch_all and not catch_all
     if to_catch_all:
         locations = [*locations, *_catch_all_locations(b, locations, host)]
-    fallback = 0 if (PREFIX, "/") in {(loc.modifier, loc.path) for loc in locations} else 404
+        has_root = True  # the catch-all's `location /` when the server had none
+    fallback = 0 if has_root else 404
     if catch_all:
         ssl, pem, reject, own_certificate = _catch_all_tls(b, parts.spec)
     else:
@@ -783,7 +794,7 @@ def _catch_all_locations(b: _Builder, locations: list[Location], host: str) -> l
     proxy settings and `$ingressctl_catch_all`, the upstream nginx.conf names, so no file refers to another
     file's upstream."""
     paths = []
-    if (PREFIX, "/") not in {(loc.modifier, loc.path) for loc in locations}:
+    if not _has_root(locations):
         paths.append("/")
     if one_label_host_regex(host):
         paths.append(CATCH_ALL_NAMED_LOCATION)

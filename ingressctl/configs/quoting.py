@@ -16,11 +16,17 @@ directive.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 # Characters that are plain text in an unquoted NGINX word in every context we emit one in.
 _BARE = re.compile(r"[A-Za-z0-9._~!*+,:@&=%/\-\[\]]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Strings that `quote` (and, with `$`, `quote_vars`) writes between double quotes as they are: nothing to
+# escape, nothing to reject.
+_PLAIN = re.compile(r"[^\x00-\x1f\x7f$\"\\]*")
+_PLAIN_VARS = re.compile(r"[^\x00-\x1f\x7f\"\\]*")
+_bare = _BARE.fullmatch
+_plain = _PLAIN.fullmatch
+_plain_vars = _PLAIN_VARS.fullmatch
 
 
 class NginxValueError(ValueError):
@@ -43,47 +49,52 @@ def _double_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-@lru_cache(maxsize=65536, typed=True)
+# Each filter first tries one regular expression that accepts the common case (a string with nothing to
+# escape or reject) and returns at once; everything else takes the full path. No cache: a config's values
+# are mostly unique to it (upstream names, hosts, addresses), so a cache of them misses and churns, which
+# costs more than the check.
+
+
 def quote(value: object) -> str:
     """`value` as one double-quoted NGINX argument; no variables, no control characters."""
+    if type(value) is str and _plain(value):
+        return '"' + value + '"'
     return _double_quote(_check(value, allow_variables=False))
 
 
-@lru_cache(maxsize=65536, typed=True)
 def quote_vars(value: object) -> str:
     """`value` as one double-quoted NGINX argument in which `$name` variables keep their meaning."""
+    if type(value) is str and _plain_vars(value):
+        return '"' + value + '"'
     return _double_quote(_check(value, allow_variables=True))
 
 
-@lru_cache(maxsize=65536, typed=True)
 def quote_regex(value: object) -> str:
     """A regular expression as one double-quoted NGINX argument (`$` allowed, no control characters)."""
+    if type(value) is str and _plain_vars(value):
+        return '"' + value + '"'
     return _double_quote(_check(value, allow_variables=True))
 
 
-@lru_cache(maxsize=65536, typed=True)
 def arg(value: object) -> str:
     """`value` as one NGINX argument: bare when harmless (readable output), quoted otherwise."""
-    if type(value) is str and _BARE.fullmatch(value):  # no control character, no '$': nothing to check
+    if type(value) is str and _bare(value):  # no control character, no '$': nothing to check
         return value
     text = _check(value, allow_variables=False)
-    if _BARE.fullmatch(text):
+    if _bare(text):
         return text
     return _double_quote(text)
 
 
-@lru_cache(maxsize=65536, typed=True)
 def token(value: object) -> str:
     """`value` unchanged if it is a harmless bare word, else `NginxValueError`."""
-    if type(value) is str and _BARE.fullmatch(value):  # no control character, no '$': nothing to check
+    if type(value) is str and _bare(value):  # no control character, no '$': nothing to check
         return value
     text = _check(value, allow_variables=False)
-    if not _BARE.fullmatch(text):
+    if not _bare(text):
         raise NginxValueError(f"invalid value {text!r}: only letters, digits and ._~!*+,:@&=%/-[] "
                               "are allowed")
     return text
 
 
-# The filters are pure, and a config repeats the same values (timeouts, sizes, upstream names) many times:
-# results are cached; rejected values are not (they raise every time).
 FILTERS = {"quote": quote, "quote_vars": quote_vars, "quote_regex": quote_regex, "arg": arg, "token": token}

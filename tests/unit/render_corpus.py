@@ -227,23 +227,28 @@ def corpus(seed: int = 15) -> list[tuple[str, object]]:
     return out
 
 
+def render_resources(renderer: IngressRenderer, ctx_name: str, ctx: RenderContext,
+                     items: list[tuple[str, object]]) -> str:
+    """Each resource's text, warnings, zone bytes and certificates (or its error) in one context."""
+    chunks = []
+    for note, resource in items:
+        chunks.append(f"=== {ctx_name} | {note}\n")
+        try:
+            r = renderer.render(resource, ctx)
+        except ValueError as e:
+            chunks.append(f"!!! {type(e).__name__}: {e}\n")
+            continue
+        chunks.append(r.text)
+        chunks.append(f"--- warnings {r.warnings}\n--- zone_bytes {r.zone_bytes} children "
+                      f"{sorted(r.child_warnings.items())} "
+                      f"certificates {sorted(r.certificates.items())}\n")
+    return "".join(chunks)
+
+
 def render_corpus() -> str:
     renderer = IngressRenderer()
-    chunks = []
     items = corpus()
-    for ctx_name, ctx in contexts():
-        for note, resource in items:
-            chunks.append(f"=== {ctx_name} | {note}\n")
-            try:
-                r = renderer.render(resource, ctx)
-            except ValueError as e:
-                chunks.append(f"!!! {type(e).__name__}: {e}\n")
-                continue
-            chunks.append(r.text)
-            chunks.append(f"--- warnings {r.warnings}\n--- zone_bytes {r.zone_bytes} children "
-                          f"{sorted(r.child_warnings.items())} "
-                          f"certificates {sorted(r.certificates.items())}\n")
-    return "".join(chunks)
+    return "".join(render_resources(renderer, ctx_name, ctx, items) for ctx_name, ctx in contexts())
 
 
 if __name__ == "__main__":

@@ -518,7 +518,9 @@ def test_rendered_ahead_files_are_byte_identical_and_each_resource_is_rendered_o
     stats = ahead.render_ahead([(e.key_with_kind, e) for e in exes[:4]], 4, processes=2, min_items=1,
                                measure=0)
     mine = [i for i in range(4) if i not in stats.child_ranges[0]]
-    assert here == [exes[1].key] + [exes[i].key for i in mine] and 2 in mine  # this process's share
+    # This process's share, each item once; an item it took back from a late child comes after its own share
+    # (how late the child is depends on how fast each side renders).
+    assert here[0] == exes[1].key and sorted(here[1:]) == sorted(exes[i].key for i in mine) and 2 in mine
     here.clear()
     ahead.add_or_update_ingress(ex("i0", namespace="ns0"))          # an equal, but another, object
     ahead.set_controller_replicas(3)                                 # a new render context

@@ -10,7 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingressctl.configs.quoting import NginxValueError, arg, quote, quote_vars, token
+from ingressctl.configs.quoting import (
+    NginxValueError,
+    _check,
+    _double_quote,
+    arg,
+    quote,
+    quote_regex,
+    quote_vars,
+    token,
+)
 
 _WS = " \t\r\n"
 
@@ -165,5 +174,25 @@ def test_any_string_is_one_argument_or_rejected(value: str) -> None:
 @settings(max_examples=600)
 @given(st.text(alphabet=st.sampled_from(list(' \t\n;{}"\'\\#$/ab=~*^'))))
 def test_nginx_syntax_characters_never_escape_the_argument(value: str) -> None:
-    for f in (arg, quote, quote_vars, token):
+    for f in (arg, quote, quote_vars, quote_regex, token):
         _round_trip(f, value)
+
+
+def _full(value: str, allow_variables: bool) -> str | None:
+    try:
+        return _double_quote(_check(value, allow_variables=allow_variables))
+    except NginxValueError:
+        return None
+
+
+@settings(max_examples=600)
+@given(st.text(alphabet=st.sampled_from(list(' \t\n\x7f;"\'\\$/ab\u00e9'))) | st.text())
+def test_the_quick_path_of_quoting_gives_what_the_full_check_gives(value: str) -> None:
+    """Each filter returns the common case at once (see quoting): the same text the full check and escape
+    give, and what they reject it rejects."""
+    for f, allow_variables in ((quote, False), (quote_vars, True), (quote_regex, True)):
+        try:
+            out: str | None = f(value)
+        except NginxValueError:
+            out = None
+        assert out == _full(value, allow_variables), (f.__name__, value)

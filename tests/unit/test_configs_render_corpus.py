@@ -16,15 +16,24 @@ from ingressctl.configs.ingress import generate_nginx_config
 from ingressctl.configs.ingress_ex import IngressEx
 from ingressctl.configs.templates import INGRESS_TEMPLATE, TEMPLATES_DIR
 from tests.unit.render_corpus import GOLDEN, corpus, render_corpus
+from tests.unit.render_corpus_extra import GOLDEN_EXTRA, render_corpus_extra
 
 
-def test_the_corpus_renders_exactly_as_recorded() -> None:
-    expected = GOLDEN.read_text(encoding="utf-8")
-    actual = render_corpus()
+def _same_as_recorded(golden: Path, actual: str) -> None:
+    expected = golden.read_text(encoding="utf-8")
     if actual != expected:
         diff = "".join(difflib.unified_diff(expected.splitlines(True), actual.splitlines(True), "recorded",
                                             "rendered", n=2))
-        raise AssertionError(f"the rendered corpus differs from {GOLDEN.name}:\n{diff[:20000]}")
+        raise AssertionError(f"the rendered corpus differs from {golden.name}:\n{diff[:20000]}")
+
+
+def test_the_corpus_renders_exactly_as_recorded() -> None:
+    _same_as_recorded(GOLDEN, render_corpus())
+
+
+def test_the_extra_corpus_renders_exactly_as_recorded() -> None:
+    """ConfigMap, flag and policy branches the first corpus does not reach (see render_corpus_extra)."""
+    _same_as_recorded(GOLDEN_EXTRA, render_corpus_extra())
 
 
 def test_rendering_the_corpus_twice_gives_the_same_text() -> None:

@@ -9,7 +9,15 @@ import pytest
 
 from ingressctl.configs.config import IngressMeta, IngressNginxConfig, MainConfig
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
-from ingressctl.configs.templates import TemplateError, TemplateExecutor, TemplateRenderError, new_environment
+from ingressctl.configs.quoting import NginxValueError
+from ingressctl.configs.templates import (
+    INGRESS_TEMPLATE,
+    TemplateError,
+    TemplateExecutor,
+    TemplateRenderError,
+    new_environment,
+    num,
+)
 from tests.unit.test_configs_ingress import directives
 
 
@@ -77,6 +85,43 @@ def test_strict_undefined_catches_a_model_mismatch() -> None:
     tx.update_main_template("{{ run_dir.nope }}")
     with pytest.raises(TemplateRenderError):
         tx.execute_main_template(main_config())
+
+
+def test_the_builtin_ingress_template_reads_the_model_directly() -> None:
+    """No `Environment.getattr`/`getitem` call per attribute and no `str()` around the filters' text; a model
+    that lacks a field still fails at render time, as a TemplateRenderError."""
+    env = new_environment(direct_access=True)
+    source = env.loader.get_source(env, INGRESS_TEMPLATE)[0]  # type: ignore[union-attr]
+    code = env.compile(source, INGRESS_TEMPLATE, raw=True)
+    assert "(l_1_server).ssl" in code and "(l_1_server).ssl_ports)[0]" in code
+    assert "environment.getattr(" not in code and "environment.getitem(" not in code
+    assert "yield t_9((l_1_upstream).name)" in code and "str(t_" not in code
+    assert "str_join(" not in code and "t_1((str(" in code
+    plain = new_environment().compile(source, INGRESS_TEMPLATE, raw=True)
+    assert "environment.getattr(l_1_server, 'ssl')" in plain
+    tx = TemplateExecutor()
+    cfg = IngressNginxConfig(upstreams=(), servers=(object(),), ingress=IngressMeta("a", "b"))  # type: ignore[arg-type]
+    with pytest.raises(TemplateRenderError, match=r"AttributeError: .* no attribute 'grpc_only'"):
+        tx.execute_ingress_template(cfg)
+
+
+def test_custom_ingress_templates_keep_jinja_attribute_semantics() -> None:
+    """A ConfigMap template reads a dict key with `.` and tests names with `is defined`, as Jinja2 does."""
+    tx = TemplateExecutor()
+    tx.update_ingress_template("{{ ingress.annotations.team }} {{ ingress.annotations.other is defined }} "
+                               "{{ ingress['name'] }}\n")
+    cfg = IngressNginxConfig(upstreams=(), servers=(), ingress=IngressMeta("a", "b", {"team": "blue"}))
+    assert tx.execute_ingress_template(cfg) == "blue False a\n"
+    tx.update_ingress_template("{{ servers[0] }}")
+    with pytest.raises(TemplateRenderError, match="has no element 0"):  # StrictUndefined, not IndexError
+        tx.execute_ingress_template(cfg)
+
+
+def test_num_takes_integers_only_also_once_cached() -> None:
+    assert num(1) == "1" and num(1) == "1"
+    for value in (True, 1.0, "1"):
+        with pytest.raises(NginxValueError, match="expected an integer"):
+            num(value)
 
 
 def test_an_unsafe_value_is_a_render_error() -> None:
