@@ -14,6 +14,11 @@ Guarantees:
   by what the first items cost here (built, rendered and `in_child`-ed in this process, timed, before any
   fork). Children share this process's memory copy-on-write, so the inputs are not copied; each child
   sends its results back pickled through a pipe.
+- Its own share done, this process takes back the end of a child's share that is not done, item by item
+  (a limit in memory shared with the child, which checks it before each item); the child's result for an
+  item taken back is not used. So a child slower than measured, or stuck, delays the end by about one item
+  of its own, not by the rest of its share; the shares are sized a little large for that
+  (`CHILD_SHARE_BIAS`).
 - A child only renders, runs `in_child` and sends: it never logs or touches locks that another thread of
   this process may have held at the fork (the render path takes none), disables its garbage collector, and
   leaves with `os._exit` (no atexit handlers, no flush of this process's buffers). A child that crashes,
