@@ -85,6 +85,7 @@ class RenderAheadStats:
     processes: int = 1
     by_children: int = 0
     lost_shares: int = 0
+    lost_reasons: list[str] = field(default_factory=list)  # why each lost share was lost
     child_private_bytes: int = 0
     waited_seconds: float = 0.0     # after rendering its own share, for the children's results
     unpickle_seconds: float = 0.0
@@ -155,19 +156,31 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
             status = _reap(pid)
             reaped.add(pid)
             t1 = time.monotonic()
-            try:
-                got, private, done = pickle.loads(payload) if status == 0 and payload else (None, 0, None)
-            except Exception:
-                got, private, done = None, 0, None
+            got: object = None
+            private = done = None
+            if payload is None:
+                why = "not done in time: killed"
+            elif status != 0:
+                why = f"exit status {status}"
+            else:
+                try:
+                    got, private, done = pickle.loads(payload)
+                    why = ""
+                except Exception as e:
+                    why = f"results unreadable ({len(payload)} bytes): {type(e).__name__}: {e}"
             stats.waited_seconds += t1 - t0
             stats.unpickle_seconds += time.monotonic() - t1
             limit = progress.limit(c)
-            if not isinstance(got, list) or len(got) < limit:
+            results = got if isinstance(got, list) else []
+            if not why and len(results) < limit:
+                why = f"{len(results)} results for {limit} items"
+            if why:
                 stats.lost_shares += 1
+                stats.lost_reasons.append(why)
                 continue
-            for i, result in enumerate(got[:limit], first):  # past the limit: taken back, rendered here
+            for i, result in enumerate(results[:limit], first):  # past the limit: taken back, rendered here
                 out[i] = (out[i][0], result)
-            stats.by_children += sum(r is not None for r in got[:limit])
+            stats.by_children += sum(r is not None for r in results[:limit])
             stats.child_private_bytes = max(stats.child_private_bytes, int(private or 0))
             if isinstance(done, float):
                 last_child_done = max(last_child_done, done)

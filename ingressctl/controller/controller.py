@@ -609,6 +609,7 @@ class LoadBalancerController:
         self.stats.rendered_ahead = stats.by_children
         log.info("rendered ahead", resources=count, processes=stats.processes,
                  by_other_processes=stats.by_children, lost_shares=stats.lost_shares,
+                 lost_reasons=stats.lost_reasons or None,
                  child_private_mb=round(stats.child_private_bytes / 2**20, 1),
                  waited_seconds=round(stats.waited_seconds, 3),
                  unpickle_seconds=round(stats.unpickle_seconds, 3),

@@ -84,7 +84,7 @@ def test_a_child_that_dies_costs_only_its_share() -> None:
 
     stats = RenderAheadStats()
     assert ahead(ITEMS, render, processes=2, stats=stats) == [None] * 150 + ITEMS[150:]
-    assert stats.lost_shares == 1 and stats.by_children == 0
+    assert stats.lost_shares == 1 and stats.by_children == 0 and stats.lost_reasons == ["exit status 3"]
 
 
 def test_a_result_that_cannot_be_pickled_costs_its_childs_share() -> None:
@@ -259,7 +259,7 @@ def test_a_stuck_child_is_killed_after_its_grace_and_costs_only_its_share(
     with lock:
         results = ahead(ITEMS, render, processes=2, stats=stats)
     assert results == [None] * 150 + ITEMS[150:]
-    assert stats.lost_shares == 1
+    assert stats.lost_shares == 1 and stats.lost_reasons == ["not done in time: killed"]
 
 
 def test_this_process_takes_back_the_end_of_a_late_share(exact_shares: Callable[[], None],
