@@ -49,7 +49,6 @@ import os
 import pickle
 import select
 import signal
-import struct
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -206,27 +205,28 @@ def _render_here(render: Callable[[T], R], item: T) -> R | None:
 
 class _Progress:
     """Per child, in memory shared with the children: how many items of its share it may render (its limit,
-    lowered by this process to take items back) and how many it has rendered. 32-bit aligned words: each
-    read and write is atomic."""
-
-    _WORD = struct.Struct("=i")
+    lowered by this process to take items back) and how many it has rendered. Aligned 32-bit words, each
+    read and written with one load or store through a memoryview (`struct.pack_into` would zero the word
+    before writing it: a reader could see 0 in between)."""
 
     def __init__(self, children: int) -> None:
         self._map = mmap.mmap(-1, max(1, children) * 8)  # anonymous and shared: children see the same pages
+        self._words = memoryview(self._map).cast("i")
 
     def limit(self, child: int) -> int:
-        return int(self._WORD.unpack_from(self._map, child * 8)[0])
+        return self._words[2 * child]
 
     def set_limit(self, child: int, value: int) -> None:
-        self._WORD.pack_into(self._map, child * 8, value)
+        self._words[2 * child] = value
 
     def done(self, child: int) -> int:
-        return int(self._WORD.unpack_from(self._map, child * 8 + 4)[0])
+        return self._words[2 * child + 1]
 
     def set_done(self, child: int, value: int) -> None:
-        self._WORD.pack_into(self._map, child * 8 + 4, value)
+        self._words[2 * child + 1] = value
 
     def close(self) -> None:
+        self._words.release()
         self._map.close()
 
 
