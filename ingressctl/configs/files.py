@@ -228,8 +228,9 @@ class ConfigFiles:
     def write_ahead(self, name: str, text: str) -> WrittenAhead:
         """In a process forked to render (configs.prerender): write conf.d/<name>.conf as `write` would for a
         file written for the first time; returns what `write(..., ahead=)` in the owning process needs to take
-        the file over. Takes no lock and records nothing in the owner; the names must be announced with
-        `expect_written_ahead` before the fork."""
+        the file over. Takes no lock; the names must be announced with `expect_written_ahead` before the
+        fork. (Run in the owning process itself, on the items it measures, it leaves only the file's slot
+        counts, which `write` takes over or `drop_written_ahead` forgets.)"""
         slots = None
         dynamic = self._dynamic_of(name)
         if dynamic is not None:
@@ -261,10 +262,13 @@ class ConfigFiles:
 
     def drop_written_ahead(self) -> None:
         """Remove the files written ahead that no `write` took over (e.g. a resource whose render failed
-        here), so NGINX never loads a file the engine does not know."""
+        here), so NGINX never loads a file the engine does not know, and any slot counts `write_ahead` left
+        for them in this process."""
         for name in self._ahead:
             if name not in self._files:
                 self._manager.delete_config(name)
+                if self.dynamic is not None:
+                    self.dynamic.forget(name)
         self._ahead.clear()
 
     def fail(self, key: ResourceKey, error: str) -> None:

@@ -190,3 +190,19 @@ def test_a_file_written_ahead_is_taken_over_with_its_slots(tmp_path: Path) -> No
     other = forked.write_ahead("c", text)
     files.write(ResourceKey("default", "c"), "c", text, other)
     assert creates == ["a", "c"]
+
+
+def test_a_file_written_ahead_here_and_not_taken_is_removed_with_its_slots(tmp_path: Path) -> None:
+    """`write_ahead` run in the owning process (on the items it measures) leaves the file's slot counts:
+    when no `write` takes the file over, `drop_written_ahead` removes the file and forgets them."""
+    from ingressctl.configs.files import ConfigFiles
+    from ingressctl.nginx.manager import Manager
+
+    manager = Manager(binary="nginx", conf_dir=str(tmp_path / "conf"), run_dir=str(tmp_path / "run"))
+    files = ConfigFiles(manager, DynamicUpstreams(SPARE))
+    files.expect_written_ahead(["x"])
+    files.write_ahead("x", config(upstream("u", ["10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:80"])))
+    assert files.dynamic is not None and files.dynamic.spare_slots("x") == 1
+    files.drop_written_ahead()
+    assert manager.read_config("x") is None
+    assert files.dynamic.slots_of("x") is None and files.dynamic.spare_slots("x") == 0

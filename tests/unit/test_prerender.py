@@ -340,10 +340,9 @@ def test_taking_back_never_loses_a_share(exact_shares: Callable[[], None]) -> No
     parent = os.getpid()
 
     def render(i: int) -> int:
-        spin = 300 if os.getpid() != parent else 200  # the child a little slower: this process takes back
-        x = 0
-        for _ in range(spin):
-            x += 1
+        n = 300 if os.getpid() != parent else 200  # the child a little slower: this process takes back
+        while n:
+            n -= 1
         return i
 
     lost: list[str] = []
