@@ -262,9 +262,9 @@ class Configurator:
         raised ahead (its error comes out of the normal path). The other processes also write the files of
         their share, and so does this one for the items it measures (`ConfigFiles.write_ahead`);
         `add_or_update` then takes each over as written, or rewrites it if it is no longer the file written.
-        Results not taken, and files written ahead that no `add_or_update`
-        took over, are dropped by the next `render_ahead` or by `drop_rendered_ahead()`, which a caller must
-        run after its `add_or_update`s."""
+        Results not taken, and files written ahead that no `add_or_update` took over, are dropped by the
+        next `render_ahead` or by `drop_rendered_ahead()`, which a caller must run after its
+        `add_or_update`s."""
         self.drop_rendered_ahead()
         ctx = self._render_context()
 

@@ -125,7 +125,6 @@ class DirectAccessCodeGenerator(CodeGenerator):
         self.visit(node.arg, frame)
         self.write("]")
 
-
     @optimizeconst
     def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
         """`a ~ b` as `(str(a) + str(b))`: a third of the cost of Jinja2's `str_join((a, b))` call."""

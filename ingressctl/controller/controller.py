@@ -67,7 +67,6 @@ from ingressctl.logging import get_logger
 
 log = get_logger(__name__)
 
-
 __all__ = ["ControllerOptions", "EventSink", "LoadBalancerController", "SyncStats"]
 
 REASON_UPDATED = "Updated"

@@ -242,6 +242,14 @@ class WrittenFile(NamedTuple):
     size: int
     mtime_ns: int
 
+    @classmethod
+    def of(cls, digest: bytes, st: os.stat_result) -> WrittenFile:
+        return cls(digest, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def is_file(self, st: os.stat_result) -> bool:
+        """`st` (a stat of its path) is of the file this describes: same inode, size and mtime."""
+        return (self.ino, self.size, self.mtime_ns) == (st.st_ino, st.st_size, st.st_mtime_ns)
+
 
 class _Output:
     """Recent lines NGINX printed, numbered, for error messages and reload failure detection."""
@@ -483,7 +491,7 @@ class Manager:
         leaves it as it is."""
         data = content.encode()
         st = _atomic_write(self.config_path(name), data, 0o644)
-        return WrittenFile(content_digest(data), st.st_ino, st.st_size, st.st_mtime_ns)
+        return WrittenFile.of(content_digest(data), st)
 
     def adopt_config(self, name: str, written: WrittenFile) -> bool:
         """Take over conf.d/<name>.conf as another process wrote it (`write_config_ahead`, which returned
@@ -495,7 +503,7 @@ class Manager:
                 st = os.stat(path)
             except FileNotFoundError:
                 return False
-            if (st.st_ino, st.st_size, st.st_mtime_ns) != written[1:]:
+            if not written.is_file(st):
                 return False
             self._cache[path] = written
             return True
@@ -581,7 +589,7 @@ class Manager:
         if not absent and self._holds_locked(path, data, digest):
             return False
         st = _atomic_write(path, data, mode, owner)
-        self._cache[path] = WrittenFile(digest, st.st_ino, st.st_size, st.st_mtime_ns)
+        self._cache[path] = WrittenFile.of(digest, st)
         return True
 
     def _holds_locked(self, path: str, data: bytes, digest: bytes) -> bool:
@@ -594,13 +602,12 @@ class Manager:
             self._cache.pop(path, None)
             return False
         cached = self._cache.get(path)
-        if cached is not None and (cached.ino, cached.size, cached.mtime_ns) == (
-                st.st_ino, st.st_size, st.st_mtime_ns):
+        if cached is not None and cached.is_file(st):
             return cached.digest == digest
         self._cache.pop(path, None)
         if st.st_size != len(data) or self._read(path) != data:
             return False
-        self._cache[path] = WrittenFile(digest, st.st_ino, st.st_size, st.st_mtime_ns)
+        self._cache[path] = WrittenFile.of(digest, st)
         return True
 
     @staticmethod
