@@ -59,7 +59,7 @@ from ingressctl.configs.templates import TemplateError, TemplateExecutor, Templa
 from ingressctl.configs.upstream_front import front_upstreams
 from ingressctl.keys import ResourceKey
 from ingressctl.logging import get_logger
-from ingressctl.nginx.manager import STREAM_CONF_D_DIR, Manager
+from ingressctl.nginx.manager import STREAM_CONF_D_DIR, Manager, WrittenFile
 from ingressctl.nginx.modules import DYNAMIC_PEERS, UPSTREAM_FRONT
 
 log = get_logger(__name__)
@@ -495,6 +495,19 @@ class Configurator:
     def create_secret(self, name: str, content: bytes, mode: int = 0o600) -> str:
         """Write secrets/<name> (the LocalSecretStore's files); returns the path."""
         return self.files.create_secret(name, content, mode)
+
+    def secret_path(self, name: str) -> str:
+        return self.files.secret_path(name)
+
+    def write_secret_ahead(self, name: str, content: bytes, mode: int = 0o600) -> WrittenFile:
+        """`create_secret`, in a forked process: see `LocalSecretStore.write_files_ahead`."""
+        return self.files.write_secret_ahead(name, content, mode)
+
+    def adopt_secret(self, name: str, written: WrittenFile) -> bool:
+        return self.files.adopt_secret(name, written)
+
+    def discard_secret_ahead(self, name: str, written: WrittenFile) -> bool:
+        return self.files.discard_secret_ahead(name, written)
 
     def delete_secret(self, name: str) -> None:
         self.files.delete_secret(name)

@@ -169,6 +169,20 @@ class ConfigFiles:
         return self._manager.create_secret(name, content, mode,
                                            self.secret_owner if mode == SECRET_MODE else None)
 
+    def secret_path(self, name: str) -> str:
+        return self._manager.secret_path(name)
+
+    def write_secret_ahead(self, name: str, content: bytes, mode: int = 0o600) -> WrittenFile:
+        """`create_secret`'s file, written by a forked process without recording it (`Manager`)."""
+        return self._manager.write_secret_ahead(name, content, mode,
+                                                self.secret_owner if mode == SECRET_MODE else None)
+
+    def adopt_secret(self, name: str, written: WrittenFile) -> bool:
+        return self._manager.adopt_secret(name, written)
+
+    def discard_secret_ahead(self, name: str, written: WrittenFile) -> bool:
+        return self._manager.discard_secret_ahead(name, written)
+
     def delete_secret(self, name: str) -> None:
         self._manager.delete_secret(name)
 

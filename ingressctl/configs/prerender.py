@@ -19,17 +19,11 @@ Guarantees:
   item taken back is not used. So a child slower than measured, or stuck, delays the end by about one item
   of its own, not by the rest of its share; the shares are sized a little large for that
   (`CHILD_SHARE_BIAS`).
-- A child only renders, runs `in_child` and sends: it never logs or touches locks that another thread of
-  this process may have held at the fork (the render path takes none), disables its garbage collector, and
-  leaves with `os._exit` (no atexit handlers, no flush of this process's buffers). A child that crashes,
-  is killed, sends something that cannot be unpickled, or is not done long after this process
-  (`CHILD_GRACE_*`; it is then killed) costs only the parallelism: its share comes back None. The parent
-  always reaps its children.
-- The objects alive at a fork move to the collector's permanent generation (`gc.freeze`, as the
-  informers do when they sync, and never undone: `gc.unfreeze` would also thaw the informer caches): a full
-  collection in this process would otherwise touch every one of them while a child shares their pages,
-  and walk them again at every later one. They are still freed by reference counting; only garbage cycles
-  that exist at that moment are kept.
+- Children are `forked.ForkedCall`s: a child only renders, runs `in_child` and sends; it never logs or
+  touches locks that another thread of this process may have held at the fork (the render path takes none).
+  A child that crashes, is killed, sends something that cannot be unpickled, or is not done long after this
+  process (`CHILD_GRACE_*`; it is then killed) costs only the parallelism: its share comes back None. The
+  parent always reaps its children.
 - `render` must be pure (its effects in a child are lost) and return something picklable. `in_child`, run
   in a child after each of its renders (and here on the items timed), is where a child may act outside its
   memory (write the item's file); what it returns is the item's result (e.g. the render with a record of
@@ -40,22 +34,22 @@ Guarantees:
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import itertools
 import math
 import mmap
 import os
-import pickle
-import select
-import signal
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
+
+from ingressctl.forked import ForkedCall, private_bytes
 
 T = TypeVar("T")
 R = TypeVar("R")
+# What a child sends back: its results (None where one raised), its private memory (bytes) and when it was
+# done (time.monotonic, which is system-wide).
+_ChildResults = tuple[list[object], int, float]
 
 MAX_PROCESSES = 4
 MIN_ITEMS = 200          # fewer items than this are rendered inline: a fork costs more than it saves
@@ -65,7 +59,6 @@ MAX_COST = 4.0           # the most a measured cost (relative to a render) is ta
 # little too large: this process takes back the end of a share that is late, but cannot help a child that
 # is done early.
 CHILD_SHARE_BIAS = 0.9
-_READ_CHUNK = 1 << 20
 # A child gets this long, or this many times what this process took for its own share (whichever is more),
 # after this process's share is done; then it is killed and its share is rendered here.
 CHILD_GRACE_SECONDS = 10.0
@@ -122,9 +115,8 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
         child_cost, prepare_cost = measured
     stats.child_cost, stats.prepare_cost = child_cost, prepare_cost
     child_sizes = _child_shares(count - len(out), processes, child_cost * CHILD_SHARE_BIAS, prepare_cost)
-    children: list[tuple[int, int, int, int]] = []   # (first index, size, pid, read end of its pipe)
+    children: list[tuple[int, ForkedCall[_ChildResults]]] = []   # (index of its first item, its call)
     progress = _Progress(len(child_sizes))
-    reaped: set[int] = set()
     try:
         for size in child_sizes:
             first = len(out)
@@ -136,41 +128,24 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
             if child is None:
                 stats.lost_shares += 1
             else:
-                children.append((first, len(out) - first, *child))
+                children.append((first, child))
         stats.processes = 1 + len(children)
         for item in pulled:
             out.append((item, _render_here(render, item)))
-        stats.taken_back = _take_back(children, progress, out, render)
+        stats.taken_back = _take_back([first for first, _ in children], progress, out, render)
         stats.child_ranges = [range(first, first + progress.limit(c))
-                              for c, (first, _, _, _) in enumerate(children)]
+                              for c, (first, _) in enumerate(children)]
         own_done = time.monotonic()
         own = own_done - started
         deadline = own_done + max(CHILD_GRACE_SECONDS, CHILD_GRACE_FACTOR * own)
         last_child_done = -math.inf
-        for c, (first, _, pid, fd) in enumerate(children):
+        for c, (first, call) in enumerate(children):
             t0 = time.monotonic()
-            payload = _read_all(fd, deadline)
-            if payload is None:  # stuck (e.g. a lock taken at the fork): its share is rendered here later
-                _kill(pid)
-            status = _reap(pid)
-            reaped.add(pid)
-            t1 = time.monotonic()
-            got: object = None
-            private = done = None
-            if payload is None:
-                why = "not done in time: killed"
-            elif status != 0:
-                why = f"exit status {status}"
-            else:
-                try:
-                    got, private, done = pickle.loads(payload)
-                    why = ""
-                except Exception as e:
-                    why = f"results unreadable ({len(payload)} bytes): {type(e).__name__}: {e}"
-            stats.waited_seconds += t1 - t0
-            stats.unpickle_seconds += time.monotonic() - t1
+            got, why = call.result(deadline)  # stuck (e.g. a lock taken at the fork): rendered here later
+            stats.waited_seconds += time.monotonic() - t0 - call.unpickle_seconds
+            stats.unpickle_seconds += call.unpickle_seconds
+            results, private, done = got if got is not None else ([], 0, None)
             limit = progress.limit(c)
-            results = got if isinstance(got, list) else []
             if not why and len(results) < limit:
                 why = f"{len(results)} results for {limit} items"
             if why:
@@ -178,20 +153,16 @@ def render_ahead(items: Iterable[T], count: int, render: Callable[[T], R], *, pr
                 stats.lost_reasons.append(why)
                 continue
             for i, result in enumerate(results[:limit], first):  # past the limit: taken back, rendered here
-                out[i] = (out[i][0], result)
+                out[i] = (out[i][0], cast("R | None", result))
             stats.by_children += sum(r is not None for r in results[:limit])
-            stats.child_private_bytes = max(stats.child_private_bytes, int(private or 0))
-            if isinstance(done, float):
+            stats.child_private_bytes = max(stats.child_private_bytes, private)
+            if done is not None:
                 last_child_done = max(last_child_done, done)
         if last_child_done > -math.inf:
             stats.children_ahead_seconds = own_done - last_child_done
     finally:
-        for _, _, pid, fd in children:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-            if pid not in reaped:  # this process failed before it took the child's results
-                _kill(pid)
-                _reap(pid)
+        for _, call in children:
+            call.close()  # this process failed before it took the child's results: kill and reap
         progress.close()
     return out
 
@@ -230,8 +201,8 @@ class _Progress:
         self._map.close()
 
 
-def _take_back(children: Sequence[tuple[int, int, int, int]], progress: _Progress,
-               out: list[tuple[T, R | None]], render: Callable[[T], R]) -> int:
+def _take_back(firsts: Sequence[int], progress: _Progress, out: list[tuple[T, R | None]],
+               render: Callable[[T], R]) -> int:
     """This process's share done, render the last items of the children still busy, one at a time from the
     end of the share with the most left, lowering its limit first; stop when no child has an item left past
     the one it may be rendering. A child may still render an item taken back (it read the old limit): its
@@ -239,7 +210,7 @@ def _take_back(children: Sequence[tuple[int, int, int, int]], progress: _Progres
     taken = 0
     while True:
         best, most = -1, 0
-        for c in range(len(children)):
+        for c in range(len(firsts)):
             left = progress.limit(c) - progress.done(c) - 1  # past the item it may be rendering
             if left > most:
                 best, most = c, left
@@ -247,7 +218,7 @@ def _take_back(children: Sequence[tuple[int, int, int, int]], progress: _Progres
             return taken
         limit = progress.limit(best) - 1
         progress.set_limit(best, limit)
-        i = children[best][0] + limit
+        i = firsts[best] + limit
         out[i] = (out[i][0], _render_here(render, out[i][0]))
         taken += 1
 
@@ -312,89 +283,28 @@ def _child_shares(n: int, processes: int, child_cost: float, prepare_cost: float
 
 
 def _fork_child(share: Sequence[T], render: Callable[[T], R], in_child: Callable[[T, R], R] | None,
-                progress: _Progress, index: int) -> tuple[int, int] | None:
+                progress: _Progress, index: int) -> ForkedCall[_ChildResults] | None:
     """Fork a child that renders the items of `share`, in order, up to its limit in `progress` (slot
-    `index`), counting them there; returns (pid, read end) or None if the fork failed."""
-    read_fd, write_fd = os.pipe()
-    gc.freeze()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read_fd)
-        os.close(write_fd)
-        return None
-    if pid == 0:  # the child: render, send, leave
-        code = 1
-        try:
-            gc.disable()
-            os.close(read_fd)
-            out: list[R | None] = []
-            for i, item in enumerate(share):
-                if i >= progress.limit(index):  # the rest was taken back
-                    break
-                try:
-                    result = render(item)
-                    if in_child is not None:
-                        result = in_child(item, result)
-                except Exception:
-                    out.append(None)
-                else:
-                    out.append(result)
-                progress.set_done(index, i + 1)
-            # CLOCK_MONOTONIC is the system's: the parent compares when this child finished with its own end.
-            data = pickle.dumps((out, _private_bytes(), time.monotonic()), protocol=pickle.HIGHEST_PROTOCOL)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(write_fd, view):]
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_fd)
-    return pid, read_fd
+    `index`), counting them there; None if the fork failed."""
 
+    def run() -> _ChildResults:
+        out: list[object] = []
+        for i, item in enumerate(share):
+            if i >= progress.limit(index):  # the rest was taken back
+                break
+            try:
+                result = render(item)
+                if in_child is not None:
+                    result = in_child(item, result)
+            except Exception:
+                out.append(None)
+            else:
+                out.append(result)
+            progress.set_done(index, i + 1)
+        # CLOCK_MONOTONIC is the system's: the parent compares when this child finished with its own end.
+        return out, private_bytes(), time.monotonic()
 
-def _read_all(fd: int, deadline: float) -> bytes | None:
-    """Everything the child sends until it closes the pipe; None if that takes past `deadline`."""
-    chunks: list[bytes] = []
-    try:
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-                return None
-            chunk = os.read(fd, _READ_CHUNK)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-    except OSError:
-        return b""
-
-
-def _kill(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-
-
-def _reap(pid: int) -> int | None:
-    """Wait for a child; its exit status (None if it was already reaped)."""
-    try:
-        _, status = os.waitpid(pid, 0)
-    except ChildProcessError:
-        return None
-    return os.waitstatus_to_exitcode(status)
-
-
-def _private_bytes() -> int:
-    """The memory of this process that no other process shares (Private_Clean + Private_Dirty of
-    /proc/self/smaps_rollup), 0 if unknown."""
-    total = 0
-    try:
-        with open("/proc/self/smaps_rollup") as f:
-            for line in f:
-                if line.startswith(("Private_Clean:", "Private_Dirty:")):
-                    total += int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return 0
-    return total
+    return ForkedCall.start(run)
 
 
 def startup_processes() -> int:

@@ -36,12 +36,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ingressctl.configs.files import ReloadOutcome
-from ingressctl.configs.ingress_ex import SecretReference
+from ingressctl.configs.ingress_ex import INGRESS_KIND, SecretReference
 from ingressctl.configs.prerender import MIN_ITEMS, RenderAheadStats, startup_processes
 from ingressctl.controller.configuration import Configuration, ConfigurationProblem, ResourceChange
 from ingressctl.controller.handlers import is_supported_secret
 from ingressctl.controller.informers import InformerSet
-from ingressctl.controller.ingress_kind import IngressConfigurator, ingress_kind
+from ingressctl.controller.ingress_kind import IngressConfigurator, ingress_kind, referenced_secret_keys
 from ingressctl.controller.kinds import Applied, KindRegistry, ResourceKind
 from ingressctl.controller.model import Resource
 from ingressctl.controller.options import ControllerOptions, SyncStats
@@ -234,7 +234,7 @@ class LoadBalancerController:
         self.stats.phases["cache_sync"] = time.monotonic() - self._started_at
         log.info("informer caches synced", seconds=round(self.stats.phases["cache_sync"], 3),
                  queued=len(self.queue))
-        self._pre_sync_secrets()
+        self._write_secret_files_ahead(self._pre_sync_secrets())
         self._sync_started_at = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="sync", daemon=True)
         self._thread.start()
@@ -282,15 +282,36 @@ class LoadBalancerController:
     def status_keys(self) -> list[ResourceKey]:
         return self.reporter.status_keys()
 
-    def _pre_sync_secrets(self) -> None:
+    def _pre_sync_secrets(self) -> int:
         """NIC's preSyncSecrets (without its `break` bug): know every supported Secret before any resource
-        syncs, so none sees a spurious "missing secret"."""
+        syncs, so none sees a spurious "missing secret". Returns how many there are."""
+        count = 0
         for secret in self.informers.list("secrets"):
             if is_supported_secret(secret):
+                count += 1
                 try:
                     self.secret_store.add_or_update_secret(secret)
                 except Exception as e:
                     log.warning("error pre-syncing secret", secret=object_key(secret), error=str(e))
+        return count
+
+    def _write_secret_files_ahead(self, secrets: int) -> None:
+        """Start-up: the files of the TLS Secrets the Ingresses reference are written by a forked process
+        while the sync thread drains the queue (`LocalSecretStore.write_files_ahead`), on a core that would
+        otherwise wait; the start-up render takes them over (`_finish_secret_files_ahead`)."""
+        write = getattr(self.secret_store, "write_files_ahead", None)
+        if write is None or self.options.legacy_startup or secrets < MIN_ITEMS:
+            return
+        if (self.options.startup_render_processes or startup_processes()) < 2:
+            return
+        ingresses = self.informers.list(INGRESS_KIND)  # a snapshot: the forked process reads it without locks
+        is_ours = self.configuration.has_correct_ingress_class
+        write(functools.partial(referenced_secret_keys, ingresses, is_ours))
+
+    def _finish_secret_files_ahead(self) -> None:
+        finish = getattr(self.secret_store, "finish_files_ahead", None)
+        if finish is not None:
+            finish()
 
     # ------------------------------------------------------------------------------------------ sync loop
 
@@ -533,7 +554,10 @@ class LoadBalancerController:
     def _render_all_at_startup(self) -> Callable[[], None]:
         """The start-up's update_all_configs; returns the reporting of the applied resources (their events and
         deferred statuses) for `Startup.complete` to run."""
-        return self._update_all_configs(startup=True)
+        try:
+            return self._update_all_configs(startup=True)
+        finally:
+            self._finish_secret_files_ahead()  # done before the reload, unless the render failed before it
 
     def _update_all_configs(self, *, startup: bool) -> Callable[[], None]:
         """update_all_configs up to its events and statuses, which the returned function reports."""
@@ -617,6 +641,7 @@ class LoadBalancerController:
                  seconds=round(time.monotonic() - t0, 3), cpu_seconds=round(time.thread_time() - c0, 3))
 
     def _drop_ahead(self) -> None:
+        self._finish_secret_files_ahead()
         self.configurator.drop_rendered_ahead()
         for kind in self.kinds:
             if isinstance(kind.builder, PreparingBuilder):

@@ -18,7 +18,7 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -44,6 +44,18 @@ from ingressctl.k8s.resource import INGRESSES
 from ingressctl.keys import ResourceKey
 
 USE_CLUSTER_IP_ANNOTATION = "nginx.org/use-cluster-ip"
+
+
+def referenced_secret_keys(ingresses: Iterable[Mapping[str, Any]],
+                           is_ours: Callable[[Mapping[str, Any]], bool]) -> Iterator[str]:
+    """The keys ("namespace/name") of the Secrets that the Ingresses among `ingresses` that are ours reference
+    (TLS and basic auth), possibly repeated: what building them will ask the Secret store for. Pure: reads
+    only its arguments."""
+    for ing in ingresses:
+        if is_ours(ing):
+            ns = str((ing.get("metadata") or {}).get("namespace") or "")
+            for name in ingress_secrets(ing).names:
+                yield f"{ns}/{name}"
 
 
 class Caches(Protocol):

@@ -21,6 +21,14 @@ Guarantees:
   data it stores, and validates itself otherwise, so the outcome is the same either way. At most one
   recorded result per Secret key; a delete drops it. A Secret whose type and data the store holds already (a
   relist) is not validated again.
+- Files can be written ahead, in parallel, at start-up: `write_files_ahead(keys)` forks a process
+  (`forked.ForkedCall`) that writes the files of the valid TLS Secrets among `keys()` while this one drains
+  its queue. Until `finish_files_ahead`, `get_secret_reference` of a valid TLS Secret that was stored at the
+  fork and not changed since hands out its path without writing; `finish_files_ahead` then takes over each
+  file the child wrote (by inode, size and mtime: without reading it), writes here every file handed out
+  that the child did not write (a failed or killed child costs only the parallelism), and removes the files
+  the child wrote that no reference asked for. So once it returns, the files on disk are exactly those the
+  lazy writes would have made. Call it before anything reads the files (before the reload).
 - Single-threaded (the sync thread), except `prevalidate`, which any one thread may call concurrently.
 """
 
@@ -31,17 +39,20 @@ import binascii
 import hashlib
 import re
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from ingressctl.configs.ingress_ex import SecretReference
+from ingressctl.forked import ForkedCall
 from ingressctl.keys import object_key
 from ingressctl.logging import get_logger
+from ingressctl.nginx.manager import WrittenFile
 
 log = get_logger(__name__)
 
@@ -55,6 +66,8 @@ ERROR_SECRET_MISSING = "secret doesn't exist or of an unsupported type"
 TLS_CERT_KEY = "tls.crt"
 TLS_PRIVATE_KEY_KEY = "tls.key"
 HTPASSWD_KEY = "htpasswd"
+# How long `finish_files_ahead` waits for the writing process before it kills it and writes the files itself.
+FILES_AHEAD_GRACE_SECONDS = 30.0
 
 
 class SecretValidationError(Exception):
@@ -89,6 +102,19 @@ class SecretFileManager(Protocol):
     def create_secret(self, name: str, content: bytes, mode: int = 0o600) -> str: ...
 
     def delete_secret(self, name: str) -> None: ...
+
+
+@runtime_checkable
+class SecretFileWriterAhead(Protocol):
+    """What `LocalSecretStore.write_files_ahead` needs from the manager as well (`nginx.Manager`)."""
+
+    def secret_path(self, name: str) -> str: ...
+
+    def write_secret_ahead(self, name: str, content: bytes, mode: int = 0o600) -> WrittenFile: ...
+
+    def adopt_secret(self, name: str, written: WrittenFile) -> bool: ...
+
+    def discard_secret_ahead(self, name: str, written: WrittenFile) -> bool: ...
 
 
 def secret_file_name(key: str) -> str:
@@ -265,6 +291,29 @@ class _Prevalidated:
         return len(self._results)
 
 
+@dataclass
+class _FilesAhead:
+    """A process writing files ahead (`LocalSecretStore.write_files_ahead`)."""
+
+    call: ForkedCall[dict[str, WrittenFile]]
+    writer: SecretFileWriterAhead
+    forked: dict[str, _Stored]  # the store's TLS entries at the fork: the files the process may write
+    claimed: dict[str, _Stored] = field(default_factory=dict)  # handed out with a path, not written here
+    written: dict[str, WrittenFile] | None = None  # what the process wrote, once it is done
+    waited: float = 0.0  # seconds `wait` waited for it
+
+    def wait(self) -> dict[str, WrittenFile]:
+        """What the process wrote (waiting for it to be done); after that it writes nothing."""
+        if self.written is None:
+            t0 = time.monotonic()
+            written, why = self.call.result(t0 + FILES_AHEAD_GRACE_SECONDS)
+            if why:
+                log.warning("writing secret files ahead failed; writing them here", error=why)
+            self.written = written or {}
+            self.waited = time.monotonic() - t0
+        return self.written
+
+
 class LocalSecretStore:
     """Supported Secrets by key, with their validation result and (once needed) their file on disk."""
 
@@ -272,6 +321,7 @@ class LocalSecretStore:
         self._manager = manager
         self._secrets: dict[str, _Stored] = {}
         self._prevalidated = _Prevalidated()
+        self._ahead: _FilesAhead | None = None
 
     def prevalidate(self, secret: Mapping[str, Any]) -> None:
         """Validate a supported Secret now (any thread) for a later `add_or_update_secret` of the same type
@@ -334,11 +384,76 @@ class LocalSecretStore:
             return SecretReference(key=key, error=ERROR_SECRET_MISSING)
         error = stored.error
         if not error and not stored.path:
-            error = self._write(key, stored)  # a failed write is retried on the next call
+            ahead = self._ahead
+            if ahead is not None and ahead.forked.get(key) is stored:
+                stored.path = ahead.writer.secret_path(secret_file_name(key))  # see finish_files_ahead
+                ahead.claimed[key] = stored
+            else:
+                error = self._write(key, stored)  # a failed write is retried on the next call
         return SecretReference(key=key, path=stored.path, error=error, secret_type=stored.secret_type)
+
+    def write_files_ahead(self, keys: Callable[[], Iterable[str]]) -> bool:
+        """See the module docstring. `keys` runs in the forked process: it must take no lock (it reads a
+        snapshot). False (nothing started) if one is already running, the manager cannot write ahead, or the
+        fork failed."""
+        writer = self._manager
+        if self._ahead is not None or not isinstance(writer, SecretFileWriterAhead):
+            return False
+        call = ForkedCall.start(lambda: self._write_ahead_here(writer, keys()))
+        if call is None:
+            return False
+        tls = {k: v for k, v in self._secrets.items() if v.secret_type == SECRET_TYPE_TLS}
+        self._ahead = _FilesAhead(call, writer, tls)
+        return True
+
+    def _write_ahead_here(self, writer: SecretFileWriterAhead, keys: Iterable[str]) -> dict[str, WrittenFile]:
+        """The forked process's work: the file of every valid TLS Secret among `keys` that has none yet."""
+        written: dict[str, WrittenFile] = {}
+        for key in keys:
+            stored = self._secrets.get(key)
+            if (key in written or stored is None or stored.error or stored.path
+                    or stored.secret_type != SECRET_TYPE_TLS):
+                continue
+            try:
+                content = tls_file_content(stored.secret)
+                written[key] = writer.write_secret_ahead(secret_file_name(key), content)
+            except (OSError, SecretValidationError):
+                continue  # finish_files_ahead writes it, and reports what fails
+        return written
+
+    def finish_files_ahead(self) -> None:
+        """See the module docstring; a no-op without `write_files_ahead`."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return
+        written = ahead.wait()
+        adopted = rewritten = 0
+        for key, stored in ahead.claimed.items():
+            if self._secrets.get(key) is not stored or stored.written is not None:
+                continue  # replaced, deleted or rewritten since: its own writes took care of its file
+            file = written.get(key)
+            if file is not None and ahead.writer.adopt_secret(secret_file_name(key), file):
+                stored.written = file.digest
+                adopted += 1
+            else:
+                stored.path = ""
+                self._write(key, stored)  # a failure is logged; the reload then fails for its users
+                rewritten += 1
+        discarded = sum(ahead.writer.discard_secret_ahead(secret_file_name(key), file)
+                        for key, file in written.items() if key not in ahead.claimed)
+        log.info("secret files written ahead", written=len(written), adopted=adopted, rewritten=rewritten,
+                 discarded=discarded, waited_seconds=round(ahead.waited, 3))
+
+    def _wait_for_ahead(self, key: str) -> None:
+        """Before this process writes or removes the file of `key`: if the forked process may write it too,
+        wait until that one is done, so that its write can never land after ours."""
+        ahead = self._ahead
+        if ahead is not None and key in ahead.forked:
+            ahead.wait()
 
     def _write(self, key: str, stored: _Stored) -> str:
         """Write (or rewrite) the file if its bytes differ; returns "" or the error."""
+        self._wait_for_ahead(key)
         try:
             file = secret_file(stored.secret)
             if file is None:
@@ -357,6 +472,7 @@ class LocalSecretStore:
             return f"failed to write the file of secret {key}: {e}"
 
     def _remove_file(self, key: str, stored: _Stored) -> None:
+        self._wait_for_ahead(key)
         try:
             self._manager.delete_secret(secret_file_name(key))
         except OSError as e:

@@ -497,7 +497,9 @@ class Manager:
         """Take over conf.d/<name>.conf as another process wrote it (`write_config_ahead`, which returned
         `written`): True if the file is still that one (same inode, size and mtime); it is then known to hold
         the bytes of `written.digest`, without reading them. False: nothing is recorded."""
-        path = self.config_path(name)
+        return self._adopt(self.config_path(name), written)
+
+    def _adopt(self, path: str, written: WrittenFile) -> bool:
         with self._files_lock:
             try:
                 st = os.stat(path)
@@ -559,6 +561,32 @@ class Manager:
             if owner is not None and st.st_uid != owner:
                 os.chown(path, owner, -1)
         return path
+
+    def write_secret_ahead(self, name: str, content: bytes, mode: int = 0o600,
+                           owner: int | None = None) -> WrittenFile:
+        """Write secrets/<name> as `create_secret` does, but without the files lock and without recording it:
+        for a process forked to write files while the one that owns them writes none of those
+        (controller.secrets). Returns what the owner needs to `adopt_secret` it."""
+        st = _atomic_write(self.secret_path(name), content, mode, owner)
+        return WrittenFile.of(content_digest(content), st)
+
+    def adopt_secret(self, name: str, written: WrittenFile) -> bool:
+        """Take over secrets/<name> as another process wrote it (`write_secret_ahead`): as `adopt_config`."""
+        return self._adopt(self.secret_path(name), written)
+
+    def discard_secret_ahead(self, name: str, written: WrittenFile) -> bool:
+        """Remove secrets/<name> if it is still the file another process wrote (`written`) and no write of
+        this one replaced it; True if removed."""
+        path = self.secret_path(name)
+        with self._files_lock:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                return False
+            if path in self._cache or not written.is_file(st):
+                return False
+            os.unlink(path)
+            return True
 
     def delete_secret(self, name: str) -> None:
         """Remove secrets/<name>; a failure is logged, not raised (as NIC)."""

@@ -5,6 +5,7 @@ statuses written synchronously, no rewrite of unchanged status, and one retry af
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -469,6 +470,44 @@ def test_start_up_renders_in_two_processes_each_resource_once(env: Env,
     for n in theirs[:: max(1, len(theirs) // 6)]:
         c.wait_backend(f"{n}.example.com", "/", "web-2")
     assert c.reloads == 1, "an endpoint change in a file written by the other process reloaded NGINX"
+
+
+def test_tls_secret_files_are_written_by_a_forked_process_while_the_queue_drains(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With enough TLS Secrets, a forked process writes the files of those the Ingresses reference while the
+    sync thread drains the queue; the sync thread takes them over (it writes none of them), a Secret no
+    Ingress references gets no file, one reload, and every host serves its own certificate."""
+    env.service("web")
+    env.endpoints("web", [env.backend("web")])
+    certs = [make_cert("even.example.com"), make_cert("odd.example.com")]
+    n = MIN_ITEMS + 20
+    objects: list[dict[str, Any]] = [certs[i % 2].secret(f"tls-{i}", NS) for i in range(n)]
+    objects.append(certs[0].secret("unused", NS))
+    for i in range(n):
+        host = f"h{i}.example.com"
+        objects.append(env.ingress(f"ing-{i}", [rule(host, ("/", "web"))], apply=False,
+                                   tls=[{"hosts": [host], "secretName": f"tls-{i}"}]))
+    env.cluster.load(objects)
+    written_here: list[str] = []
+    original = Manager.create_secret
+
+    def spy(self: Manager, name: str, content: bytes | str, *args: Any, **kw: Any) -> str:
+        written_here.append(name)
+        return original(self, name, content, *args, **kw)
+
+    monkeypatch.setattr(Manager, "create_secret", spy)
+    c = env.controller(startup_render_processes=2)
+    c.wait_idle()
+    assert c.reloads == 1
+    assert not [name for name in written_here if name.startswith(f"{NS}-tls-")], "written here, not ahead"
+    on_disk = set(os.listdir(c.manager.secrets_dir))
+    assert {f"{NS}-tls-{i}" for i in range(n)} <= on_disk
+    assert f"{NS}-unused" not in on_disk
+    for i in (0, 1, n - 1):
+        assert c.https(f"h{i}.example.com").peer_cert_der == certs[i % 2].der
+    # Taken over with what was written: a changed Secret is rewritten and served after one more reload.
+    env.apply(certs[1].secret("tls-0", NS))
+    wait_until(lambda: c.https("h0.example.com").peer_cert_der == certs[1].der, "the new certificate")
 
 
 def test_a_failure_while_rendering_ahead_costs_only_the_parallelism(env: Env,
