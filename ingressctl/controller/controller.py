@@ -178,7 +178,9 @@ class LoadBalancerController:
                                      external_service_key=self._external_service_key,
                                      configmap_key=self._configmap_key, resync_period=o.resync_period,
                                      watch_secret_namespaces=o.watch_secret_namespaces,
-                                     prevalidate_secret=getattr(secret_store, "prevalidate", None))
+                                     prevalidate_secret=getattr(secret_store, "prevalidate", None),
+                                     special_secret_keys=[k for k in (o.default_server_tls_secret,
+                                                                      o.wildcard_tls_secret) if k])
         self._syncers: dict[str, Callable[[str], None]] = {
             Kind.ENDPOINT_SLICE: self.sync_endpoint_slice, Kind.SERVICE: self.sync_service,
             Kind.SECRET: self.sync_secret, Kind.CONFIG_MAP: self.sync_config_map,
@@ -234,8 +236,10 @@ class LoadBalancerController:
         self.stats.phases["cache_sync"] = time.monotonic() - self._started_at
         log.info("informer caches synced", seconds=round(self.stats.phases["cache_sync"], 3),
                  queued=len(self.queue))
+        t0 = time.monotonic()
         self._write_secret_files_ahead(self._pre_sync_secrets())
         self._sync_started_at = time.monotonic()
+        self.stats.phases["pre_sync"] = self._sync_started_at - t0
         self._thread = threading.Thread(target=self._run, name="sync", daemon=True)
         self._thread.start()
         return True

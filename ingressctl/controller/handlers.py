@@ -17,6 +17,10 @@ Guarantees:
   slice still re-renders its Service's Ingresses; slices without that label are ignored.
 - Secrets: only supported types (`kubernetes.io/tls`, `nginx.org/htpasswd`); an update that moves a Secret to
   or from a supported type is enqueued so the store forgets or learns it.
+- The adds of the informers' initial list of Services, EndpointSlices and Secrets are not enqueued, except
+  those of the `--external-service` and of the special TLS Secrets: until the caches have synced nothing is
+  rendered, and the start-up reads the caches (Secrets: the pre-sync) after that, so their tasks would
+  be no-ops on the start-up's critical path (one per object: tens of thousands at scale).
 - ConfigMaps: only the NGINX ConfigMap named by `--nginx-configmaps`.
 """
 
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ingressctl.controller.secrets import SUPPORTED_SECRET_TYPES
@@ -192,7 +196,9 @@ class ServiceHandler:
 
     @_safe
     def on_add(self, obj: dict[str, Any], is_initial_list: bool = False) -> None:
-        self._enqueue(Task(Kind.SERVICE, object_key(obj)))
+        key = object_key(obj)
+        if not is_initial_list or key == self._external:
+            self._enqueue(Task(Kind.SERVICE, key))
 
     @_safe
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
@@ -216,24 +222,25 @@ class EndpointSliceHandler:
     """Enqueues the owning Service's key for every slice change, including deletes. It remembers which Service
     each slice belongs to, so a tombstone that carries no object still finds its Service."""
 
-    def __init__(self, enqueue: Enqueue) -> None:
+    def __init__(self, enqueue: Enqueue, external_service_key: str | None = None) -> None:
         self._enqueue = enqueue
+        self._external = external_service_key
         self._lock = threading.Lock()
         self._service_of: dict[str, str] = {}   # slice key -> service key
 
-    def _enqueue_for(self, obj: dict[str, Any]) -> None:
+    def _enqueue_for(self, obj: dict[str, Any], is_initial_list: bool = False) -> None:
         key = endpoint_slice_service_key(obj)
         with self._lock:
             if key is None:
                 self._service_of.pop(object_key(obj), None)
             else:
                 self._service_of[object_key(obj)] = key
-        if key is not None:
+        if key is not None and (not is_initial_list or key == self._external):
             self._enqueue(Task(Kind.ENDPOINT_SLICE, key))
 
     @_safe
     def on_add(self, obj: dict[str, Any], is_initial_list: bool = False) -> None:
-        self._enqueue_for(obj)
+        self._enqueue_for(obj, is_initial_list)
 
     @_safe
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
@@ -258,13 +265,16 @@ class EndpointSliceHandler:
 class SecretHandler:
     """Enqueues Secrets of supported types."""
 
-    def __init__(self, enqueue: Enqueue) -> None:
+    def __init__(self, enqueue: Enqueue, special_keys: Iterable[str] = ()) -> None:
         self._enqueue = enqueue
+        self._special = frozenset(special_keys)
 
     @_safe
     def on_add(self, obj: dict[str, Any], is_initial_list: bool = False) -> None:
         if is_supported_secret(obj):
-            self._enqueue(Task(Kind.SECRET, object_key(obj)))
+            key = object_key(obj)
+            if not is_initial_list or key in self._special:
+                self._enqueue(Task(Kind.SECRET, key))
 
     @_safe
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:

@@ -54,17 +54,19 @@ class InformerSet:
                  watch_namespaces: Iterable[str], pod_namespace: str, external_service_key: str | None,
                  configmap_key: str | None, resync_period: float,
                  watch_secret_namespaces: Iterable[str] | None = None,
-                 prevalidate_secret: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 prevalidate_secret: Callable[[dict[str, Any]], None] | None = None,
+                 special_secret_keys: Iterable[str] = ()) -> None:
         """`watch_secret_namespaces`: where Secrets are watched (`--watch-secret-namespace`); None: where
-        everything else is, empty: all namespaces. `prevalidate_secret`: see the module docstring."""
+        everything else is, empty: all namespaces. `prevalidate_secret`: see the module docstring.
+        `special_secret_keys`: the special TLS Secrets (`--default-server-tls-secret`, ...)."""
         self._client = client
         self._resync = resync_period
         self._informers: dict[tuple[str, str], SharedInformer] = {}   # (name, namespace or "") -> informer
         self.all: list[SharedInformer] = []
         watched = list(watch_namespaces)
         service_h = ServiceHandler(enqueue, external_service_key)
-        slice_h = EndpointSliceHandler(enqueue)
-        secret_h = SecretHandler(enqueue)
+        slice_h = EndpointSliceHandler(enqueue, external_service_key)
+        secret_h = SecretHandler(enqueue, special_secret_keys)
         for ns in watched or [""]:
             for kind in kinds:
                 self._add(kind.name, kind.rt, ns, kind.handler(enqueue), transform=kind.transform)

@@ -175,7 +175,7 @@ def test_service_changes() -> None:
 def test_service_handler(tomb: type) -> None:
     q = Recorder()
     h = ServiceHandler(q, external_service_key="nginx-ingress/nginx-ingress")
-    h.on_add(service(), True)
+    h.on_add(service(), False)
     h.on_update(service(), service())                                   # resync
     h.on_update(service(), service(rv="2", selector={"app": "y"}))      # selector only
     h.on_update(service(), service(rv="2", ports=[{"port": 90}]))
@@ -202,8 +202,8 @@ def eps(name: str, svc: str | None, rv: str = "1") -> dict[str, Any]:
 def test_endpoint_slice_handler_keys_by_service(tomb: type) -> None:
     q = Recorder()
     h = EndpointSliceHandler(q)
-    h.on_add(eps("web-abc", "web"), True)
-    h.on_add(eps("orphan", None), True)
+    h.on_add(eps("web-abc", "web"), False)
+    h.on_add(eps("orphan", None), False)
     h.on_update(eps("web-abc", "web"), eps("web-abc", "web"))            # resync
     h.on_update(eps("web-abc", "web"), eps("web-abc", "web", rv="2"))
     h.on_update(eps("web-abc", "web", rv="2"), eps("web-abc", "api", rv="3"))  # moved: both Services
@@ -223,10 +223,10 @@ def secret(name: str, type_: str, rv: str = "1") -> dict[str, Any]:
 def test_secret_handler_supported_types_only(tomb: type) -> None:
     q = Recorder()
     h = SecretHandler(q)
-    h.on_add(secret("tls", "kubernetes.io/tls"), True)
-    h.on_add(secret("auth", "nginx.org/htpasswd"), True)
-    h.on_add(secret("opaque", "Opaque"), True)
-    h.on_add(secret("helm", "helm.sh/release.v1"), True)
+    h.on_add(secret("tls", "kubernetes.io/tls"), False)
+    h.on_add(secret("auth", "nginx.org/htpasswd"), False)
+    h.on_add(secret("opaque", "Opaque"), False)
+    h.on_add(secret("helm", "helm.sh/release.v1"), False)
     h.on_update(secret("tls", "kubernetes.io/tls"), secret("tls", "kubernetes.io/tls"))       # resync
     h.on_update(secret("tls", "kubernetes.io/tls"), secret("tls", "Opaque", rv="2"))           # type change
     h.on_update(secret("opaque", "Opaque"), secret("opaque", "Opaque", rv="2"))
@@ -272,10 +272,35 @@ def test_task_is_a_hashable_value() -> None:
 def test_tombstones_without_their_object() -> None:
     q = Recorder()
     slices = EndpointSliceHandler(q)
-    slices.on_add(eps("web-abc", "web"), True)
+    slices.on_add(eps("web-abc", "web"), True)   # from the initial list: not enqueued, but remembered
     slices.on_delete(Tombstone("ns/web-abc", None))
     slices.on_delete(Tombstone("ns/never-seen", None))
     SecretHandler(q).on_delete(Tombstone("ns/tls", None))
     IngressHandler(q, "nginx").on_delete(Tombstone("ns/ing", None))
-    assert q.tasks == [Task(Kind.ENDPOINT_SLICE, "ns/web"), Task(Kind.ENDPOINT_SLICE, "ns/web"),
-                       Task(Kind.SECRET, "ns/tls"), Task(Kind.INGRESS, "ns/ing")]
+    assert q.tasks == [Task(Kind.ENDPOINT_SLICE, "ns/web"), Task(Kind.SECRET, "ns/tls"),
+                       Task(Kind.INGRESS, "ns/ing")]
+
+
+def test_the_initial_lists_services_slices_and_secrets_are_not_enqueued_but_the_special_ones() -> None:
+    """The start-up reads them from the caches; the external Service (status, replicas) and the special TLS
+    Secrets are still synced. Later adds are enqueued as usual."""
+    q = Recorder()
+    external = service("nginx-ingress")
+    external["metadata"]["namespace"] = "ns"
+    services = ServiceHandler(q, external_service_key="ns/nginx-ingress")
+    slices = EndpointSliceHandler(q, external_service_key="ns/nginx-ingress")
+    secrets = SecretHandler(q, special_keys=["ns/default-tls"])
+    for live in (False, True):
+        initial = not live
+        services.on_add(service(), initial)
+        services.on_add(external, initial)
+        slices.on_add(eps("web-abc", "web"), initial)
+        slices.on_add(eps("ctl-abc", "nginx-ingress"), initial)
+        secrets.on_add(secret("tls", "kubernetes.io/tls"), initial)
+        secrets.on_add(secret("default-tls", "kubernetes.io/tls"), initial)
+    special = [Task(Kind.SERVICE, "ns/nginx-ingress"), Task(Kind.ENDPOINT_SLICE, "ns/nginx-ingress"),
+               Task(Kind.SECRET, "ns/default-tls")]
+    live_adds = [Task(Kind.SERVICE, "default/svc"), Task(Kind.SERVICE, "ns/nginx-ingress"),
+                 Task(Kind.ENDPOINT_SLICE, "ns/web"), Task(Kind.ENDPOINT_SLICE, "ns/nginx-ingress"),
+                 Task(Kind.SECRET, "ns/tls"), Task(Kind.SECRET, "ns/default-tls")]
+    assert q.tasks == special + live_adds
