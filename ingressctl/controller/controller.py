@@ -306,11 +306,15 @@ class LoadBalancerController:
         write = getattr(self.secret_store, "write_files_ahead", None)
         if write is None or self.options.legacy_startup or secrets < MIN_ITEMS:
             return
-        if (self.options.startup_render_processes or startup_processes()) < 2:
+        if self._startup_processes() < 2:
             return
         ingresses = self.informers.list(INGRESS_KIND)  # a snapshot: the forked process reads it without locks
         is_ours = self.configuration.has_correct_ingress_class
         write(functools.partial(referenced_secret_keys, ingresses, is_ours))
+
+    def _startup_processes(self) -> int:
+        """Processes the start-up may use (`--startup-render-processes`; default: one per usable CPU)."""
+        return self.options.startup_render_processes or startup_processes()
 
     def _finish_secret_files_ahead(self) -> None:
         finish = getattr(self.secret_store, "finish_files_ahead", None)
@@ -613,7 +617,7 @@ class LoadBalancerController:
         ahead in parallel processes (configs.prerender), each forked as soon as its share is built; `_apply`
         then takes the results. A failure here only costs the parallelism: `_apply` builds and renders
         whatever was not done ahead."""
-        processes = self.options.startup_render_processes or startup_processes()
+        processes = self._startup_processes()
         preparers = {k.name: k.builder for k in self.kinds if isinstance(k.builder, PreparingBuilder)}
         count = sum(1 for res in resources if res.key_with_kind.kind in preparers)
         if processes < 2 or count < MIN_ITEMS:

@@ -367,6 +367,19 @@ def _atomic_write(path: str, data: bytes, mode: int, owner: int | None = None) -
     return st
 
 
+def _write_ahead(path: str, data: bytes, mode: int, owner: int | None = None) -> WrittenFile:
+    """`_atomic_write`, and what the owning process needs to take the file over (see `Manager._adopt`)."""
+    return WrittenFile.of(content_digest(data), _atomic_write(path, data, mode, owner))
+
+
+def _is_on_disk(path: str, written: WrittenFile) -> bool:
+    """`path` is still the file `written` describes (same inode, size and mtime)."""
+    try:
+        return written.is_file(os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
 def content_digest(data: bytes) -> bytes:
     """The digest the Manager keeps of a file's bytes (callers that have one pass it along, not to hash
     the same bytes twice)."""
@@ -489,9 +502,7 @@ class Manager:
         forked to write files while the one that owns them writes none (configs.prerender). Returns what the
         owner needs to `adopt_config` the file; a `create_config` of the same bytes instead reads it back and
         leaves it as it is."""
-        data = content.encode()
-        st = _atomic_write(self.config_path(name), data, 0o644)
-        return WrittenFile.of(content_digest(data), st)
+        return _write_ahead(self.config_path(name), content.encode(), 0o644)
 
     def adopt_config(self, name: str, written: WrittenFile) -> bool:
         """Take over conf.d/<name>.conf as another process wrote it (`write_config_ahead`, which returned
@@ -501,11 +512,7 @@ class Manager:
 
     def _adopt(self, path: str, written: WrittenFile) -> bool:
         with self._files_lock:
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:
-                return False
-            if not written.is_file(st):
+            if not _is_on_disk(path, written):
                 return False
             self._cache[path] = written
             return True
@@ -567,8 +574,7 @@ class Manager:
         """Write secrets/<name> as `create_secret` does, but without the files lock and without recording it:
         for a process forked to write files while the one that owns them writes none of those
         (controller.secrets). Returns what the owner needs to `adopt_secret` it."""
-        st = _atomic_write(self.secret_path(name), content, mode, owner)
-        return WrittenFile.of(content_digest(content), st)
+        return _write_ahead(self.secret_path(name), content, mode, owner)
 
     def adopt_secret(self, name: str, written: WrittenFile) -> bool:
         """Take over secrets/<name> as another process wrote it (`write_secret_ahead`): as `adopt_config`."""
@@ -579,11 +585,7 @@ class Manager:
         this one replaced it; True if removed."""
         path = self.secret_path(name)
         with self._files_lock:
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:
-                return False
-            if path in self._cache or not written.is_file(st):
+            if path in self._cache or not _is_on_disk(path, written):
                 return False
             os.unlink(path)
             return True
