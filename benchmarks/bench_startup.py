@@ -46,6 +46,7 @@ from common import (
     ClusterProcess,
     ControllerProcess,
     config_map,
+    file_create_floor,
     machine,
     mb,
     nginx_t_seconds,
@@ -73,6 +74,9 @@ class Runner:
         self.files_dir = files_dir or workdir  # where each controller's conf and run dirs are created
         self.results: list[dict[str, Any]] = []
         self.run_index = 0
+        # Each run's files are removed at the end, not between runs: on an ext4 without a journal the next
+        # run would pay for the deletes (see the module docstring).
+        self.finished: list[ControllerProcess] = []
         self.t0 = time.monotonic()
 
     def case(self, cluster: ClusterProcess, *, shape: str, n: int, objects: dict[str, int], latency: float,
@@ -170,12 +174,22 @@ class Runner:
             print(f"   FAILED: {e}", flush=True)
         finally:
             c.stop()
-            if not self.args.keep:
-                c.cleanup()
+            if "error" not in row:
+                # The filesystem's floor beside the own work, as nginx -t is NGINX's.
+                row["files_floor_s"], row["files"] = file_create_floor(os.path.dirname(c.main_config_path),
+                                                                       os.path.join(c.dir, "floor-probe"))
+            self.finished.append(c)
             cluster.call("reset_faults")
         self.results.append(row)
         print("   " + summary(row), flush=True)
         return row
+
+    def cleanup(self) -> None:
+        """Remove the finished runs' files (kept with --keep)."""
+        if not self.args.keep:
+            for c in self.finished:
+                c.cleanup()
+        self.finished.clear()
 
 
 def summary(r: dict[str, Any]) -> str:
@@ -186,7 +200,8 @@ def summary(r: dict[str, Any]) -> str:
     rate = f(r.get("flush_writes_per_s"), ".0f")
     return (f"sync {f(r.get('sync_s'))} s, ready {f(r.get('ready_s'))} s (internal "
             f"{f(r.get('ready_internal_s'))}, of which NGINX reload {f(r.get('reload_s'))}; controller's own "
-            f"work {f(r.get('own_work_s'))}; nginx -t of the same config {f(r.get('nginx_t_s'))} s), "
+            f"work {f(r.get('own_work_s'))}; nginx -t of the same config {f(r.get('nginx_t_s'))} s; creating "
+            f"its {r.get('files', '-')} files on this filesystem {f(r.get('files_floor_s'))} s), "
             f"reloads {reloads}, "
             f"status done +{f(r.get('status_done_after_ready_s'))} s ({rate}/s, max in flight "
             f"{r.get('status_max_in_flight', '-')}), peak RSS {mb(r.get('peak_rss_at_ready_bytes') or 0)} "
@@ -227,6 +242,9 @@ def goals(results: list[dict[str, Any]], args: argparse.Namespace) -> list[list[
         where = "at handshakes" if r.get("certificates_per_handshake") else "at reloads"
         out.append([f"NGINX floor: nginx -t of that configuration (certificates loaded {where})",
                     f"{r['nginx_t_s']:.2f} s (CPU {r['nginx_t_cpu_s']:.2f} s)", "(reported)", ""])
+    if r and r.get("files_floor_s") is not None:
+        out.append([f"filesystem floor: creating that run's {r['files']:,} files in its conf dir (sampled)",
+                    f"{r['files_floor_s']:.2f} s", "(reported)", ""])
     v = r.get("ready_without_reload_s") if r else None
     out.append([f"time to ready without the NGINX reload, {big:,} plain, L={gl:g}ms",
                 f"{v:.2f} s" if v else "-",
@@ -419,17 +437,19 @@ def main(argv: list[str] | None = None) -> int:
                     runner.case(cluster, shape="mergeable", n=kinds["Ingress"], objects=kinds, latency=lat)
             finally:
                 cluster.close()
+    runner.cleanup()
 
     results = runner.results
     print()
     headers = ["case", "objects", "sync s", "ready s", "internal s", "reload s", "w/o reload s", "own work s",
-               "nginx -t s", "reloads", "status done +s", "writes/s", "max in flight", "peak RSS MB"]
+               "nginx -t s", "files floor s", "reloads", "status done +s", "writes/s", "max in flight",
+               "peak RSS MB"]
     rows = []
     for r in results:
         name = (f"{r['shape']} {r['n']:,} L={r['latency_ms']:g}{' legacy' if r['mode'] == 'legacy' else ''}"
                 + (f" status+{r['status_latency_ms']:g}" if r["status_latency_ms"] else ""))
         if "error" in r:
-            rows.append([name, "", "ERROR", r["error"][:60], "", "", "", "", "", "", "", "", "", ""])
+            rows.append([name, "", "ERROR", r["error"][:60], "", "", "", "", "", "", "", "", "", "", ""])
             continue
 
         def f(v: Any, fmt: str = ".2f") -> str:
@@ -437,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
 
         rows.append([name, sum(r["objects"].values()), f(r.get("sync_s")), f(r.get("ready_s")),
                      f(r.get("ready_internal_s")), f(r.get("reload_s")), f(r.get("ready_without_reload_s")),
-                     f(r.get("own_work_s")), f(r.get("nginx_t_s")),
+                     f(r.get("own_work_s")), f(r.get("nginx_t_s")), f(r.get("files_floor_s")),
                      f"{r.get('reloads_at_ready')}/{r.get('reloads_at_end')}",
                      f(r.get("status_done_after_ready_s")), f(r.get("flush_writes_per_s"), ".0f"),
                      r.get("status_max_in_flight"),

@@ -309,6 +309,26 @@ def nginx_t_seconds(main_config_path: str, binary: str = "nginx") -> tuple[float
     return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def file_create_floor(conf_dir: str, scratch_dir: str, sample: int = 2000) -> tuple[float, int]:
+    """(seconds, files): what this filesystem takes to create as many files as `conf_dir` holds, of their
+    mean size, written as the controller writes them (a temporary file renamed into place). Extrapolated from
+    at most `sample` files created in `scratch_dir` (made here, left for the caller to remove with the run's
+    files, so that the probe adds no deletes before the next run)."""
+    sizes = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(conf_dir) for f in names]
+    if not sizes:
+        return 0.0, 0
+    body = b"#" * (sum(sizes) // len(sizes))
+    k = min(sample, len(sizes))
+    os.makedirs(scratch_dir)
+    t0 = time.perf_counter()
+    for i in range(k):
+        path = os.path.join(scratch_dir, f"f{i}.conf")
+        with open(path + ".tmp", "wb") as f:
+            f.write(body)
+        os.rename(path + ".tmp", path)
+    return (time.perf_counter() - t0) * len(sizes) / k, len(sizes)
+
+
 def _children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
