@@ -465,7 +465,11 @@ class Manager:
         # Traversable but not listable: workers open htpasswd files (0644) by their exact name at request
         # time; certificates and keys (0600) are read by the master only.
         os.makedirs(self.secrets_dir, mode=SECRETS_DIR_MODE, exist_ok=True)
-        os.chmod(self.secrets_dir, SECRETS_DIR_MODE)
+        try:
+            os.chmod(self.secrets_dir, SECRETS_DIR_MODE)
+        except PermissionError as e:
+            raise ValueError(f"cannot set the mode of {self.secrets_dir}: {e.strerror}; the controller must "
+                             "own it (mount a volume at the conf dir, not at its secrets directory)") from e
         private = os.path.dirname(self._dynamic_peers.socket_path)
         os.makedirs(private, mode=0o700, exist_ok=True)
         os.chmod(private, 0o700)

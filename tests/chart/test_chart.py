@@ -86,7 +86,7 @@ NIC_KEYS = [
     "controller.service.annotations", "controller.podDisruptionBudget.enabled",
     "controller.podDisruptionBudget.minAvailable", "prometheus.create", "prometheus.port",
     "prometheus.service.create", "prometheus.serviceMonitor.create", "rbac.create", "serviceAccount.create",
-    "serviceAccount.name",
+    "serviceAccount.name", "controller.volumes", "controller.volumeMounts",
 ]
 
 
@@ -128,6 +128,7 @@ BAD_VALUES = [
     ({"controller": {"podDisruptionBudget": {"minAvailable": "half"}}}, "minAvailable"),
     ({"controller": {"reportIngressStatus": {"leaderElectionLockName": "Lock_Name"}}},
      "leaderElectionLockName"),
+    ({"controller": {"volumeMounts": [{"name": "conf-d"}]}}, "controller.volumeMounts"),  # no mountPath
     ({"prometheus": {"port": 70000}}, "prometheus.port"),
     ({"rbac": {"create": "true"}}, "rbac.create"),
     ({"serviceAccount": {"name": "Bad Name"}}, "serviceAccount.name"),
@@ -597,6 +598,27 @@ def test_pod_placement_and_resources(helm: Helm) -> None:
     assert pod["metadata"]["annotations"]["a"] == "b"
     assert pod["metadata"]["labels"]["team"] == "edge"
     assert "team" not in find(docs, "Deployment")["spec"]["selector"]["matchLabels"]
+
+
+@pytest.mark.parametrize("webhook", [False, True])
+def test_extra_volumes(helm: Helm, webhook: bool) -> None:
+    """NIC's controller.volumes and controller.volumeMounts, beside the admission webhook's own volume."""
+    volumes = [{"name": "conf-d", "emptyDir": {"medium": "Memory"}},
+               {"name": "secrets", "emptyDir": {"medium": "Memory"}}]
+    mounts = [{"name": "conf-d", "mountPath": "/etc/nginx/conf.d"},
+              {"name": "secrets", "mountPath": "/etc/nginx/secrets"}]
+    docs = helm.render({"controller": {"volumes": volumes, "volumeMounts": mounts,
+                                       "admissionWebhook": {"enable": webhook}}})
+    spec = find(docs, "Deployment")["spec"]["template"]["spec"]
+    own = ["admission-webhook-cert"] if webhook else []
+    assert [v["name"] for v in spec["volumes"]] == [*own, "conf-d", "secrets"]
+    assert spec["volumes"][-2:] == volumes
+    assert [m["name"] for m in container(docs)["volumeMounts"]] == [*own, "conf-d", "secrets"]
+    assert container(docs)["volumeMounts"][-2:] == mounts
+    if not webhook:
+        plain = helm.render({})
+        assert "volumes" not in find(plain, "Deployment")["spec"]["template"]["spec"]
+        assert "volumeMounts" not in container(plain)
 
 
 @pytest.mark.parametrize(("name", "values", "prefix"), [

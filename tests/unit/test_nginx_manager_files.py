@@ -350,6 +350,23 @@ def test_rejects_paths_nginx_cannot_take(tmp_path: Path) -> None:
                 reload_timeout_ms=0)
 
 
+def test_a_secrets_dir_it_cannot_own_is_a_clear_error(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A volume mounted at conf/secrets belongs to root: the controller's user cannot narrow its mode."""
+    secrets = tmp_path / "conf" / "secrets"
+    real_chmod = os.chmod
+
+    def chmod(path: str, mode: int) -> None:
+        if str(path) == str(secrets):
+            raise PermissionError(1, "Operation not permitted", str(path))
+        real_chmod(path, mode)
+
+    monkeypatch.setattr(os, "chmod", chmod)
+    with pytest.raises(ValueError, match=r"cannot set the mode of .*secrets: Operation not permitted; the "
+                                         r"controller must own it \(mount a volume at the conf dir"):
+        Manager(binary="nginx", conf_dir=str(tmp_path / "conf"), run_dir=str(tmp_path / "run"))
+
+
 def test_relative_dirs_become_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     m = Manager(binary="nginx", conf_dir="conf", run_dir="run")

@@ -265,17 +265,27 @@ spec:
           add:
             - NET_BIND_SERVICE
         {{- end }}
-      {{- if $c.admissionWebhook.enable }}
+      {{- if or $c.admissionWebhook.enable $c.volumeMounts }}
       volumeMounts:
+        {{- if $c.admissionWebhook.enable }}
         - name: admission-webhook-cert
           mountPath: /etc/ingressctl/admission-webhook
           readOnly: true
+        {{- end }}
+        {{- with $c.volumeMounts }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
       {{- end }}
-  {{- if $c.admissionWebhook.enable }}
+  {{- if or $c.admissionWebhook.enable $c.volumes }}
   volumes:
+    {{- if $c.admissionWebhook.enable }}
     - name: admission-webhook-cert
       secret:
         secretName: {{ include "ingressctl.admissionWebhook.fullname" . }}
+    {{- end }}
+    {{- with $c.volumes }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
   {{- end }}
 {{- end }}
 
