@@ -309,26 +309,6 @@ def nginx_t_seconds(main_config_path: str, binary: str = "nginx") -> tuple[float
     return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def file_create_floor(conf_dir: str, scratch_dir: str, sample: int = 2000) -> tuple[float, int]:
-    """(seconds, files): what this filesystem takes to create as many files as `conf_dir` holds, of their
-    mean size, written as the controller writes them (a temporary file renamed into place). Extrapolated from
-    at most `sample` files created in `scratch_dir` (made here, left for the caller to remove with the run's
-    files, so that the probe adds no deletes before the next run)."""
-    sizes = [os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(conf_dir) for f in names]
-    if not sizes:
-        return 0.0, 0
-    body = b"#" * (sum(sizes) // len(sizes))
-    k = min(sample, len(sizes))
-    os.makedirs(scratch_dir)
-    t0 = time.perf_counter()
-    for i in range(k):
-        path = os.path.join(scratch_dir, f"f{i}.conf")
-        with open(path + ".tmp", "wb") as f:
-            f.write(body)
-        os.rename(path + ".tmp", path)
-    return (time.perf_counter() - t0) * len(sizes) / k, len(sizes)
-
-
 def _children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
@@ -362,6 +342,17 @@ def process_cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_split(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process so far, its reaped children's included (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return 0.0, 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[13])) / tick, (int(fields[12]) + int(fields[14])) / tick
 
 
 def _vm_hwm(pid: int) -> int:
