@@ -250,6 +250,11 @@ class LoadBalancerController:
         self.queue.shut_down()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
+        if self._thread is None or not self._thread.is_alive():
+            # Stopped before the start-up render took the Secret files over: reap their writer.
+            abandon = getattr(self.secret_store, "abandon_files_ahead", None)
+            if abandon is not None:
+                abandon()
         for inf in self.informers.all:
             inf.stop()
         self.startup.stop(timeout)

@@ -444,6 +444,13 @@ class LocalSecretStore:
         log.info("secret files written ahead", written=len(written), adopted=adopted, rewritten=rewritten,
                  discarded=discarded, waited_seconds=round(ahead.waited, 3))
 
+    def abandon_files_ahead(self) -> None:
+        """On stop before `finish_files_ahead`: kill the writing process if it still runs, and reap it. Its
+        files stay as they are (a next start writes what it needs over them). A no-op otherwise."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.call.close()
+
     def _wait_for_ahead(self, key: str) -> None:
         """Before this process writes or removes the file of `key`: if the forked process may write it too,
         wait until that one is done, so that its write can never land after ours."""

@@ -176,3 +176,27 @@ def test_a_manager_that_cannot_write_ahead_is_not_asked_to(pairs: list[tuple[byt
     store = store_with(DirManager(tmp_path), [tls_secret(*pairs[0], name="s0")])
     assert not store.write_files_ahead(lambda: ["default/s0"])
     assert os.path.exists(store.get_secret_reference("default/s0").path)
+
+
+def test_a_stop_before_the_finish_kills_and_reaps_the_writer(
+        manager: CountingManager, pairs: list[tuple[bytes, bytes]]) -> None:
+    store = store_with(manager, [tls_secret(*pairs[0], name="s0")])
+
+    def never_done() -> list[str]:   # runs in the forked process
+        time.sleep(3600)
+        return ["default/s0"]
+
+    assert store.write_files_ahead(never_done)
+    ahead = store._ahead
+    assert ahead is not None
+    pid = ahead.call.pid
+    try:
+        os.kill(pid, 0)   # running
+        store.abandon_files_ahead()
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)   # killed and reaped: no child of that pid is left
+        store.abandon_files_ahead()   # a no-op now
+        store.finish_files_ahead()    # as is finishing
+        assert secrets_on_disk(manager) == set()
+    finally:
+        ahead.call.close()   # whatever failed above, no sleeping child outlives the test
