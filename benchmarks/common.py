@@ -334,25 +334,27 @@ def nginx_worker_pids(controller_pid: int) -> list[int]:
     return out
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far (0 when it is gone)."""
+def _cpu_times(pid: int) -> tuple[float, float, float, float]:
+    """utime, stime, cutime, cstime of /proc/<pid>/stat in seconds (zeros when the process is gone)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rpartition(")")[2].split()
     except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return 0.0, 0.0, 0.0, 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick, int(fields[13]) / tick, int(fields[14]) / tick
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (0 when it is gone)."""
+    user, system, _, _ = _cpu_times(pid)
+    return user + system
 
 
 def process_cpu_split(pid: int) -> tuple[float, float]:
     """(user, system) CPU seconds of a process so far, its reaped children's included (0 when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rpartition(")")[2].split()
-    except OSError:
-        return 0.0, 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[13])) / tick, (int(fields[12]) + int(fields[14])) / tick
+    user, system, children_user, children_system = _cpu_times(pid)
+    return user + children_user, system + children_system
 
 
 def _vm_hwm(pid: int) -> int:

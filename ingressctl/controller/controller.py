@@ -110,6 +110,15 @@ class SecretStoreLike(Protocol):
     def get_secret_reference(self, key: str) -> SecretReference: ...
 
 
+@runtime_checkable
+class SecretFilesAhead(Protocol):
+    """A Secret store that can write its files in a forked process at start-up (`LocalSecretStore`)."""
+
+    def write_files_ahead(self, keys: Callable[[], Iterable[str]]) -> bool: ...
+    def finish_files_ahead(self) -> None: ...
+    def abandon_files_ahead(self) -> None: ...
+
+
 class LoadBalancerController:
     """See the module docstring."""
 
@@ -124,6 +133,7 @@ class LoadBalancerController:
         self.configuration = configuration
         self.configurator = configurator
         self.secret_store = secret_store
+        self._files_ahead = secret_store if isinstance(secret_store, SecretFilesAhead) else None
         self.status = status_updater
         if parse_config_map is None:
             from ingressctl.configs.configmaps import parse_config_map as _parse
@@ -250,11 +260,9 @@ class LoadBalancerController:
         self.queue.shut_down()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
-        if self._thread is None or not self._thread.is_alive():
+        if self._files_ahead is not None and (self._thread is None or not self._thread.is_alive()):
             # Stopped before the start-up render took the Secret files over: reap their writer.
-            abandon = getattr(self.secret_store, "abandon_files_ahead", None)
-            if abandon is not None:
-                abandon()
+            self._files_ahead.abandon_files_ahead()
         for inf in self.informers.all:
             inf.stop()
         self.startup.stop(timeout)
@@ -308,23 +316,22 @@ class LoadBalancerController:
         """Start-up: the files of the TLS Secrets the Ingresses reference are written by a forked process
         while the sync thread drains the queue (`LocalSecretStore.write_files_ahead`), on a core that would
         otherwise wait; the start-up render takes them over (`_finish_secret_files_ahead`)."""
-        write = getattr(self.secret_store, "write_files_ahead", None)
-        if write is None or self.options.legacy_startup or secrets < MIN_ITEMS:
+        store = self._files_ahead
+        if store is None or self.options.legacy_startup or secrets < MIN_ITEMS:
             return
         if self._startup_processes() < 2:
             return
         ingresses = self.informers.list(INGRESS_KIND)  # a snapshot: the forked process reads it without locks
         is_ours = self.configuration.has_correct_ingress_class
-        write(functools.partial(referenced_secret_keys, ingresses, is_ours))
+        store.write_files_ahead(functools.partial(referenced_secret_keys, ingresses, is_ours))
 
     def _startup_processes(self) -> int:
         """Processes the start-up may use (`--startup-render-processes`; default: one per usable CPU)."""
         return self.options.startup_render_processes or startup_processes()
 
     def _finish_secret_files_ahead(self) -> None:
-        finish = getattr(self.secret_store, "finish_files_ahead", None)
-        if finish is not None:
-            finish()
+        if self._files_ahead is not None:
+            self._files_ahead.finish_files_ahead()
 
     # ------------------------------------------------------------------------------------------ sync loop
 
