@@ -45,7 +45,7 @@ from common import (
     write_json,
 )
 
-from ingressctl.demo_backend import Backend
+from ingressctl.demo.backend import Backend
 from ingressctl.k8s.client import KubeClient
 from ingressctl.k8s.resource import INGRESSES
 

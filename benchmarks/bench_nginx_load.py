@@ -29,8 +29,8 @@ from common import machine, nginx_t_seconds, print_table, write_json
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.configurator import Configurator
-from ingressctl.configs.ingress_ex import IngressEx, backend_key
 from ingressctl.configs.templates import TemplateExecutor
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
 from ingressctl.nginx.manager import Manager
 
 

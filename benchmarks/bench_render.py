@@ -35,10 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, proxy_defaults
 from ingressctl.configs.configurator import Configurator
-from ingressctl.configs.ingress import generate_nginx_config
-from ingressctl.configs.ingress_ex import IngressEx, SecretReference, backend_key
 from ingressctl.configs.renderers import IngressRenderer, RenderContext
 from ingressctl.configs.templates import TemplateExecutor
+from ingressctl.kinds.ingress.config import generate_nginx_config
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, SecretReference, backend_key
 from ingressctl.nginx.manager import Manager
 
 

@@ -1,7 +1,7 @@
 """Admission webhook throughput: AdmissionReviews per second over HTTPS on 127.0.0.1, and latency at that
 load.
 
-The webhook server (`ingressctl.webhook_server`, 16 pool workers) runs in a child process with a
+The webhook server (`ingressctl.webhook.server`, 16 pool workers) runs in a child process with a
 Configuration holding N configured Ingresses (so the host-ownership lookups are real); the client sends a mix
 of valid, invalid (bad annotation values, snippets) and host-conflicting Ingress reviews from C threads, each
 on its own keep-alive HTTPS connection, as kube-apiserver does. Each concurrency level is bounded by a request
@@ -33,9 +33,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import machine, print_table, write_json
-from ingressctl.controller.admission import review
 from ingressctl.controller.configuration import Configuration
 from ingressctl.devcluster.tlsutil import generate
+from ingressctl.webhook.admission import review
 
 
 def _ingress(name: str, host: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
@@ -83,7 +83,7 @@ def reviews() -> list[bytes]:
 def _serve(conn: Connection, cert_file: str, key_file: str, n: int) -> None:
     from ingressctl.logging import configure_logging
     from ingressctl.settings import LogSettings
-    from ingressctl.webhook_server import AdmissionWebhookServer
+    from ingressctl.webhook.server import AdmissionWebhookServer
 
     configure_logging(LogSettings(level="warning"))   # no line per denial in the measurement
 

@@ -12,7 +12,7 @@ Start order (NIC's main.go; docs/architecture.md, "Start-up"):
    listener that NGINX's latency access log writes to), started right after NGINX.
 6. Configurator, event recorder, status updater, leader elector (Lease in POD_NAMESPACE), controller, and the
    readiness server. Leader election starts before the informer caches sync, as in NIC. With
-   `--enable-admission-webhook`, the webhook server (`ingressctl.webhook_server`) starts before the readiness
+   `--enable-admission-webhook`, the webhook server (`ingressctl.webhook.server`) starts before the readiness
    server, reading the controller's Configuration only; its certificate comes from the files or the Secret.
 7. The controller starts its informers, waits for their caches and runs its sync thread.
 
@@ -54,9 +54,9 @@ from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from ingressctl.configs.ingress_ex import INGRESS_KIND
 from ingressctl.k8s.readahead import ReadAhead
 from ingressctl.keys import ResourceKey
+from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND
 from ingressctl.logging import get_logger
 from ingressctl.settings import Settings
 
@@ -180,7 +180,7 @@ class App:
         for key, err in errors:
             log.warning("invalid ConfigMap value ignored", key=key, error=err)
         if s.controller.enable_custom_resources and self._transportservers_served():
-            from ingressctl.app_stream import StreamSetupError, with_stream
+            from ingressctl.kinds.transportserver.wiring import StreamSetupError, with_stream
 
             try:
                 static = with_stream(static, binary,
@@ -286,7 +286,7 @@ class App:
             recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
             kinds=self._custom_resource_kinds(is_leader), parse_config_map=parse,
         )
-        from ingressctl.app_policy_ext import wire_policy_users
+        from ingressctl.kinds.policy.wiring_ext import wire_policy_users
 
         wire_policy_users(self.controller, self._policy_store)
         if self.metrics is not None:
@@ -317,18 +317,18 @@ class App:
         s = self.settings
         if not s.controller.enable_custom_resources:
             return []
-        from ingressctl.app_stream import forbidden_ports
-        from ingressctl.controller.policy_kind import PolicyStore
+        from ingressctl.kinds.policy.kind import PolicyStore
+        from ingressctl.kinds.transportserver.wiring import forbidden_ports
 
         self._policy_store = PolicyStore()    # unbound until Policies are served: every reference missing
         from ingressctl.configs.templates import TemplateError
-        from ingressctl.controller.vs_kind import (
+        from ingressctl.k8s.client import ApiError
+        from ingressctl.kinds.virtualserver.kind import (
             VIRTUALSERVERS,
             virtualserver_kind_factory,
             virtualserverroute_kind_factory,
         )
-        from ingressctl.controller.vs_pods import pod_kind_factory
-        from ingressctl.k8s.client import ApiError
+        from ingressctl.kinds.virtualserver.pods import pod_kind_factory
 
         namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
         kinds: list[Any] = []
@@ -340,7 +340,7 @@ class App:
                       "install the k8s.nginx.org CRDs (charts/ingressctl/crds) and the RBAC for them, "
                       "or pass --enable-custom-resources=false", error=str(e))
         else:
-            from ingressctl.app_policy import policy_kinds
+            from ingressctl.kinds.policy.wiring import policy_kinds
 
             store, policy = policy_kinds(self.client, namespace, enable_snippets=s.controller.enable_snippets)
             self._policy_store = store
@@ -355,7 +355,7 @@ class App:
                 raise StartupError(f"invalid template: {e}") from e
         if not self._serve_transportservers:
             return kinds
-        from ingressctl.app_stream import StreamSetupError, stream_kinds
+        from ingressctl.kinds.transportserver.wiring import StreamSetupError, stream_kinds
 
         try:
             return kinds + stream_kinds(s, self.client, is_leader or (lambda: True))
@@ -365,8 +365,8 @@ class App:
     def _transportservers_served(self) -> bool:
         """Whether the cluster serves TransportServers (their CRD and the RBAC to list them); remembered for
         `_custom_resource_kinds`."""
-        from ingressctl.controller.ts_kind import TRANSPORTSERVERS
         from ingressctl.k8s.client import ApiError
+        from ingressctl.kinds.transportserver.kind import TRANSPORTSERVERS
 
         s = self.settings
         namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
@@ -388,8 +388,8 @@ class App:
         w = self.settings.admission_webhook
         if not w.enabled:
             return
-        from ingressctl.controller.admission import registry_lookup
-        from ingressctl.webhook_server import AdmissionWebhookServer
+        from ingressctl.webhook.admission import registry_lookup
+        from ingressctl.webhook.server import AdmissionWebhookServer
 
         cert, key = w.tls_cert_file, w.tls_key_file
         if w.tls_secret:
@@ -494,8 +494,8 @@ class App:
                 ns, obj = ref.split("/", 1)
                 reads.start(key, functools.partial(client.get, rt, ns, obj))
         if s.controller.enable_custom_resources:
-            from ingressctl.controller.ts_kind import TRANSPORTSERVERS
-            from ingressctl.controller.vs_kind import VIRTUALSERVERS
+            from ingressctl.kinds.transportserver.kind import TRANSPORTSERVERS
+            from ingressctl.kinds.virtualserver.kind import VIRTUALSERVERS
 
             namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
             for rt in (TRANSPORTSERVERS, VIRTUALSERVERS):

@@ -51,13 +51,13 @@ from ingressctl.configs.configmaps import (
 )
 from ingressctl.configs.dynamic_upstreams import DynamicUpstreams
 from ingressctl.configs.files import REASON_ENDPOINTS, REASON_OTHER, ConfigFiles, ReloadOutcome, WrittenAhead
-from ingressctl.configs.ingress import error_server_address
-from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, MergeableIngresses
 from ingressctl.configs.prerender import MEASURED_ITEMS, MIN_ITEMS, RenderAheadStats, render_ahead
 from ingressctl.configs.renderers import ChildCounter, IngressRenderer, RenderContext, Rendered, Renderer
 from ingressctl.configs.templates import TemplateError, TemplateExecutor, TemplateRenderError
 from ingressctl.configs.upstream_front import front_upstreams
 from ingressctl.keys import ResourceKey
+from ingressctl.kinds.ingress.config import error_server_address
+from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND, IngressEx, MergeableIngresses
 from ingressctl.logging import get_logger
 from ingressctl.nginx.manager import STREAM_CONF_D_DIR, Manager, WrittenFile
 from ingressctl.nginx.modules import DYNAMIC_PEERS, UPSTREAM_FRONT

@@ -21,14 +21,14 @@ from typing import Protocol, runtime_checkable
 
 from ingressctl.configs.config import ProxyDefaults
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.ingress import (
+from ingressctl.configs.templates import TemplateExecutor
+from ingressctl.keys import ResourceKey
+from ingressctl.kinds.ingress.config import (
     catch_all_upstream,
     generate_nginx_config,
     generate_nginx_config_for_mergeable,
 )
-from ingressctl.configs.ingress_ex import INGRESS_KIND, INGRESS_TYPES, IngressEx, MergeableIngresses
-from ingressctl.configs.templates import TemplateExecutor
-from ingressctl.keys import ResourceKey
+from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND, INGRESS_TYPES, IngressEx, MergeableIngresses
 
 
 @dataclass(frozen=True)

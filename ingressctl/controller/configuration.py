@@ -41,8 +41,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ingressctl.configs.ingress_ex import INGRESS_KIND
-from ingressctl.controller.ingress_model import IngressConfiguration, IngressModel, MinionConfiguration
 from ingressctl.controller.model import (
     REASON_IGNORED,
     REASON_REJECTED,
@@ -58,6 +56,8 @@ from ingressctl.controller.model import (
     make_entry,
 )
 from ingressctl.keys import ResourceKey, object_key
+from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND
+from ingressctl.kinds.ingress.model import IngressConfiguration, IngressModel, MinionConfiguration
 from ingressctl.logging import get_logger
 
 log = get_logger(__name__)

@@ -36,12 +36,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ingressctl.configs.files import ReloadOutcome
-from ingressctl.configs.ingress_ex import INGRESS_KIND, SecretReference
 from ingressctl.configs.prerender import MIN_ITEMS, RenderAheadStats, startup_processes
 from ingressctl.controller.configuration import Configuration, ConfigurationProblem, ResourceChange
 from ingressctl.controller.handlers import is_supported_secret
 from ingressctl.controller.informers import InformerSet
-from ingressctl.controller.ingress_kind import IngressConfigurator, ingress_kind, referenced_secret_keys
 from ingressctl.controller.kinds import Applied, KindRegistry, ResourceKind
 from ingressctl.controller.model import Resource
 from ingressctl.controller.options import ControllerOptions, SyncStats
@@ -63,6 +61,8 @@ from ingressctl.k8s.informer import wait_for_cache_sync
 from ingressctl.k8s.resource import CONFIGMAPS, SECRETS
 from ingressctl.k8s.workqueue import RateLimitingQueue
 from ingressctl.keys import ResourceKey, object_key, split_key
+from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND, SecretReference
+from ingressctl.kinds.ingress.kind import IngressConfigurator, ingress_kind, referenced_secret_keys
 from ingressctl.logging import get_logger
 
 log = get_logger(__name__)

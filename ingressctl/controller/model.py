@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol
 
-from ingressctl.configs.ingress_ex import CATCH_ALL_HOST
 from ingressctl.keys import ResourceKey
+from ingressctl.kinds.ingress.ingress_ex import CATCH_ALL_HOST
 
 REASON_REJECTED = "Rejected"
 REASON_IGNORED = "Ignored"    # a child its host's configured parent does not take

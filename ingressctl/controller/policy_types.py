@@ -38,7 +38,7 @@ from ingressctl.controller.policy_validation import (
     validate_header_names,
     validate_secret_name,
 )
-from ingressctl.controller.validation import (
+from ingressctl.kinds.ingress.validation import (
     FieldError,
     forbidden,
     invalid,
@@ -47,7 +47,7 @@ from ingressctl.controller.validation import (
     required,
     too_many,
 )
-from ingressctl.controller.vs_validation import validate_variables
+from ingressctl.kinds.virtualserver.validation import validate_variables
 
 RATE = re.compile(r"[1-9]\d*r/[sSmM]")
 ZONE_SIZE = re.compile(r"(\d+)([kKmM]?)")

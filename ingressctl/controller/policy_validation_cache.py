@@ -24,7 +24,7 @@ from typing import Any
 
 from ingressctl.configs import parsing
 from ingressctl.controller.policy_validation_fields import boolean, enum_list
-from ingressctl.controller.validation import (
+from ingressctl.kinds.ingress.validation import (
     FieldError,
     duplicate,
     forbidden,

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ingressctl.controller.policy_validation_fields import boolean, enum_list, positive_int_or_zero
-from ingressctl.controller.validation import (
+from ingressctl.kinds.ingress.validation import (
     FieldError,
     duplicate,
     forbidden,

@@ -26,7 +26,7 @@ from ingressctl.controller.policy_validation_fields import (
     optional_subdomain,
     positive_int_or_zero,
 )
-from ingressctl.controller.validation import (
+from ingressctl.kinds.ingress.validation import (
     FieldError,
     forbidden,
     invalid,

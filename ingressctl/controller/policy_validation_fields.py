@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ingressctl.controller.validation import (
+from ingressctl.kinds.ingress.validation import (
     FieldError,
     duplicate,
     invalid,

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ingressctl.configs.ingress_ex import INGRESS_KIND
 from ingressctl.controller.endpoints import count_ready_endpoints
 from ingressctl.controller.model import Resource
-from ingressctl.controller.validation import parse_go_bool
+from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND
+from ingressctl.kinds.ingress.validation import parse_go_bool
 
 
 class ControllerReplicas:

@@ -48,9 +48,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from ingressctl.configs.ingress_ex import SecretReference
 from ingressctl.forked import ForkedCall
 from ingressctl.keys import object_key
+from ingressctl.kinds.ingress.ingress_ex import SecretReference
 from ingressctl.logging import get_logger
 from ingressctl.nginx.manager import WrittenFile
 

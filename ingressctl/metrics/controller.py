@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from ingressctl.configs.ingress_ex import INGRESS_KIND, INGRESS_TYPES
+from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND, INGRESS_TYPES
 from ingressctl.metrics.common import CLASS_LABEL, check_ingress_class, controller_metric
 
 __all__ = ["INGRESS_TYPES", "ControllerMetricsCollector"]

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from ingressctl.controller.configuration import Configuration
-from ingressctl.webhook_certgen import main as certgen
-from ingressctl.webhook_server import AdmissionWebhookServer
+from ingressctl.webhook.certgen import main as certgen
+from ingressctl.webhook.server import AdmissionWebhookServer
 from tests.chart.chartlib import NAMESPACE, RELEASE, Helm, container, find, flags, kinds, names
 from tests.webhooks import Kubectl, ingress
 

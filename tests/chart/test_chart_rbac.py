@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ingressctl.demo_backend import Backend
+from ingressctl.demo.backend import Backend
 from ingressctl.devcluster import Access, DevCluster
 from tests.chart.chartlib import (
     CHART,

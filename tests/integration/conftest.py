@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ingressctl.demo_backend import Backend
+from ingressctl.demo.backend import Backend
 from tests.integration.harness import GOOD, Controller, Env, rule
 from tests.webhooks import Kubectl, WebhookCert, webhook_cert
 

@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import replace
 from typing import Any
 
-from ingressctl.demo_backend import Backend
+from ingressctl.demo.backend import Backend
 from ingressctl.settings import (
     ControllerSettings,
     KubeSettings,

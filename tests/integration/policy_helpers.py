@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from ingressctl.controller.policy_kind import POLICIES
 from ingressctl.keys import ResourceKey
+from ingressctl.kinds.policy.kind import POLICIES
 from tests.helpers import wait_until
 from tests.integration.harness import NS, Controller, Env
 from tests.integration.vs_helpers import CRDS, apply_spec, install_crds, wait_served

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from ingressctl.controller.vs_kind import VIRTUALSERVERROUTES, VIRTUALSERVERS
 from ingressctl.k8s.client import ApiError
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.keys import ResourceKey
+from ingressctl.kinds.virtualserver.kind import VIRTUALSERVERROUTES, VIRTUALSERVERS
 from ingressctl.settings import AdmissionWebhookSettings
 from tests.helpers import wait_until
 from tests.integration.harness import NS, Controller, Env

@@ -27,9 +27,9 @@ import pytest
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, parse_config_map
 from ingressctl.configs.configurator import Configurator, ReloadOutcome
-from ingressctl.configs.ingress_ex import IngressEx, SecretReference, backend_key
 from ingressctl.configs.templates import TEMPLATES_DIR, TemplateExecutor
 from ingressctl.http_serving import serve_in_background
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, SecretReference, backend_key
 from ingressctl.nginx.manager import Manager
 from tests.helpers import free_port, make_cert, wait_until
 

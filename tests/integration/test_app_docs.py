@@ -130,8 +130,8 @@ def table_names(doc: str) -> set[str]:
 
 
 def supported_annotations() -> set[str]:
-    from ingressctl.configs import annotations
-    from ingressctl.controller.validation import ANNOTATION_VALIDATIONS
+    from ingressctl.kinds.ingress import annotations
+    from ingressctl.kinds.ingress.validation import ANNOTATION_VALIDATIONS
 
     names = set(ANNOTATION_VALIDATIONS) | set(annotations.ANNOTATIONS_BY_NAME)
     names |= {annotations.HSTS, *annotations.HSTS_RELATED, annotations.MERGEABLE_INGRESS_TYPE}
@@ -185,8 +185,8 @@ def test_every_metric_is_documented() -> None:
 def test_snippets_without_the_flag_are_documented_as_the_code_behaves() -> None:
     """docs/annotations.md says what validation does to a snippet annotation without --enable-snippets: the
     Ingress is rejected with the message it quotes (NIC's behaviour), not ignored with a warning."""
-    from ingressctl.configs import annotations
-    from ingressctl.controller.validation import validate_ingress
+    from ingressctl.kinds.ingress import annotations
+    from ingressctl.kinds.ingress.validation import validate_ingress
 
     ing = {"metadata": {"name": "a", "namespace": "d", "annotations": {"nginx.org/server-snippets": "x;"}},
            "spec": {"ingressClassName": "nginx", "rules": [{"host": "a.example.com", "http": {"paths": [
@@ -211,7 +211,7 @@ CURL_TLS = re.compile(r"^curl -k (?:--resolve ([^:\s]+):\d+:127\.0\.0\.1 https:/
 def test_readme_demo_curl_lines_work_against_the_demo() -> None:
     """Each curl line of the README, sent to the demo (started here on free ports instead of the README's),
     gets what its comment says: the named backend, or the status code."""
-    from ingressctl.demo import DEFAULT_EXAMPLES, Demo, manifest_files
+    from ingressctl.demo.run import DEFAULT_EXAMPLES, Demo, manifest_files
 
     lines = CURL.findall(read("README.md"))
     tls_lines = CURL_TLS.findall(read("README.md"))

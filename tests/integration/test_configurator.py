@@ -27,10 +27,10 @@ from cryptography.x509.oid import NameOID
 from ingressctl.configs import prerender
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.configurator import Configurator, ReloadOutcome
-from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, SecretReference, backend_key
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.http_serving import POLL_INTERVAL
 from ingressctl.keys import ResourceKey
+from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND, IngressEx, SecretReference, backend_key
 from ingressctl.nginx.manager import Manager
 from tests.helpers import free_port
 

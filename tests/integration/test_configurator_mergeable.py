@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from ingressctl.configs.configmaps import ConfigParams
-from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
 from ingressctl.controller.configuration import Configuration, IngressConfiguration
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
 from tests.integration.test_annotations import Env, _BackendServer, backends, make_env
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ import pytest
 import requests
 import requests_unixsocket
 
-from ingressctl.demo_backend import Backend
+from ingressctl.demo.backend import Backend
 from ingressctl.nginx.dynamic_peers import API_PATH, DynamicUpdateError, dynamic_peers_module
 from ingressctl.nginx.manager import Manager
 from ingressctl.nginx.stub_status import unix_socket_url

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ingressctl.demo_backend import Backend
+from ingressctl.demo.backend import Backend
 from ingressctl.nginx.processes import current_workers
 from tests.helpers import wait_until
 from tests.integration.harness import Controller, Env, rule

@@ -22,11 +22,11 @@ from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, gene
 from ingressctl.configs.policy import PolicySecret, ResolvedPolicy
 from ingressctl.configs.renderers import RenderContext
 from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
-from ingressctl.configs.virtualserver import VirtualServerEx
-from ingressctl.configs.vs_renderer import VirtualServerRenderer
-from ingressctl.controller.policy_secrets import apikey_file, validate_apikey_secret
 from ingressctl.controller.policy_validation import validate_policy
 from ingressctl.controller.secrets import SecretValidationError
+from ingressctl.kinds.policy.secrets import apikey_file, validate_apikey_secret
+from ingressctl.kinds.virtualserver.config import VirtualServerEx
+from ingressctl.kinds.virtualserver.renderer import VirtualServerRenderer
 from tests.integration.test_annotations_fuzz_nginx import Staging
 from tests.integration.test_virtualserver_fuzz_nginx import assert_same_shape_and_loads, fuzz_values, shape
 from tests.unit.test_injection_fuzz import Rendered, parse_tree

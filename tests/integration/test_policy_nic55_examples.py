@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from ingressctl.controller.policy_kind import POLICIES
-from ingressctl.controller.vs_kind import VIRTUALSERVERS
+from ingressctl.kinds.policy.kind import POLICIES
+from ingressctl.kinds.virtualserver.kind import VIRTUALSERVERS
 from tests.helpers import http_get, make_cert, wait_until
 from tests.integration.harness import NS, Env
 from tests.integration.policy_helpers import install_policy_crds, wait_policy_state

@@ -1,4 +1,4 @@
-"""The pooled HTTPS server (ingressctl.pooled_https): more keep-alive connections than workers are all
+"""The pooled HTTPS server (ingressctl.webhook.pooled_https): more keep-alive connections than workers are all
 served, idle connections are closed after the idle timeout, the connection cap holds, and a stalled TLS
 handshake does not block the accept loop."""
 
@@ -15,7 +15,7 @@ import pytest
 
 from ingressctl.devcluster.tlsutil import ServingCertificate, generate
 from ingressctl.http_serving import serve_in_background
-from ingressctl.pooled_https import PooledHTTPSServer
+from ingressctl.webhook.pooled_https import PooledHTTPSServer
 from tests.helpers import wait_until
 
 

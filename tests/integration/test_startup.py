@@ -515,7 +515,7 @@ def test_a_failure_while_rendering_ahead_costs_only_the_parallelism(env: Env,
     """If rendering ahead breaks half-way, the sync thread renders everything itself: every host routes,
     one reload, and each Ingress is still built once (what was built ahead is taken, not built again)."""
     from ingressctl.configs.configurator import Configurator
-    from ingressctl.controller.ingress_kind import IngressBuilder
+    from ingressctl.kinds.ingress.kind import IngressBuilder
 
     names = populate(env, MIN_ITEMS + 10)
 

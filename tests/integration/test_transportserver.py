@@ -14,8 +14,8 @@ import pytest
 import yaml
 from cryptography import x509
 
-from ingressctl.controller.ts_kind import GLOBALCONFIGURATIONS, TRANSPORTSERVERS
 from ingressctl.k8s.resource import ResourceType
+from ingressctl.kinds.transportserver.kind import GLOBALCONFIGURATIONS, TRANSPORTSERVERS
 from tests.helpers import free_port, make_cert, wait_until
 from tests.integration.harness import NS, Controller, Env, rule
 from tests.integration.stream_servers import EchoServer, TLSEchoServer, tcp_echo, tls_echo, udp_echo

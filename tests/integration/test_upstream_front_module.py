@@ -10,7 +10,7 @@ import http.client
 
 import pytest
 
-from ingressctl.demo_backend import Backend
+from ingressctl.demo.backend import Backend
 from ingressctl.nginx.manager import Manager
 from ingressctl.nginx.modules import UPSTREAM_FRONT, installed_module
 from tests.helpers import free_port, scratch_dir

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ingressctl.controller.vs_kind import VIRTUALSERVERS
+from ingressctl.kinds.virtualserver.kind import VIRTUALSERVERS
 from tests.helpers import http_get, make_cert, tls_secret, wait_until
 from tests.integration.harness import NS, Controller, Env, rule
 from tests.integration.vs_helpers import apply_vs, install_crds, virtual_server, vs_status, wait_vs_state

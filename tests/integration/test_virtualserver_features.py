@@ -88,7 +88,7 @@ def test_resource_count_metric_and_custom_resources_off(env: Env) -> None:
     c.wait_backend("vs-2.example.com", "/", "web")
     port = metrics_port(c)
     wait_until(lambda: value(scrape(port), C + "virtualserver_resources_total") == 3, "3 VirtualServers")
-    from ingressctl.controller.vs_kind import VIRTUALSERVERS
+    from ingressctl.kinds.virtualserver.kind import VIRTUALSERVERS
 
     env.kube.delete(VIRTUALSERVERS, NS, "vs-0")
     wait_until(lambda: value(scrape(port), C + "virtualserver_resources_total") == 2, "2 VirtualServers")

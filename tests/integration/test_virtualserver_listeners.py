@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ingressctl.controller.ts_kind import GLOBALCONFIGURATIONS
+from ingressctl.kinds.transportserver.kind import GLOBALCONFIGURATIONS
 from tests.helpers import free_port, http_get, https_get, make_cert, wait_until
 from tests.integration.harness import NS, Env
 from tests.integration.vs_helpers import CRD_DIR, CRDS, apply_vs, install_crds, virtual_server, wait_vs_state

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ingressctl.controller.vs_kind import VIRTUALSERVERROUTES
+from ingressctl.kinds.virtualserver.kind import VIRTUALSERVERROUTES
 from tests.helpers import wait_until
 from tests.integration.harness import Controller, Env
 from tests.integration.vs_helpers import (

@@ -89,7 +89,7 @@ def test_delegation_across_namespaces_path_rules_and_orphans(env: Env) -> None:
     assert c.get(HOST, "/coffee").backend == "coffee"
 
     # The VirtualServer goes: its VSRs are orphans again.
-    from ingressctl.controller.vs_kind import VIRTUALSERVERS
+    from ingressctl.kinds.virtualserver.kind import VIRTUALSERVERS
 
     env.kube.delete(VIRTUALSERVERS, NS, "cafe")
     env.wait_event("coffee", "NoVirtualServerFound", namespace=COFFEE, kind="VirtualServerRoute")
@@ -117,7 +117,7 @@ def test_virtualserverroute_resources_total_counts_the_configured_ones(env: Env)
                                         subroutes=[{"path": "=/coffee", "action": {"pass": "coffee"}}]))
     c.wait_backend(HOST, "/coffee", "coffee")
     wait_until(lambda: value(scrape(port), metric) == 2, "two VirtualServerRoutes counted")
-    from ingressctl.controller.vs_kind import VIRTUALSERVERS
+    from ingressctl.kinds.virtualserver.kind import VIRTUALSERVERS
 
     env.kube.delete(VIRTUALSERVERS, NS, "cafe")
     wait_until(lambda: value(scrape(port), metric) == 0, "none configured without their VirtualServer")

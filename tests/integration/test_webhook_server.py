@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingressctl.controller.admission import review
 from ingressctl.controller.configuration import Configuration
-from ingressctl.webhook_server import AdmissionWebhookServer
+from ingressctl.webhook.admission import review
+from ingressctl.webhook.server import AdmissionWebhookServer
 from tests.webhooks import WebhookCert, ingress, webhook_cert
 from tests.webhooks import review as make_review
 

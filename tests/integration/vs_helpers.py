@@ -7,9 +7,9 @@ from typing import Any
 
 import yaml
 
-from ingressctl.controller.vs_kind import VIRTUALSERVERROUTES, VIRTUALSERVERS
 from ingressctl.k8s.client import ApiError
 from ingressctl.k8s.resource import ResourceType
+from ingressctl.kinds.virtualserver.kind import VIRTUALSERVERROUTES, VIRTUALSERVERS
 from tests.helpers import wait_until
 from tests.integration.harness import NS, Env
 

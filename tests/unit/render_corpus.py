@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, proxy_defaults
-from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
 from ingressctl.configs.renderers import IngressRenderer, RenderContext
 from ingressctl.configs.templates import TemplateExecutor
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
 from ingressctl.nginx.capabilities import Capabilities
 
 GOLDEN = Path(__file__).parent / "data" / "render_corpus.txt"

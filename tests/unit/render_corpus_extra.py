@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ingressctl.configs.configmaps import StaticConfigParams, parse_config_map, proxy_defaults
-from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
 from ingressctl.configs.policy import PolicySecret, ResolvedPolicy
 from ingressctl.configs.renderers import IngressRenderer, RenderContext
 from ingressctl.configs.templates import TemplateExecutor
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
 from ingressctl.nginx.capabilities import Capabilities
 from tests.unit.render_corpus import corpus, render_resources
 

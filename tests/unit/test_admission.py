@@ -1,4 +1,4 @@
-"""AdmissionReview handling (ingressctl.controller.admission): the controller's validation as the verdict,
+"""AdmissionReview handling (ingressctl.webhook.admission): the controller's validation as the verdict,
 host-ownership warnings from the Configuration, dispatch by (group, kind), malformed reviews refused."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from ingressctl.controller import admission
-from ingressctl.controller.admission import MalformedReview, Verdict, register_validator, review
 from ingressctl.controller.configuration import Configuration
+from ingressctl.webhook import admission
+from ingressctl.webhook.admission import MalformedReview, Verdict, register_validator, review
 from tests.webhooks import ingress
 from tests.webhooks import review as make_review
 
@@ -169,10 +169,10 @@ def test_malformed_reviews_are_refused(body: Any) -> None:
 
 
 def test_registry_kinds_are_validated_by_their_configuration_part() -> None:
-    from ingressctl.controller.admission import registry_lookup
     from ingressctl.controller.kinds import ResourceKind
-    from ingressctl.controller.vs_kind import VIRTUALSERVERS
-    from ingressctl.controller.vs_model import VirtualServerModel
+    from ingressctl.kinds.virtualserver.kind import VIRTUALSERVERS
+    from ingressctl.kinds.virtualserver.model import VirtualServerModel
+    from ingressctl.webhook.admission import registry_lookup
 
     entry = ResourceKind(name="virtualserver", rt=VIRTUALSERVERS, handler=lambda enqueue: None,  # type: ignore
                          builder=None, status=None, model=VirtualServerModel("nginx"))  # type: ignore[arg-type]

@@ -14,8 +14,11 @@ from ingressctl.configs.configmaps import (
     parse_config_map,
 )
 from ingressctl.configs.templates import TemplateExecutor
-from ingressctl.configs.vs_newer_nginx import NewerDirectives, session_cookie
-from ingressctl.controller.newer_nginx_fields import validate_add_header_inherit, validate_session_cookie
+from ingressctl.kinds.virtualserver.newer_nginx import NewerDirectives, session_cookie
+from ingressctl.kinds.virtualserver.newer_nginx_fields import (
+    validate_add_header_inherit,
+    validate_session_cookie,
+)
 from ingressctl.nginx.capabilities import UNKNOWN_NGINX, Capabilities, from_build_info
 
 DEBIAN = """nginx version: nginx/1.22.1
@@ -148,8 +151,8 @@ def test_newer_directives_warn_once_per_field() -> None:
 
 
 def test_ingress_add_header_inherit_server_and_minion_location() -> None:
-    from ingressctl.configs.ingress import generate_nginx_config_for_mergeable
-    from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, backend_key
+    from ingressctl.kinds.ingress.config import generate_nginx_config_for_mergeable
+    from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
     from tests.unit.test_configs_annotations import HOST, STATIC, TEMPLATES, cafe, render
     from tests.unit.test_configs_ingress import block, ingress, path, rule
 
@@ -180,7 +183,7 @@ def test_ingress_add_header_inherit_server_and_minion_location() -> None:
 
 
 def test_plus_only_config_map_keys_and_annotation() -> None:
-    from ingressctl.controller.validation import aggregate_message, validate_ingress
+    from ingressctl.kinds.ingress.validation import aggregate_message, validate_ingress
     from tests.unit.test_configs_ingress import ingress
 
     _, errors = parse_config_map({"zone-sync": "true", "resolver-addresses": "10.0.0.1",

@@ -11,16 +11,6 @@ from typing import Any
 import pytest
 
 from ingressctl.configs import parsing
-from ingressctl.configs.annotations import (
-    ANNOTATIONS,
-    MASTER_DENYLIST,
-    MINION_DENYLIST,
-    MINION_INHERITANCE_LIST,
-    check_annotations,
-    master_annotations,
-    minion_annotations,
-    parse_annotations,
-)
 from ingressctl.configs.config import (
     UPSTREAM_ZONE,
     ZONE_BYTES_PER_SERVER,
@@ -34,11 +24,21 @@ from ingressctl.configs.configmaps import (
     generate_main_config,
     parse_config_map,
 )
-from ingressctl.configs.ingress import AnnotationError, generate_nginx_config
-from ingressctl.configs.ingress_ex import IngressEx, SecretReference, backend_key
 from ingressctl.configs.parsing import size_bytes
 from ingressctl.configs.templates import TemplateExecutor
-from ingressctl.controller.validation import ANNOTATION_VALIDATIONS, aggregate_message, validate_ingress
+from ingressctl.kinds.ingress.annotations import (
+    ANNOTATIONS,
+    MASTER_DENYLIST,
+    MINION_DENYLIST,
+    MINION_INHERITANCE_LIST,
+    check_annotations,
+    master_annotations,
+    minion_annotations,
+    parse_annotations,
+)
+from ingressctl.kinds.ingress.config import AnnotationError, generate_nginx_config
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, SecretReference, backend_key
+from ingressctl.kinds.ingress.validation import ANNOTATION_VALIDATIONS, aggregate_message, validate_ingress
 from tests.unit.test_configs_ingress import block, ingress, path, rule
 
 STATIC = StaticConfigParams(run_dir="/run/ic", conf_dir="/etc/ic", secrets_dir="/etc/ic/secrets")

@@ -12,17 +12,17 @@ from hypothesis import strategies as st
 
 from ingressctl.configs import directive_values as dv
 from ingressctl.configs import parsing
-from ingressctl.configs.annotations import (
+from ingressctl.configs.configmaps import ConfigParams, generate_main_config, parse_config_map
+from ingressctl.kinds.ingress.annotations import (
     MASTER_DENYLIST,
     MINION_DENYLIST,
     MINION_INHERITANCE_LIST,
     check_annotations,
     minion_annotations,
 )
-from ingressctl.configs.configmaps import ConfigParams, generate_main_config, parse_config_map
-from ingressctl.configs.ingress import AnnotationError, generate_nginx_config_for_mergeable
-from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, backend_key
-from ingressctl.controller.validation import aggregate_message, validate_ingress
+from ingressctl.kinds.ingress.config import AnnotationError, generate_nginx_config_for_mergeable
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
+from ingressctl.kinds.ingress.validation import aggregate_message, validate_ingress
 from ingressctl.nginx.capabilities import Capabilities, parse_version
 from tests.unit.test_configs_annotations import HOST, STATIC, TEMPLATES, cafe, render, valid
 from tests.unit.test_configs_ingress import block, ingress, path, rule
@@ -334,7 +334,7 @@ def test_fuzzed_sticky_cookies_render_one_sticky_statement_or_are_rejected(value
 
 
 def test_rewrite_target_leaves_the_catch_all_location_alone() -> None:
-    from ingressctl.configs.ingress import generate_nginx_config
+    from ingressctl.kinds.ingress.config import generate_nginx_config
 
     cfg, _ = generate_nginx_config(cafe({"nginx.org/rewrite-target": "/beverages"}), STATIC, ConfigParams(),
                                    to_catch_all=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from ingressctl.configs.annotations import ANNOTATIONS, parse_annotations, parse_rewrites
 from ingressctl.configs.configmaps import (
     CONFIG_MAP_KEYS,
     ConfigParams,
@@ -13,6 +12,7 @@ from ingressctl.configs.configmaps import (
     parse_config_map,
 )
 from ingressctl.configs.parsing import parse_lb_method, parse_size, parse_time
+from ingressctl.kinds.ingress.annotations import ANNOTATIONS, parse_annotations, parse_rewrites
 from ingressctl.settings import NginxSettings, Settings
 
 

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.configurator import Configurator, ReloadOutcome
 from ingressctl.configs.files import _isolate, _isolate_without_base
-from ingressctl.configs.ingress_ex import INGRESS_KIND, IngressEx, backend_key
 from ingressctl.configs.templates import MAIN_TEMPLATE, TEMPLATES_DIR, TemplateExecutor
 from ingressctl.keys import ResourceKey
+from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND, IngressEx, backend_key
 from ingressctl.nginx.manager import ReloadError, WrittenFile, content_digest
 
 

@@ -8,13 +8,13 @@ import re
 
 from ingressctl.configs.config import EXACT, PREFIX, REGEX
 from ingressctl.configs.configmaps import ConfigParams
-from ingressctl.configs.ingress import (
+from ingressctl.kinds.ingress.config import (
     catch_all_upstream,
     generate_nginx_config,
     location_keys,
     one_label_host_regex,
 )
-from ingressctl.configs.ingress_ex import CATCH_ALL_HOST, IngressEx, SecretReference, backend_key
+from ingressctl.kinds.ingress.ingress_ex import CATCH_ALL_HOST, IngressEx, SecretReference, backend_key
 from tests.unit.test_configs_ingress import STATIC, TEMPLATES, backend, block, ingress, path, render, rule
 
 

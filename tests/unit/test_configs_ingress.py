@@ -21,9 +21,14 @@ from ingressctl.configs.config import (
     UpstreamServer,
 )
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.ingress import AnnotationError, generate_nginx_config, location_keys, upstream_name
-from ingressctl.configs.ingress_ex import IngressEx, SecretReference, backend_key
 from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
+from ingressctl.kinds.ingress.config import (
+    AnnotationError,
+    generate_nginx_config,
+    location_keys,
+    upstream_name,
+)
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, SecretReference, backend_key
 from tests.unit.test_configs_quoting import TokenizeError, nginx_tokens
 
 STATIC = StaticConfigParams(run_dir="/run/ic", conf_dir="/etc/ic")

@@ -16,9 +16,9 @@ from ingressctl.configs.configmaps import (
     generate_main_config,
     proxy_defaults,
 )
-from ingressctl.configs.ingress import generate_nginx_config
-from ingressctl.configs.ingress_ex import IngressEx, SecretReference
 from ingressctl.configs.templates import TemplateExecutor
+from ingressctl.kinds.ingress.config import generate_nginx_config
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, SecretReference
 from tests.unit.test_configs_ingress import block, ingress, path, rule
 
 TEMPLATES = TemplateExecutor()
@@ -178,7 +178,7 @@ def test_a_configmap_keepalive_is_part_of_the_defaults() -> None:
 
 
 def test_minions_inherit_with_the_masters_keepalive() -> None:
-    from ingressctl.configs.ingress import generate_nginx_config_for_mergeable
+    from ingressctl.kinds.ingress.config import generate_nginx_config_for_mergeable
     from tests.unit.test_configs_mergeable import ex, master, shop
 
     def minion_location(m: Any, config: ConfigParams) -> str:

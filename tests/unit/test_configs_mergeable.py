@@ -11,17 +11,17 @@ import pytest
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.configurator import Configurator
-from ingressctl.configs.ingress import AnnotationError, generate_nginx_config_for_mergeable
-from ingressctl.configs.ingress_ex import (
+from ingressctl.configs.templates import TemplateExecutor
+from ingressctl.controller.configuration import Configuration
+from ingressctl.keys import ResourceKey
+from ingressctl.kinds.ingress.config import AnnotationError, generate_nginx_config_for_mergeable
+from ingressctl.kinds.ingress.ingress_ex import (
     INGRESS_KIND,
     IngressEx,
     MergeableIngresses,
     SecretReference,
     backend_key,
 )
-from ingressctl.configs.templates import TemplateExecutor
-from ingressctl.controller.configuration import Configuration
-from ingressctl.keys import ResourceKey
 from tests.unit.test_configs_configurator import FakeManager
 from tests.unit.test_configs_ingress import backend, block, path
 

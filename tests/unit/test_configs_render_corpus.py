@@ -12,9 +12,9 @@ import pytest
 
 from ingressctl.configs.config import BasicAuth, Location, Server
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.ingress import generate_nginx_config
-from ingressctl.configs.ingress_ex import IngressEx
 from ingressctl.configs.templates import INGRESS_TEMPLATE, TEMPLATES_DIR
+from ingressctl.kinds.ingress.config import generate_nginx_config
+from ingressctl.kinds.ingress.ingress_ex import IngressEx
 from tests.unit.render_corpus import GOLDEN, corpus, render_corpus
 from tests.unit.render_corpus_extra import GOLDEN_EXTRA, render_corpus_extra
 

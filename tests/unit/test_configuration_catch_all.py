@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ingressctl.configs.ingress_ex import CATCH_ALL_HOST
 from ingressctl.controller.configuration import Configuration
+from ingressctl.kinds.ingress.ingress_ex import CATCH_ALL_HOST
 from tests.unit.test_configuration import ikey, ing, ops
 
 

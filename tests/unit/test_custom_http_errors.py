@@ -7,8 +7,8 @@ import pytest
 
 from ingressctl.configs import directive_values as dv
 from ingressctl.configs.configmaps import ConfigParams
-from ingressctl.configs.ingress import generate_nginx_config_for_mergeable
-from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, backend_key
+from ingressctl.kinds.ingress.config import generate_nginx_config_for_mergeable
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from tests.unit.test_configs_annotations import HOST, STATIC, TEMPLATES, cafe, render
 from tests.unit.test_configs_annotations_nic55 import check_annotations
 from tests.unit.test_configs_ingress import block, ingress, path, rule

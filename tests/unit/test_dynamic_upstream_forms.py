@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from ingressctl.configs import dynamic_upstreams
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, proxy_defaults
 from ingressctl.configs.dynamic_upstreams import DynamicUpstreams, endpoint_changes
-from ingressctl.configs.ingress_ex import IngressEx, backend_key
 from ingressctl.configs.renderers import IngressRenderer, RenderContext
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.configs.upstream_front import front_upstreams
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
 
 SPARE = "unix:/run/ingressctl-502-server.sock"
 PARAMS = "max_fails=1 fail_timeout=10s max_conns=0"

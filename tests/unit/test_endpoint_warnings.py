@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ingressctl.controller.endpoint_warnings import EndpointWarnings, no_endpoints_reason
+from ingressctl.kinds.ingress.endpoint_warnings import EndpointWarnings, no_endpoints_reason
 
 
 def test_reasons() -> None:

@@ -15,7 +15,7 @@ from ingressctl.controller.endpoints import (
     endpoints_for_port,
     resolve_backend_endpoints,
 )
-from ingressctl.controller.ingress_refs import ingress_backends
+from ingressctl.kinds.ingress.refs import ingress_backends
 
 
 def service(
@@ -257,7 +257,7 @@ def test_canonical_ipv4_endpoints_are_read_without_ipaddress(monkeypatch: pytest
 
 
 def test_backend_walk_skips_malformed_parts() -> None:
-    from ingressctl.controller.ingress_refs import service_names
+    from ingressctl.kinds.ingress.refs import service_names
 
     good = {"path": "/", "backend": {"service": {"name": "web", "port": {"number": 80}}}}
     for spec in (None, [], {"rules": None}, {"rules": {}}, {"rules": [None, "x", {"http": None}]},

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from ingressctl.demo_backend import Backend
+from ingressctl.demo.backend import Backend
 from ingressctl.health import HealthServer
 from ingressctl.http_serving import POLL_INTERVAL
 from ingressctl.metrics.server import MetricsServer

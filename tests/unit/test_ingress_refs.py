@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ingressctl.controller.ingress_refs import BASIC_AUTH_SECRET, IngressSecrets, ingress_secrets
+from ingressctl.kinds.ingress.refs import BASIC_AUTH_SECRET, IngressSecrets, ingress_secrets
 
 
 def test_tls_secrets_in_order_then_basic_auth_unique() -> None:

@@ -26,22 +26,22 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingressctl.configs.annotations import ANNOTATIONS
 from ingressctl.configs.configmaps import (
     CONFIG_MAP_KEYS,
     ConfigParams,
     StaticConfigParams,
     generate_main_config,
 )
-from ingressctl.configs.ingress import (
+from ingressctl.configs.parsing import LB_METHODS
+from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
+from ingressctl.kinds.ingress.annotations import ANNOTATIONS
+from ingressctl.kinds.ingress.config import (
     AnnotationError,
     generate_nginx_config,
     generate_nginx_config_for_mergeable,
 )
-from ingressctl.configs.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
-from ingressctl.configs.parsing import LB_METHODS
-from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
-from ingressctl.controller.validation import validate_ingress
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
+from ingressctl.kinds.ingress.validation import validate_ingress
 from ingressctl.nginx.capabilities import MODULES, Capabilities
 from tests.unit.test_configs_quoting import nginx_tokens
 

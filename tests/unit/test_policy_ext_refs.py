@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from ingressctl.configs.ingress_policies import parse_policy_refs
 from ingressctl.configs.policy import PolicySecret, ResolvedPolicy
-from ingressctl.controller.policy_ext_refs import (
+from ingressctl.controller.policy_secrets_ca import ca_file, ca_has_crl, validate_ca_secret
+from ingressctl.controller.secrets import SUPPORTED_SECRET_TYPES, SecretValidationError
+from ingressctl.keys import ResourceKey
+from ingressctl.kinds.ingress.policies import parse_policy_refs
+from ingressctl.kinds.policy.refs import (
     CUSTOM_RESOURCES_DISABLED,
     IngressPolicyResolver,
     ingress_policy_claims,
     policy_service_users,
     with_crl,
 )
-from ingressctl.controller.policy_secrets_ca import ca_file, ca_has_crl, validate_ca_secret
-from ingressctl.controller.secrets import SUPPORTED_SECRET_TYPES, SecretValidationError
-from ingressctl.keys import ResourceKey
 from tests.pki import CA, b64, ca_secret
 
 

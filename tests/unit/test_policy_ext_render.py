@@ -14,7 +14,7 @@ from ingressctl.configs.policy import (
     ResolvedPolicy,
     generate_policies,
 )
-from ingressctl.configs.policy_vs import VSPolicies
+from ingressctl.kinds.virtualserver.policies import VSPolicies
 
 CA = PolicySecret("ns/ca", "nginx.org/ca", "/s/ns-ca")
 CA_CRL = PolicySecret("ns/ca", "nginx.org/ca", "/s/ns-ca", crl_path="/s/ns-ca")

@@ -6,10 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingressctl.configs.ingress_ex import SecretReference
-from ingressctl.controller.admission import registry_lookup
 from ingressctl.controller.kinds import ResourceKind
-from ingressctl.controller.policy_kind import (
+from ingressctl.controller.replicas import ControllerReplicas
+from ingressctl.controller.task import Task
+from ingressctl.k8s.store import DeletedFinalStateUnknown
+from ingressctl.keys import ResourceKey
+from ingressctl.kinds.ingress.ingress_ex import SecretReference
+from ingressctl.kinds.policy.kind import (
     POLICIES,
     POLICY_KIND,
     PolicyStatusWriter,
@@ -18,11 +21,12 @@ from ingressctl.controller.policy_kind import (
     policy_handler,
     policy_kind_factory,
 )
-from ingressctl.controller.policy_refs import vs_policy_claims, vs_policy_references, vsr_policy_claims
-from ingressctl.controller.replicas import ControllerReplicas
-from ingressctl.controller.task import Task
-from ingressctl.k8s.store import DeletedFinalStateUnknown
-from ingressctl.keys import ResourceKey
+from ingressctl.kinds.virtualserver.policy_refs import (
+    vs_policy_claims,
+    vs_policy_references,
+    vsr_policy_claims,
+)
+from ingressctl.webhook.admission import registry_lookup
 
 
 def pol(name: str, rv: str = "1", cls: str = "", **spec: Any) -> dict[str, Any]:

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from ingressctl.configs.ingress_ex import SecretReference
 from ingressctl.controller.handlers import is_supported_secret
-from ingressctl.controller.policy_secrets import (
+from ingressctl.controller.secrets import LocalSecretStore, SecretValidationError
+from ingressctl.kinds.ingress.ingress_ex import SecretReference
+from ingressctl.kinds.policy.secrets import (
     policy_secret_keys,
     resolve_policy_secrets,
     validate_apikey_secret,
 )
-from ingressctl.controller.secrets import LocalSecretStore, SecretValidationError
 from tests.unit.test_secrets import DirManager
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.policy import PolicySecret, ResolvedPolicy
-from ingressctl.configs.virtualserver import VirtualServerEx, generate_vs_config
+from ingressctl.kinds.virtualserver.config import VirtualServerEx, generate_vs_config
 
 
 def resolved(name: str, ns: str = "demo", **spec: Any) -> tuple[str, ResolvedPolicy]:

@@ -14,7 +14,9 @@ import pytest
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
 from ingressctl.configs.renderers import RenderContext
 from ingressctl.configs.templates import TemplateError, TemplateExecutor
-from ingressctl.configs.transportserver import (
+from ingressctl.controller.configuration import Configuration
+from ingressctl.keys import ResourceKey
+from ingressctl.kinds.transportserver.config import (
     Listener,
     PassthroughHosts,
     PassthroughRenderer,
@@ -23,11 +25,9 @@ from ingressctl.configs.transportserver import (
     build_stream_config,
     count_types,
 )
-from ingressctl.controller.configuration import Configuration
-from ingressctl.controller.globalconfiguration import Listeners, parse_listeners
-from ingressctl.controller.ts_model import TransportServerModel
-from ingressctl.controller.ts_validation import validate_transportserver
-from ingressctl.keys import ResourceKey
+from ingressctl.kinds.transportserver.globalconfiguration import Listeners, parse_listeners
+from ingressctl.kinds.transportserver.model import TransportServerModel
+from ingressctl.kinds.transportserver.validation import validate_transportserver
 from ingressctl.nginx.manager import Manager, render_config_version
 from ingressctl.nginx.modules import parse_stream_module, stream_module
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ingressctl.controller.validation import (
+from ingressctl.kinds.ingress.validation import (
     ErrorType,
     FieldError,
     aggregate_message,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from ingressctl.configs.annotations import check_annotations
-from ingressctl.controller.validation import aggregate_message, parse_go_bool, validate_ingress
+from ingressctl.kinds.ingress.annotations import check_annotations
+from ingressctl.kinds.ingress.validation import aggregate_message, parse_go_bool, validate_ingress
 
 
 def ingress(annotations: dict[str, str]) -> dict[str, Any]:

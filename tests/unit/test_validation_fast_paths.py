@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ingressctl.controller import validation
-from ingressctl.controller.validation import (
+from ingressctl.kinds.ingress import validation
+from ingressctl.kinds.ingress.validation import (
     PATH_TYPES,
     _is_plain_backend,
     _is_plain_path,

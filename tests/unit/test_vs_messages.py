@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingressctl.configs.virtualserver import VS_KIND
 from ingressctl.controller.configuration import Configuration
 from ingressctl.controller.reporter import custom_resource_added_event
-from ingressctl.controller.vs_model import VirtualServerModel, VirtualServerRouteModel
 from ingressctl.keys import ResourceKey
+from ingressctl.kinds.virtualserver.config import VS_KIND
+from ingressctl.kinds.virtualserver.model import VirtualServerModel, VirtualServerRouteModel
 
 T0 = "2024-01-01T00:00:00Z"
 

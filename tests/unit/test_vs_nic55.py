@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from ingressctl.controller.model import make_entry
-from ingressctl.controller.vs_model import VirtualServerModel, VirtualServerRouteModel
-from ingressctl.controller.vs_paths import normalize_path, vsr_fit_errors
-from ingressctl.controller.vs_validation import validate_virtual_server, validate_virtual_server_route
 from ingressctl.keys import ResourceKey
+from ingressctl.kinds.virtualserver.model import VirtualServerModel, VirtualServerRouteModel
+from ingressctl.kinds.virtualserver.paths import normalize_path, vsr_fit_errors
+from ingressctl.kinds.virtualserver.validation import validate_virtual_server, validate_virtual_server_route
 
 HOST = "cafe.example.com"
 UP = [{"name": "tea", "service": "tea", "port": 80}]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingressctl.controller.task import Task
-from ingressctl.controller.vs_pods import (
+from ingressctl.kinds.virtualserver.pods import (
     POD_KIND,
     PodHandler,
     pod_transform,

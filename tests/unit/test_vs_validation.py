@@ -7,15 +7,15 @@ from typing import Any
 import pytest
 
 from ingressctl.controller.model import make_entry
-from ingressctl.controller.validation import aggregate_message
-from ingressctl.controller.vs_model import VirtualServerModel, VirtualServerRouteModel
-from ingressctl.controller.vs_paths import vsr_fit_errors
-from ingressctl.controller.vs_validation import (
+from ingressctl.keys import ResourceKey
+from ingressctl.kinds.ingress.validation import aggregate_message
+from ingressctl.kinds.virtualserver.model import VirtualServerModel, VirtualServerRouteModel
+from ingressctl.kinds.virtualserver.paths import vsr_fit_errors
+from ingressctl.kinds.virtualserver.validation import (
     plus_only_warnings,
     validate_virtual_server,
     validate_virtual_server_route,
 )
-from ingressctl.keys import ResourceKey
 
 
 def vs(**spec: Any) -> dict[str, Any]:
