@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.controller.configuration import Configuration, IngressConfiguration
+from ingressctl.kinds.ingress.annotation_validation import get_annotations
 from ingressctl.kinds.ingress.config import generate_nginx_config_for_mergeable
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
-from ingressctl.kinds.ingress.validation import get_annotations
 
 MASTERS_PER_NAMESPACE = 5
 MINIONS_PER_MASTER = 10

@@ -38,7 +38,8 @@ from ingressctl.controller.policy_validation import (
     validate_header_names,
     validate_secret_name,
 )
-from ingressctl.kinds.ingress.validation import (
+from ingressctl.kinds.virtualserver.validation import validate_variables
+from ingressctl.validation import (
     FieldError,
     forbidden,
     invalid,
@@ -47,7 +48,6 @@ from ingressctl.kinds.ingress.validation import (
     required,
     too_many,
 )
-from ingressctl.kinds.virtualserver.validation import validate_variables
 
 RATE = re.compile(r"[1-9]\d*r/[sSmM]")
 ZONE_SIZE = re.compile(r"(\d+)([kKmM]?)")

@@ -17,7 +17,7 @@ from ingressctl.controller.policy_validation_cache import validate_cache
 from ingressctl.controller.policy_validation_cors import validate_cors
 from ingressctl.controller.policy_validation_extauth import validate_external_auth
 from ingressctl.controller.policy_validation_mtls import validate_egress_mtls, validate_ingress_mtls
-from ingressctl.kinds.ingress.validation import FieldError
+from ingressctl.validation import FieldError
 
 
 def _external_auth(field: str, spec: Mapping[str, Any], config: PolicyValidationConfig) -> list[FieldError]:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ingressctl.kinds.ingress.validation import (
+from ingressctl.validation import (
     FieldError,
     duplicate,
     invalid,

@@ -24,13 +24,7 @@ from typing import Any
 
 from ingressctl.configs import parsing
 from ingressctl.controller.policy_validation_fields import boolean, enum_list
-from ingressctl.kinds.ingress.validation import (
-    FieldError,
-    duplicate,
-    forbidden,
-    invalid,
-    required,
-)
+from ingressctl.validation import FieldError, duplicate, forbidden, invalid, required
 
 ZONE_NAME = re.compile(r"[a-z][a-zA-Z0-9_]*[a-zA-Z0-9]|[a-z]")
 ZONE_SIZE = re.compile(r"[0-9]{1,9}[kmgKMG]")

@@ -20,14 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ingressctl.controller.policy_validation_fields import boolean, enum_list, positive_int_or_zero
-from ingressctl.kinds.ingress.validation import (
-    FieldError,
-    duplicate,
-    forbidden,
-    invalid,
-    is_http_header_name,
-    required,
-)
+from ingressctl.validation import FieldError, duplicate, forbidden, invalid, is_http_header_name, required
 
 CORS_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH")
 _LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"

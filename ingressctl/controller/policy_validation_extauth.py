@@ -26,13 +26,7 @@ from ingressctl.controller.policy_validation_fields import (
     optional_subdomain,
     positive_int_or_zero,
 )
-from ingressctl.kinds.ingress.validation import (
-    FieldError,
-    forbidden,
-    invalid,
-    is_dns1035_label,
-    required,
-)
+from ingressctl.validation import FieldError, forbidden, invalid, is_dns1035_label, required
 
 _PATH = re.compile(r"/[^\s{};\\\"'`#$\x00-\x1f\x7f]{0,2047}")
 _SIGNIN = re.compile(r"(?:https?://[A-Za-z0-9.\-\[\]:]+|)(?:/[^\s{};\\\"'`#\x00-\x1f\x7f]{0,2047})?")

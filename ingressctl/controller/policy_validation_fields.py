@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ingressctl.kinds.ingress.validation import (
+from ingressctl.validation import (
     FieldError,
     duplicate,
     invalid,

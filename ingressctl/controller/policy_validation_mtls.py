@@ -27,7 +27,7 @@ from ingressctl.controller.policy_validation_fields import (
     optional_subdomain,
     positive_int_or_zero,
 )
-from ingressctl.kinds.ingress.validation import FieldError, invalid, not_supported, required
+from ingressctl.validation import FieldError, invalid, not_supported, required
 
 VERIFY_CLIENT_VALUES = ("on", "off", "optional", "optional_no_ca")
 _CRL_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}")

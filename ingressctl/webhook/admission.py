@@ -32,9 +32,11 @@ from typing import Any, Final, Protocol
 from ingressctl.controller.configuration import ConfigurationKind
 from ingressctl.controller.model import Claims, best, host_taken_warning, make_entry
 from ingressctl.keys import ResourceKey, object_key
+from ingressctl.kinds.ingress.annotation_validation import is_master, mergeable_type
 from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND
 from ingressctl.kinds.ingress.model import claimed_hosts
-from ingressctl.kinds.ingress.validation import aggregate_message, is_master, mergeable_type, validate_ingress
+from ingressctl.kinds.ingress.validation import validate_ingress
+from ingressctl.validation import aggregate_message
 
 ADMISSION_API_VERSION: Final = "admission.k8s.io/v1"
 OPERATIONS: Final = ("CREATE", "UPDATE", "DELETE", "CONNECT")

@@ -131,7 +131,7 @@ def table_names(doc: str) -> set[str]:
 
 def supported_annotations() -> set[str]:
     from ingressctl.kinds.ingress import annotations
-    from ingressctl.kinds.ingress.validation import ANNOTATION_VALIDATIONS
+    from ingressctl.kinds.ingress.annotation_validation import ANNOTATION_VALIDATIONS
 
     names = set(ANNOTATION_VALIDATIONS) | set(annotations.ANNOTATIONS_BY_NAME)
     names |= {annotations.HSTS, *annotations.HSTS_RELATED, annotations.MERGEABLE_INGRESS_TYPE}

@@ -183,7 +183,8 @@ def test_ingress_add_header_inherit_server_and_minion_location() -> None:
 
 
 def test_plus_only_config_map_keys_and_annotation() -> None:
-    from ingressctl.kinds.ingress.validation import aggregate_message, validate_ingress
+    from ingressctl.kinds.ingress.validation import validate_ingress
+    from ingressctl.validation import aggregate_message
     from tests.unit.test_configs_ingress import ingress
 
     _, errors = parse_config_map({"zone-sync": "true", "resolver-addresses": "10.0.0.1",

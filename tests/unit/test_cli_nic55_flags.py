@@ -118,7 +118,8 @@ def test_allow_empty_ingress_host_validation_and_render() -> None:
     from ingressctl.configs.templates import TemplateExecutor
     from ingressctl.kinds.ingress.config import catch_all_upstream, generate_nginx_config
     from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
-    from ingressctl.kinds.ingress.validation import aggregate_message, validate_ingress
+    from ingressctl.kinds.ingress.validation import validate_ingress
+    from ingressctl.validation import aggregate_message
     from tests.unit.test_configs_ingress import ingress, path
 
     assert parse_args(["-allow-empty-ingress-host"], environ={}).controller.allow_empty_ingress_host is True

@@ -26,6 +26,7 @@ from ingressctl.configs.configmaps import (
 )
 from ingressctl.configs.parsing import size_bytes
 from ingressctl.configs.templates import TemplateExecutor
+from ingressctl.kinds.ingress.annotation_validation import ANNOTATION_VALIDATIONS
 from ingressctl.kinds.ingress.annotations import (
     ANNOTATIONS,
     MASTER_DENYLIST,
@@ -38,7 +39,8 @@ from ingressctl.kinds.ingress.annotations import (
 )
 from ingressctl.kinds.ingress.config import AnnotationError, generate_nginx_config
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, SecretReference, backend_key
-from ingressctl.kinds.ingress.validation import ANNOTATION_VALIDATIONS, aggregate_message, validate_ingress
+from ingressctl.kinds.ingress.validation import validate_ingress
+from ingressctl.validation import aggregate_message
 from tests.unit.test_configs_ingress import block, ingress, path, rule
 
 STATIC = StaticConfigParams(run_dir="/run/ic", conf_dir="/etc/ic", secrets_dir="/etc/ic/secrets")

@@ -22,8 +22,9 @@ from ingressctl.kinds.ingress.annotations import (
 )
 from ingressctl.kinds.ingress.config import AnnotationError, generate_nginx_config_for_mergeable
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
-from ingressctl.kinds.ingress.validation import aggregate_message, validate_ingress
+from ingressctl.kinds.ingress.validation import validate_ingress
 from ingressctl.nginx.capabilities import Capabilities, parse_version
+from ingressctl.validation import aggregate_message
 from tests.unit.test_configs_annotations import HOST, STATIC, TEMPLATES, cafe, render, valid
 from tests.unit.test_configs_ingress import block, ingress, path, rule
 from tests.unit.test_configs_quoting import nginx_tokens

@@ -17,7 +17,7 @@ from ingressctl.controller.policy_validation import (
     registered_types,
     validate_policy,
 )
-from ingressctl.kinds.ingress.validation import FieldError, invalid
+from ingressctl.validation import FieldError, invalid
 
 
 def policy(**spec: Any) -> dict[str, Any]:

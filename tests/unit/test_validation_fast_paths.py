@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from ingressctl.kinds.ingress import validation
+from ingressctl import validation
+from ingressctl.kinds.ingress import annotation_validation
+from ingressctl.kinds.ingress import validation as ingress_validation
 from ingressctl.kinds.ingress.validation import (
     PATH_TYPES,
     _is_plain_backend,
@@ -119,8 +121,8 @@ def test_validate_ingress_gives_the_full_checks_errors(monkeypatch: pytest.Monke
     """Every error message (and its order) is the one the full checks give, valid and broken Ingresses."""
     corpus = _corpus()
     fast = [[str(e) for e in validate_ingress(ing)] for ing in corpus]
-    monkeypatch.setattr(validation, "_is_plain_path", lambda path: False)
-    monkeypatch.setattr(validation, "_is_plain_backend", lambda backend: False)
+    monkeypatch.setattr(ingress_validation, "_is_plain_path", lambda path: False)
+    monkeypatch.setattr(ingress_validation, "_is_plain_backend", lambda backend: False)
     full = [[str(e) for e in validate_ingress(ing)] for ing in corpus]
     assert fast == full
     assert any(not errs for errs in fast) and any(errs for errs in fast)
@@ -132,22 +134,22 @@ def test_validate_ingress_gives_the_full_checks_errors(monkeypatch: pytest.Monke
 
 def test_mergeable_type_reads_the_annotation_as_a_string() -> None:
     for value, expected in [("master", "master"), ("minion", "minion"), (7, "7"), (None, "None")]:
-        assert validation.mergeable_type({"metadata": {"annotations": {
+        assert annotation_validation.mergeable_type({"metadata": {"annotations": {
             "nginx.org/mergeable-ingress-type": value}}}) == expected
     for meta in [None, {}, {"annotations": None}, {"annotations": []}, {"annotations": {"other": "x"}}]:
-        assert validation.mergeable_type({"metadata": meta}) == ""
+        assert annotation_validation.mergeable_type({"metadata": meta}) == ""
 
 
 def test_services_are_read_only_for_an_annotation_that_checks_them(monkeypatch: pytest.MonkeyPatch) -> None:
     """The spec's Services are collected for annotations that name Services, not for every Ingress."""
     calls: list[int] = []
-    real = validation.service_names
+    real = annotation_validation.service_names
 
     def counting(ing: Any) -> set[str]:
         calls.append(1)
         return real(ing)
 
-    monkeypatch.setattr(validation, "service_names", counting)
+    monkeypatch.setattr(annotation_validation, "service_names", counting)
     plain = _ingress([("/", "Prefix", BACKENDS[8])])
     for extra in (None, {"unrelated": "x"}):
         assert validate_ingress(_ingress([("/", "Prefix", BACKENDS[8])], annotations=extra)) == []

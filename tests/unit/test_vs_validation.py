@@ -8,7 +8,6 @@ import pytest
 
 from ingressctl.controller.model import make_entry
 from ingressctl.keys import ResourceKey
-from ingressctl.kinds.ingress.validation import aggregate_message
 from ingressctl.kinds.virtualserver.model import VirtualServerModel, VirtualServerRouteModel
 from ingressctl.kinds.virtualserver.paths import vsr_fit_errors
 from ingressctl.kinds.virtualserver.validation import (
@@ -16,6 +15,7 @@ from ingressctl.kinds.virtualserver.validation import (
     validate_virtual_server,
     validate_virtual_server_route,
 )
+from ingressctl.validation import aggregate_message
 
 
 def vs(**spec: Any) -> dict[str, Any]:

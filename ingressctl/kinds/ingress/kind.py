@@ -29,6 +29,7 @@ from ingressctl.controller.model import Resource
 from ingressctl.controller.status import KindStatusWriter
 from ingressctl.k8s.resource import INGRESSES
 from ingressctl.keys import ResourceKey
+from ingressctl.kinds.ingress.annotation_validation import parse_go_bool
 from ingressctl.kinds.ingress.endpoint_warnings import (
     REASON_NO_ENDPOINTS,
     EndpointWarnings,
@@ -44,7 +45,6 @@ from ingressctl.kinds.ingress.ingress_ex import (
 )
 from ingressctl.kinds.ingress.model import IngressConfiguration
 from ingressctl.kinds.ingress.refs import ingress_backends, ingress_secrets
-from ingressctl.kinds.ingress.validation import parse_go_bool
 from ingressctl.kinds.policy.refs import REASON_REJECTED, IngressPolicyResolver
 
 USE_CLUSTER_IP_ANNOTATION = "nginx.org/use-cluster-ip"

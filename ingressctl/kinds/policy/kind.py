@@ -34,11 +34,11 @@ from ingressctl.controller.policy_validation import PolicyValidationConfig, vali
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.keys import ResourceKey, object_key, split_key
 from ingressctl.kinds.ingress.ingress_ex import SecretReference
-from ingressctl.kinds.ingress.validation import aggregate_message
 from ingressctl.kinds.policy.secrets import policy_secret_keys, resolve_policy_secrets
 from ingressctl.kinds.virtualserver.kind import StatusClient, VirtualServerHandler, VirtualServerStatusWriter
 from ingressctl.kinds.virtualserver.model import vs_class_is_ours
 from ingressctl.logging import get_logger
+from ingressctl.validation import aggregate_message
 from ingressctl.webhook.admission import ConfigurationView, Verdict
 
 log = get_logger(__name__)

@@ -20,7 +20,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingressctl.kinds.ingress.validation import (
+from ingressctl.kinds.transportserver.config import PROTOCOL_HTTP, PROTOCOL_TCP, PROTOCOL_UDP, Listener
+from ingressctl.validation import (
     FieldError,
     duplicate,
     forbidden,
@@ -29,7 +30,6 @@ from ingressctl.kinds.ingress.validation import (
     not_supported,
     required,
 )
-from ingressctl.kinds.transportserver.config import PROTOCOL_HTTP, PROTOCOL_TCP, PROTOCOL_UDP, Listener
 
 TLS_PASSTHROUGH_LISTENER = "tls-passthrough"
 PROTOCOLS = (PROTOCOL_TCP, PROTOCOL_UDP, PROTOCOL_HTTP)

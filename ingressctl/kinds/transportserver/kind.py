@@ -29,7 +29,6 @@ from ingressctl.controller.status import safe_status_write
 from ingressctl.controller.task import Task
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.keys import ResourceKey, object_key, split_key
-from ingressctl.kinds.ingress.validation import aggregate_message
 from ingressctl.kinds.transportserver.config import (
     PASSTHROUGH_KIND,
     PROTOCOL_TLS_PASSTHROUGH,
@@ -41,6 +40,7 @@ from ingressctl.kinds.transportserver.config import (
 from ingressctl.kinds.transportserver.globalconfiguration import Listeners, parse_listeners
 from ingressctl.kinds.transportserver.model import TransportServerConfiguration, TransportServerModel
 from ingressctl.logging import get_logger
+from ingressctl.validation import aggregate_message
 
 log = get_logger(__name__)
 

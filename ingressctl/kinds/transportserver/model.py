@@ -22,10 +22,10 @@ from typing import Any
 
 from ingressctl.controller.model import Claims, ConfigurationProblem, CustomResourceMessages, Entry, Resource
 from ingressctl.keys import ResourceKey
-from ingressctl.kinds.ingress.validation import aggregate_message
 from ingressctl.kinds.transportserver.config import TLS_PASSTHROUGH_LISTENER, TRANSPORTSERVER_KIND, Listener
 from ingressctl.kinds.transportserver.globalconfiguration import Listeners
 from ingressctl.kinds.transportserver.validation import PROTOCOL_TLS_PASSTHROUGH, validate_transportserver
+from ingressctl.validation import aggregate_message
 
 
 def listener_missing_message(name: str) -> str:

@@ -19,19 +19,19 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ingressctl.kinds.ingress.validation import (
+from ingressctl.kinds.ingress.annotation_validation import is_nginx_time
+from ingressctl.kinds.transportserver.config import PROTOCOL_TCP, PROTOCOL_UDP
+from ingressctl.kinds.transportserver.globalconfiguration import TLS_PASSTHROUGH_LISTENER
+from ingressctl.validation import (
     FieldError,
     duplicate,
     forbidden,
     invalid,
     is_dns1035_label,
-    is_nginx_time,
     not_supported,
     required,
     validate_host,
 )
-from ingressctl.kinds.transportserver.config import PROTOCOL_TCP, PROTOCOL_UDP
-from ingressctl.kinds.transportserver.globalconfiguration import TLS_PASSTHROUGH_LISTENER
 
 PROTOCOL_TLS_PASSTHROUGH = "TLS_PASSTHROUGH"
 _STREAM_LB_METHODS = ("round_robin", "least_conn", "random", "random two", "random two least_conn")

@@ -23,7 +23,6 @@ from typing import Any
 
 from ingressctl.controller.model import Claims, ConfigurationProblem, CustomResourceMessages, Entry, Resource
 from ingressctl.keys import ResourceKey
-from ingressctl.kinds.ingress.validation import aggregate_message
 from ingressctl.kinds.transportserver.config import PROTOCOL_HTTP, Listener
 from ingressctl.kinds.transportserver.globalconfiguration import Listeners
 from ingressctl.kinds.virtualserver.config import VS_KIND, VSR_KIND, CustomListeners, service_ref
@@ -41,6 +40,7 @@ from ingressctl.kinds.virtualserver.validation import (
     validate_virtual_server,
     validate_virtual_server_route,
 )
+from ingressctl.validation import aggregate_message
 
 _d, _l, _s = as_dict, as_list, as_str
 

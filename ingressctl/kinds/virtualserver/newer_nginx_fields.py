@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ingressctl.configs.directive_values import ADD_HEADER_INHERIT_VALUES, is_cookie_name, is_sticky_param
-from ingressctl.kinds.ingress.validation import FieldError, invalid, not_supported, required
 from ingressctl.kinds.virtualserver.newer_nginx import session_cookie
+from ingressctl.validation import FieldError, invalid, not_supported, required
 
 _SAMESITE = ("strict", "lax", "none")
 

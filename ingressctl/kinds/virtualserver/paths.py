@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ingressctl.kinds.ingress.validation import FieldError, invalid, required
+from ingressctl.validation import FieldError, invalid, required
 
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")          # no field of a VirtualServer may carry one
 ESCAPED = re.compile(r'([^"\\]|\\.)*')              # every `"` escaped

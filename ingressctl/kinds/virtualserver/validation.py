@@ -19,19 +19,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ingressctl.configs import parsing
-from ingressctl.kinds.ingress.validation import (
-    FieldError,
-    duplicate,
-    forbidden,
-    invalid,
-    is_dns1035_label,
-    is_dns1123_label,
-    is_dns1123_subdomain,
-    is_http_header_name,
-    is_wildcard_dns1123_subdomain,
-    not_supported,
-    required,
-)
 from ingressctl.kinds.virtualserver.newer_nginx_fields import (
     validate_add_header_inherit,
     validate_session_cookie,
@@ -46,6 +33,19 @@ from ingressctl.kinds.virtualserver.paths import (
     normalize_path,
     validate_path,
     vsr_reference_errors,
+)
+from ingressctl.validation import (
+    FieldError,
+    duplicate,
+    forbidden,
+    invalid,
+    is_dns1035_label,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_http_header_name,
+    is_wildcard_dns1123_subdomain,
+    not_supported,
+    required,
 )
 
 _VAR = re.compile(r"\$\{([^}]*)\}")
