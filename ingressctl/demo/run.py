@@ -57,7 +57,7 @@ from ingressctl.settings import (
 log = get_logger(__name__)
 
 DEFAULT_SERVER_SECRET = ("default", "ingressctl-demo-default-server")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_EXAMPLES = os.path.join(REPO, "examples")
 # NIC's custom resource definitions (VirtualServer, ...): always loaded first, so examples may use them.
 CRDS = os.path.join(REPO, "charts", "ingressctl", "crds")
