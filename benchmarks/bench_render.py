@@ -38,8 +38,9 @@ from ingressctl.configs.configurator import Configurator
 from ingressctl.configs.renderers import IngressRenderer, RenderContext
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.kinds.ingress.config import generate_nginx_config
-from ingressctl.kinds.ingress.ingress_ex import IngressEx, SecretReference, backend_key
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
 from ingressctl.nginx.manager import Manager
+from ingressctl.secret_types import SecretReference
 
 
 def make_ingresses(n: int) -> list[IngressEx]:

@@ -94,7 +94,7 @@ class App:
         self.latency_labels: LatencyLabels | None = None
         self._ready_reported = False
         self._serve_transportservers = False  # custom resources on and the cluster serves TransportServers
-        self._policy_store: Any = None        # the Policy store with custom resources on (app_policy_ext)
+        self._policy_store: Any = None        # the Policy store with custom resources on (kinds/policy)
         self.leader_client: Any = None
         self.manager: Any = None
         self.configurator: Any = None
@@ -623,9 +623,10 @@ class App:
         """Fetch and validate a special TLS Secret (default server, wildcard); returns its PEM content."""
         if not ref:
             return None
-        from ingressctl.controller.secrets import SecretValidationError, tls_file_content, validate_tls_secret
+        from ingressctl.controller.secrets import tls_file_content, validate_tls_secret
         from ingressctl.k8s.client import ApiError
         from ingressctl.k8s.resource import SECRETS
+        from ingressctl.secret_types import SecretValidationError
 
         ns, name = ref.split("/", 1)
         try:

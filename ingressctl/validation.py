@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
 
 class ErrorType(StrEnum):
@@ -280,3 +280,56 @@ def validate_host(host: str, field: str) -> list[FieldError]:
     msgs = is_wildcard_dns1123_subdomain(host) if "*" in host else is_dns1123_subdomain(host)
     errs.extend(invalid(field, host, m) for m in msgs)
     return errs
+
+
+# ---------------------------------------------------------------------------------------------------------
+# NIC's string rules for values that reach the NGINX configuration.
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")          # could end an NGINX directive
+ESCAPED = re.compile(r'([^"\\]|\\.)*')              # every `"` escaped
+VAR_PREFIXES = ("arg_", "http_", "cookie_")
+_VAR = re.compile(r"\$\{([^}]*)\}")
+_ARG_NAME = re.compile(r"[_A-Za-z0-9]+")
+
+
+def as_dict(v: Any) -> dict[str, Any]:
+    """`v` if it is a mapping of the parsed object, else empty (objects are not schema-checked here)."""
+    return v if isinstance(v, dict) else {}
+
+
+def as_list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def as_str(v: Any) -> str:
+    return v if isinstance(v, str) else ""
+
+
+def validate_variables(field: str, value: str, allowed: frozenset[str], *,
+                       prefixes: tuple[str, ...] = VAR_PREFIXES) -> list[FieldError]:
+    """NIC's `validateStringWithVariables`: `${name}` only, from the allow-list, `"` escaped."""
+    errs = control(field, value)
+    if value.endswith("$"):
+        errs.append(invalid(field, value, "must not end with $"))
+    if not ESCAPED.fullmatch(value):
+        errs.append(invalid(field, value, 'a valid string must have all \'"\' escaped'))
+    rest = _VAR.sub("", value)
+    if "$" in rest.rstrip("$"):
+        errs.append(invalid(field, value, "variables must be enclosed in curly braces, for example ${host}"))
+    for name in _VAR.findall(value):
+        if name in allowed:
+            continue
+        prefix = next((p for p in prefixes if name.startswith(p)), None)
+        ok = prefix is not None and (
+            bool(_ARG_NAME.fullmatch(name[len(prefix):])) if prefix != "http_"
+            else bool(re.fullmatch(r"[_A-Za-z0-9]+", name[len(prefix):])))
+        if not ok:
+            errs.append(invalid(field, value, f"'{name}' is not a supported variable"))
+    return errs
+
+
+def control(field: str, value: str) -> list[FieldError]:
+    """An error when `value` holds a control character (they could end a directive)."""
+    if CONTROL.search(value):
+        return [invalid(field, value, "must not contain control characters")]
+    return []

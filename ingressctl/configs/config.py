@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from ingressctl.configs.directive_values import AddHeader, StickyCookie
 from ingressctl.configs.parsing import size_bytes
-from ingressctl.configs.policy import PolicyLocation
+from ingressctl.policies.base import PolicyLocation
 
 _M = TypeVar("_M")
 _FIELD_NAMES: dict[type, frozenset[str]] = {}

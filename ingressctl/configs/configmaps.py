@@ -24,8 +24,8 @@ from ingressctl.configs import directive_values, parsing
 from ingressctl.configs.capability_params import CAPABILITY_KEYS, check_otel, drop_unloadable
 from ingressctl.configs.config import MainConfig, OtelConfig, ProxyDefaults
 from ingressctl.configs.directive_values import AddHeader, StickyCookie
-from ingressctl.configs.policy_cache import prepare_cache_dir
 from ingressctl.nginx.capabilities import UNKNOWN_NGINX, Capabilities
+from ingressctl.policies.cache import prepare_cache_dir
 from ingressctl.settings import Settings
 
 

@@ -52,7 +52,7 @@ from ingressctl.controller.reporter import (
     Reporter,
     keys_of,
 )
-from ingressctl.controller.secrets import SecretValidationError, tls_file_content, validate_tls_secret
+from ingressctl.controller.secrets import tls_file_content, validate_tls_secret
 from ingressctl.controller.startup import Startup
 from ingressctl.controller.status import StartupStatusFlush, StatusUpdater, StatusWriters
 from ingressctl.controller.task import RELOAD_TASK, Kind, Task
@@ -61,9 +61,10 @@ from ingressctl.k8s.informer import wait_for_cache_sync
 from ingressctl.k8s.resource import CONFIGMAPS, SECRETS
 from ingressctl.k8s.workqueue import RateLimitingQueue
 from ingressctl.keys import ResourceKey, object_key, split_key
-from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND, SecretReference
+from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND
 from ingressctl.kinds.ingress.kind import IngressConfigurator, ingress_kind, referenced_secret_keys
 from ingressctl.logging import get_logger
+from ingressctl.secret_types import SecretReference, SecretValidationError
 
 log = get_logger(__name__)
 

@@ -5,9 +5,10 @@ Guarantees:
   base64, hold a PEM certificate chain and a PEM private key (RSA, EC or Ed25519), and the key matches the
   leaf certificate's public key; otherwise it raises `SecretValidationError` with a message for users
   (`failed to validate TLS cert and key: private key does not match public key`). An `nginx.org/htpasswd`
-  Secret needs the `htpasswd` key. More types (policy Secrets) are added with `register_secret_type`
-  (validator and file, or no file); `SUPPORTED_SECRET_TYPES`, read by the informer filters, grows with
-  them. Other types are `secret is of the unsupported type <t>`. Expiry is not checked (as NIC).
+  Secret needs the `htpasswd` key. The Secret types the policy types need (`policies.POLICY_SECRET_TYPES`:
+  `nginx.org/ca`, `nginx.org/apikey`) are validated and written by their own `SecretType`;
+  `SUPPORTED_SECRET_TYPES`, read by the informer filters, holds all of them. Other types are `secret is of
+  the unsupported type <t>`. Expiry is not checked (as NIC).
 - `LocalSecretStore` keeps one `SecretReference` per supported Secret. Files are written lazily as NIC does:
   the first `get_secret_reference` of a valid Secret writes `<namespace>-<name>` through the manager (TLS:
   cert chain then key, mode 0600; htpasswd: mode 0644); later updates rewrite a written file only when its
@@ -34,8 +35,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import re
 import threading
@@ -50,17 +49,22 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from ingressctl.forked import ForkedCall
 from ingressctl.keys import object_key
-from ingressctl.kinds.ingress.ingress_ex import SecretReference
 from ingressctl.logging import get_logger
 from ingressctl.nginx.manager import WrittenFile
+from ingressctl.policies import POLICY_SECRET_TYPES
+from ingressctl.secret_types import (
+    SECRET_TYPE_HTPASSWD,
+    SECRET_TYPE_TLS,
+    SecretReference,
+    SecretType,
+    SecretValidationError,
+    data_field,
+)
 
 log = get_logger(__name__)
 
-SECRET_TYPE_TLS = "kubernetes.io/tls"
-SECRET_TYPE_HTPASSWD = "nginx.org/htpasswd"
-SECRET_TYPE_APIKEY = "nginx.org/apikey"
-# Extended by `register_secret_type` (policy Secret types); the informer filters read it.
-SUPPORTED_SECRET_TYPES: set[str] = {SECRET_TYPE_TLS, SECRET_TYPE_HTPASSWD}
+SECRET_TYPES: Mapping[str, SecretType] = {t.name: t for t in POLICY_SECRET_TYPES}
+SUPPORTED_SECRET_TYPES: frozenset[str] = frozenset({SECRET_TYPE_TLS, SECRET_TYPE_HTPASSWD, *SECRET_TYPES})
 
 ERROR_SECRET_MISSING = "secret doesn't exist or of an unsupported type"
 TLS_CERT_KEY = "tls.crt"
@@ -68,32 +72,6 @@ TLS_PRIVATE_KEY_KEY = "tls.key"
 HTPASSWD_KEY = "htpasswd"
 # How long `finish_files_ahead` waits for the writing process before it kills it and writes the files itself.
 FILES_AHEAD_GRACE_SECONDS = 30.0
-
-
-class SecretValidationError(Exception):
-    """The Secret cannot be used; `str(err)` is the message for users."""
-
-
-SecretValidator = Callable[[Mapping[str, Any]], None]
-SecretFile = Callable[[Mapping[str, Any]], tuple[bytes, int]]
-
-
-@dataclass(frozen=True)
-class SecretType:
-    """A registered Secret type: its validator (raises SecretValidationError) and the (content, mode) of its
-    file for NGINX, or None when the type has no file (its reference's path stays "")."""
-
-    validate: SecretValidator
-    file: SecretFile | None
-
-
-SECRET_TYPES: dict[str, SecretType] = {}
-
-
-def register_secret_type(secret_type: str, validate: SecretValidator, file: SecretFile | None) -> None:
-    """Support one more Secret type (policy Secrets): stored, validated and written like the built-in ones."""
-    SECRET_TYPES[secret_type] = SecretType(validate, file)
-    SUPPORTED_SECRET_TYPES.add(secret_type)
 
 
 class SecretFileManager(Protocol):
@@ -124,19 +102,6 @@ def secret_file_name(key: str) -> str:
 
 def is_supported_secret_type(secret_type: str) -> bool:
     return secret_type in SUPPORTED_SECRET_TYPES
-
-
-def _data_field(secret: Mapping[str, Any], name: str) -> bytes:
-    data = secret.get("data")
-    if not isinstance(data, dict) or name not in data or data[name] is None:
-        raise SecretValidationError(f"the data field {name} is missing")
-    value = data[name]
-    if not isinstance(value, str):
-        raise SecretValidationError(f"the data field {name} is not a base64 string")
-    try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raise SecretValidationError(f"the data field {name} is not valid base64") from None
 
 
 _PEM_BLOCK_RE = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----\r?\n.*?-----END \1-----", re.DOTALL)
@@ -190,7 +155,7 @@ def validate_tls_secret(secret: Mapping[str, Any]) -> None:
     if secret.get("type") != SECRET_TYPE_TLS:
         raise SecretValidationError(f"TLS Secret must be of the type {SECRET_TYPE_TLS}")
     try:
-        _check_tls_pair(_data_field(secret, TLS_CERT_KEY), _data_field(secret, TLS_PRIVATE_KEY_KEY))
+        _check_tls_pair(data_field(secret, TLS_CERT_KEY), data_field(secret, TLS_PRIVATE_KEY_KEY))
     except SecretValidationError as e:
         raise SecretValidationError(f"failed to validate TLS cert and key: {e}") from None
 
@@ -199,7 +164,7 @@ def validate_htpasswd_secret(secret: Mapping[str, Any]) -> None:
     if secret.get("type") != SECRET_TYPE_HTPASSWD:
         raise SecretValidationError(f"htpasswd Secret must be of the type {SECRET_TYPE_HTPASSWD}")
     try:
-        _data_field(secret, HTPASSWD_KEY)
+        data_field(secret, HTPASSWD_KEY)
     except SecretValidationError as e:
         raise SecretValidationError(f"htpasswd secret is invalid: {e}") from None
 
@@ -219,23 +184,17 @@ def validate_secret(secret: Mapping[str, Any]) -> None:
 
 def tls_file_content(secret: Mapping[str, Any]) -> bytes:
     """The PEM file NGINX reads for a valid TLS Secret: the cert chain, a newline, then the key."""
-    return _data_field(secret, TLS_CERT_KEY) + b"\n" + _data_field(secret, TLS_PRIVATE_KEY_KEY)
+    return data_field(secret, TLS_CERT_KEY) + b"\n" + data_field(secret, TLS_PRIVATE_KEY_KEY)
 
 
 def secret_file(secret: Mapping[str, Any]) -> tuple[bytes, int] | None:
     """(content, mode) of the file for a VALID supported Secret; None for a type without a file."""
     if secret.get("type") == SECRET_TYPE_HTPASSWD:
-        return _data_field(secret, HTPASSWD_KEY), 0o644
+        return data_field(secret, HTPASSWD_KEY), 0o644
     registered = SECRET_TYPES.get(str(secret.get("type") or ""))
     if registered is not None:
         return registered.file(secret) if registered.file is not None else None
     return tls_file_content(secret), 0o600
-
-
-def decoded_data(secret: Mapping[str, Any]) -> dict[str, bytes]:
-    """Every data field of a Secret, base64-decoded; raises SecretValidationError for bad base64."""
-    data = secret.get("data")
-    return {str(k): _data_field(secret, str(k)) for k in (data if isinstance(data, dict) else {})}
 
 
 Fingerprint = tuple[str, tuple[tuple[str, str], ...]]  # a Secret's type and sorted data items

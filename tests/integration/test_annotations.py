@@ -29,8 +29,9 @@ from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, pars
 from ingressctl.configs.configurator import Configurator, ReloadOutcome
 from ingressctl.configs.templates import TEMPLATES_DIR, TemplateExecutor
 from ingressctl.http_serving import serve_in_background
-from ingressctl.kinds.ingress.ingress_ex import IngressEx, SecretReference, backend_key
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
 from ingressctl.nginx.manager import Manager
+from ingressctl.secret_types import SecretReference
 from tests.helpers import free_port, make_cert, wait_until
 
 pytestmark = [pytest.mark.integration,  # DH parameters for ssl-dhparam-file are FFDH, deprecated there

@@ -107,8 +107,9 @@ def test_docs_name_no_file_outside_the_repository() -> None:
     """The project documents itself: its architecture is docs/architecture.md, whose module map names only
     modules that exist; no file points at a design document the repository does not have."""
     text = read("docs/architecture.md")
-    modules = {os.path.relpath(os.path.join(d, f), os.path.join(REPO, "ingressctl"))
-               for d, _, files in os.walk(os.path.join(REPO, "ingressctl")) for f in files if f.endswith(".py")}
+    package = os.path.join(REPO, "ingressctl")
+    modules = {os.path.relpath(os.path.join(d, f), package)
+               for d, _, files in os.walk(package) for f in files if f.endswith(".py")}
     for module in re.findall(r"`((?:\w+/)+\w+\.py)`", text):
         assert module.removeprefix("ingressctl/") in modules, module
     for mod in re.findall(r"`(\w+\.py)`", text):

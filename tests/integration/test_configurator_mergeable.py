@@ -15,7 +15,8 @@ import pytest
 
 from ingressctl.configs.configmaps import ConfigParams
 from ingressctl.controller.configuration import Configuration, IngressConfiguration
-from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
+from ingressctl.secret_types import SecretReference
 from tests.integration.test_annotations import Env, _BackendServer, backends, make_env
 
 pytestmark = pytest.mark.integration

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from ingressctl.configs.configmaps import ConfigParams, generate_main_config
-from ingressctl.configs.policy import PolicySecret, ResolvedPolicy
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.kinds.ingress.config import generate_nginx_config, generate_nginx_config_for_mergeable
-from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, SecretReference
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses
+from ingressctl.policies.base import PolicySecret, ResolvedPolicy
+from ingressctl.secret_types import SecretReference
 from tests.integration.test_annotations_fuzz_nginx import Staging
 from tests.pki import CA, policy
 from tests.unit.test_injection_fuzz import Rendered

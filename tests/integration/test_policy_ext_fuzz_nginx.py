@@ -21,13 +21,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from ingressctl.configs.configmaps import ConfigParams, generate_main_config
-from ingressctl.configs.policy import PolicySecret, ResolvedPolicy
 from ingressctl.configs.renderers import RenderContext
 from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
-from ingressctl.controller.policy_validation import PolicyValidationConfig, validate_policy
-from ingressctl.kinds.ingress.ingress_ex import SecretReference
 from ingressctl.kinds.virtualserver.config import VirtualServerEx
 from ingressctl.kinds.virtualserver.renderer import VirtualServerRenderer
+from ingressctl.policies.base import PolicySecret, PolicyValidationConfig, ResolvedPolicy
+from ingressctl.policies.validation import validate_policy
+from ingressctl.secret_types import SecretReference
 from tests.integration.test_annotations_fuzz_nginx import Staging
 from tests.integration.test_virtualserver_fuzz_nginx import fuzz_values, shape
 from tests.pki import CA

@@ -19,14 +19,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
-from ingressctl.configs.policy import PolicySecret, ResolvedPolicy
 from ingressctl.configs.renderers import RenderContext
 from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
-from ingressctl.controller.policy_validation import validate_policy
-from ingressctl.controller.secrets import SecretValidationError
-from ingressctl.kinds.policy.secrets import apikey_file, validate_apikey_secret
 from ingressctl.kinds.virtualserver.config import VirtualServerEx
 from ingressctl.kinds.virtualserver.renderer import VirtualServerRenderer
+from ingressctl.policies.api_key import apikey_file, validate_apikey_secret
+from ingressctl.policies.base import PolicySecret, ResolvedPolicy
+from ingressctl.policies.validation import validate_policy
+from ingressctl.secret_types import SecretValidationError
 from tests.integration.test_annotations_fuzz_nginx import Staging
 from tests.integration.test_virtualserver_fuzz_nginx import assert_same_shape_and_loads, fuzz_values, shape
 from tests.unit.test_injection_fuzz import Rendered, parse_tree

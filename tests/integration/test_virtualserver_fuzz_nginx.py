@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
 from ingressctl.configs.renderers import RenderContext
 from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
-from ingressctl.kinds.ingress.ingress_ex import SecretReference
 from ingressctl.kinds.virtualserver.config import VirtualServerEx
 from ingressctl.kinds.virtualserver.renderer import VirtualServerRenderer
 from ingressctl.kinds.virtualserver.validation import validate_virtual_server
+from ingressctl.secret_types import SecretReference
 from tests.integration.test_annotations_fuzz_nginx import Staging
 from tests.unit.test_injection_fuzz import HOSTILE, INJECTIONS, Rendered, Stmt, parse_tree
 

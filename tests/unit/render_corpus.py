@@ -22,8 +22,9 @@ from typing import Any
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, proxy_defaults
 from ingressctl.configs.renderers import IngressRenderer, RenderContext
 from ingressctl.configs.templates import TemplateExecutor
-from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.nginx.capabilities import Capabilities
+from ingressctl.secret_types import SecretReference
 
 GOLDEN = Path(__file__).parent / "data" / "render_corpus.txt"
 

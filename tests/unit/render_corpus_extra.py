@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from ingressctl.configs.configmaps import StaticConfigParams, parse_config_map, proxy_defaults
-from ingressctl.configs.policy import PolicySecret, ResolvedPolicy
 from ingressctl.configs.renderers import IngressRenderer, RenderContext
 from ingressctl.configs.templates import TemplateExecutor
-from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.nginx.capabilities import Capabilities
+from ingressctl.policies.base import PolicySecret, ResolvedPolicy
+from ingressctl.secret_types import SecretReference
 from tests.unit.render_corpus import corpus, render_resources
 
 GOLDEN_EXTRA = Path(__file__).parent / "data" / "render_corpus_extra.txt"

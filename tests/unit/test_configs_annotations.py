@@ -38,8 +38,9 @@ from ingressctl.kinds.ingress.annotations import (
     parse_annotations,
 )
 from ingressctl.kinds.ingress.config import AnnotationError, generate_nginx_config
-from ingressctl.kinds.ingress.ingress_ex import IngressEx, SecretReference, backend_key
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
 from ingressctl.kinds.ingress.validation import validate_ingress
+from ingressctl.secret_types import SecretReference
 from ingressctl.validation import aggregate_message
 from tests.unit.test_configs_ingress import block, ingress, path, rule
 

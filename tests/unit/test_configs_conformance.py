@@ -14,7 +14,8 @@ from ingressctl.kinds.ingress.config import (
     location_keys,
     one_label_host_regex,
 )
-from ingressctl.kinds.ingress.ingress_ex import CATCH_ALL_HOST, IngressEx, SecretReference, backend_key
+from ingressctl.kinds.ingress.ingress_ex import CATCH_ALL_HOST, IngressEx, backend_key
+from ingressctl.secret_types import SecretReference
 from tests.unit.test_configs_ingress import STATIC, TEMPLATES, backend, block, ingress, path, render, rule
 
 

@@ -28,7 +28,8 @@ from ingressctl.kinds.ingress.config import (
     location_keys,
     upstream_name,
 )
-from ingressctl.kinds.ingress.ingress_ex import IngressEx, SecretReference, backend_key
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
+from ingressctl.secret_types import SecretReference
 from tests.unit.test_configs_quoting import TokenizeError, nginx_tokens
 
 STATIC = StaticConfigParams(run_dir="/run/ic", conf_dir="/etc/ic")

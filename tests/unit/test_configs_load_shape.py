@@ -18,7 +18,8 @@ from ingressctl.configs.configmaps import (
 )
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.kinds.ingress.config import generate_nginx_config
-from ingressctl.kinds.ingress.ingress_ex import IngressEx, SecretReference
+from ingressctl.kinds.ingress.ingress_ex import IngressEx
+from ingressctl.secret_types import SecretReference
 from tests.unit.test_configs_ingress import block, ingress, path, rule
 
 TEMPLATES = TemplateExecutor()

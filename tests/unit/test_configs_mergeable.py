@@ -15,13 +15,8 @@ from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.controller.configuration import Configuration
 from ingressctl.keys import ResourceKey
 from ingressctl.kinds.ingress.config import AnnotationError, generate_nginx_config_for_mergeable
-from ingressctl.kinds.ingress.ingress_ex import (
-    INGRESS_KIND,
-    IngressEx,
-    MergeableIngresses,
-    SecretReference,
-    backend_key,
-)
+from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND, IngressEx, MergeableIngresses, backend_key
+from ingressctl.secret_types import SecretReference
 from tests.unit.test_configs_configurator import FakeManager
 from tests.unit.test_configs_ingress import backend, block, path
 

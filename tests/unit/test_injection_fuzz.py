@@ -40,9 +40,10 @@ from ingressctl.kinds.ingress.config import (
     generate_nginx_config,
     generate_nginx_config_for_mergeable,
 )
-from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, SecretReference, backend_key
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.validation import validate_ingress
 from ingressctl.nginx.capabilities import MODULES, Capabilities
+from ingressctl.secret_types import SecretReference
 from tests.unit.test_configs_quoting import nginx_tokens
 
 TEMPLATES = TemplateExecutor()

@@ -8,9 +8,7 @@ from typing import Any
 
 import pytest
 
-from ingressctl.configs.policy import PolicySecret, ResolvedPolicy
-from ingressctl.controller.policy_secrets_ca import ca_file, ca_has_crl, validate_ca_secret
-from ingressctl.controller.secrets import SUPPORTED_SECRET_TYPES, SecretValidationError
+from ingressctl.controller.secrets import SUPPORTED_SECRET_TYPES
 from ingressctl.keys import ResourceKey
 from ingressctl.kinds.ingress.policies import parse_policy_refs
 from ingressctl.kinds.policy.refs import (
@@ -20,6 +18,9 @@ from ingressctl.kinds.policy.refs import (
     policy_service_users,
     with_crl,
 )
+from ingressctl.policies.base import PolicySecret, ResolvedPolicy
+from ingressctl.policies.ca_secret import ca_file, ca_has_crl, validate_ca_secret
+from ingressctl.secret_types import SecretValidationError
 from tests.pki import CA, b64, ca_secret
 
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingressctl.configs.policy import (
+from ingressctl.kinds.virtualserver.policies import VSPolicies
+from ingressctl.policies.base import (
     LEVEL_ROUTE,
     LEVEL_SPEC,
     LEVEL_SUBROUTE,
     PolicyContext,
     PolicySecret,
     ResolvedPolicy,
-    generate_policies,
 )
-from ingressctl.kinds.virtualserver.policies import VSPolicies
+from ingressctl.policies.generator import generate_policies
 
 CA = PolicySecret("ns/ca", "nginx.org/ca", "/s/ns-ca")
 CA_CRL = PolicySecret("ns/ca", "nginx.org/ca", "/s/ns-ca", crl_path="/s/ns-ca")

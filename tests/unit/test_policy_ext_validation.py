@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
-from ingressctl.controller.policy_validation_cache import validate_cache
-from ingressctl.controller.policy_validation_cors import validate_cors
-from ingressctl.controller.policy_validation_extauth import validate_external_auth
-from ingressctl.controller.policy_validation_mtls import validate_egress_mtls, validate_ingress_mtls
+from ingressctl.policies.cache import validate_cache
+from ingressctl.policies.cors import validate_cors
+from ingressctl.policies.egress_mtls import validate_egress_mtls
+from ingressctl.policies.external_auth import validate_external_auth
+from ingressctl.policies.ingress_mtls import validate_ingress_mtls
 
 
 def msgs(errs: list[Any]) -> list[str]:

@@ -1,25 +1,26 @@
-"""The shared policy generator: fail-closed contexts, the type registry, Secret type checks and the
-renderers of accessControl, rateLimit, basicAuth, apiKey, jwt and oidc."""
+"""The shared policy generator: fail-closed contexts, the type list, Secret type checks and the renderers of
+accessControl, rateLimit, basicAuth, apiKey, jwt and oidc."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
-from ingressctl.configs import policy as gen
-from ingressctl.configs.policy import (
+from ingressctl.policies import POLICY_TYPES_BY_KEY, generator
+from ingressctl.policies.api_key import apikey_map_entries
+from ingressctl.policies.base import (
     LEVEL_ROUTE,
     LEVEL_SPEC,
     PolicyContext,
     PolicyResult,
     PolicySecret,
     ResolvedPolicy,
-    generate_policies,
-    register_policy_renderer,
+    dedupe,
 )
-from ingressctl.configs.policy_renderers import apikey_map_entries
+from ingressctl.policies.generator import generate_policies
 
 
 def pol(name: str, ns: str = "demo", **spec: Any) -> dict[str, Any]:
@@ -142,20 +143,20 @@ def test_plus_only_types_fail_closed(kind: str) -> None:
     assert r.error.endswith("policy demo/p requires NGINX Plus") and r.warnings == [r.error]
 
 
-def test_a_registered_renderer_gets_its_index_siblings_and_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gen, "POLICY_RENDERERS", dict(gen.POLICY_RENDERERS))
-    monkeypatch.setattr(gen, "POLICY_SECRET_FIELDS", dict(gen.POLICY_SECRET_FIELDS))
+def test_a_listed_type_gets_its_index_siblings_and_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[PolicyContext] = []
 
     def render(spec: Mapping[str, Any], c: PolicyContext) -> PolicyResult:
         calls.append(c)
         return PolicyResult(http=["proxy_cache_path /tmp/x keys_zone=z:1m;"], location=[f"# {spec['n']}"])
 
-    register_policy_renderer("cache", render, {"caSecret": "nginx.org/ca"})
+    cache = dataclasses.replace(POLICY_TYPES_BY_KEY["cache"], render=render,
+                                secret_fields={"caSecret": "nginx.org/ca"})
+    monkeypatch.setattr(generator, "POLICY_TYPES_BY_KEY", {**POLICY_TYPES_BY_KEY, "cache": cache})
     ca = PolicySecret("demo/ca", "nginx.org/ca", "/ca")
     r = generate_policies([ref("c1", {"caSecret": ca}, cache={"n": 1, "caSecret": "ca"}),
                            ref("c2", cache={"n": 2})], ctx())
-    assert r.location == ["# 1", "# 2"] and gen.dedupe(r.http) == ["proxy_cache_path /tmp/x keys_zone=z:1m;"]
+    assert r.location == ["# 1", "# 2"] and dedupe(r.http) == ["proxy_cache_path /tmp/x keys_zone=z:1m;"]
     assert [(c.policy_name, c.index, len(c.siblings)) for c in calls] == [("c1", 0, 2), ("c2", 1, 2)]
     assert calls[0].secrets["caSecret"] == ca
     r = generate_policies([ref("c3", {"caSecret": PolicySecret("demo/ca", "kubernetes.io/tls")},

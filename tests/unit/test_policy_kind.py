@@ -11,7 +11,6 @@ from ingressctl.controller.replicas import ControllerReplicas
 from ingressctl.controller.task import Task
 from ingressctl.k8s.store import DeletedFinalStateUnknown
 from ingressctl.keys import ResourceKey
-from ingressctl.kinds.ingress.ingress_ex import SecretReference
 from ingressctl.kinds.policy.kind import (
     POLICIES,
     POLICY_KIND,
@@ -26,6 +25,7 @@ from ingressctl.kinds.virtualserver.policy_refs import (
     vs_policy_references,
     vsr_policy_claims,
 )
+from ingressctl.secret_types import SecretReference
 from ingressctl.webhook.admission import registry_lookup
 
 

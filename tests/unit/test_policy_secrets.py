@@ -12,13 +12,10 @@ from typing import Any
 import pytest
 
 from ingressctl.controller.handlers import is_supported_secret
-from ingressctl.controller.secrets import LocalSecretStore, SecretValidationError
-from ingressctl.kinds.ingress.ingress_ex import SecretReference
-from ingressctl.kinds.policy.secrets import (
-    policy_secret_keys,
-    resolve_policy_secrets,
-    validate_apikey_secret,
-)
+from ingressctl.controller.secrets import LocalSecretStore
+from ingressctl.kinds.policy.secrets import policy_secret_keys, resolve_policy_secrets
+from ingressctl.policies.api_key import validate_apikey_secret
+from ingressctl.secret_types import SecretReference, SecretValidationError
 from tests.unit.test_secrets import DirManager
 
 

@@ -8,15 +8,16 @@ from typing import Any
 
 import pytest
 
-from ingressctl.configs.policy import (
+from ingressctl.policies.base import (
     LEVEL_ROUTE,
     LEVEL_SPEC,
     PolicyContext,
+    PolicyValidationConfig,
     ResolvedPolicy,
-    generate_policies,
 )
-from ingressctl.configs.policy_tiers import context_suffix
-from ingressctl.controller.policy_validation import PolicyValidationConfig, validate_policy
+from ingressctl.policies.generator import generate_policies
+from ingressctl.policies.rate_limit_tiers import context_suffix
+from ingressctl.policies.validation import validate_policy
 
 
 def rate_limit(match: str | None = None, *, name: str = "$request_method", default: bool | None = None,

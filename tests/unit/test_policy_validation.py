@@ -1,22 +1,22 @@
-"""Policy validation: the "exactly one type" rule, the type registry, and the rules of accessControl,
-rateLimit, basicAuth, apiKey, jwt and oidc with NIC's field-error messages."""
+"""Policy validation: the "exactly one type" rule, the type list, and the rules of accessControl, rateLimit,
+basicAuth, apiKey, jwt and oidc with NIC's field-error messages."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
-from ingressctl.controller import policy_validation as pv
-from ingressctl.controller.policy_validation import (
-    POLICY_TYPE_VALIDATORS,
-    PolicyValidationConfig,
-    policy_type,
-    register_policy_type,
-    registered_types,
-    validate_policy,
-)
+from ingressctl import policies
+from ingressctl.policies import POLICY_TYPES
+from ingressctl.policies import policy_type_of as policy_type
+from ingressctl.policies import validation as pv
+from ingressctl.policies.base import PolicyValidationConfig
+from ingressctl.policies.validation import validate_policy
 from ingressctl.validation import FieldError, invalid
 
 
@@ -37,19 +37,29 @@ def test_exactly_one_type_lists_the_registered_types_in_nics_order() -> None:
     assert errors({"metadata": {}, "spec": "nonsense"}) == [msg]
 
 
-def test_a_registered_type_joins_the_rule_and_is_dispatched(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_listed_type_is_dispatched_to_its_validator(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[tuple[str, Mapping[str, Any]]] = []
 
     def check(field: str, spec: Mapping[str, Any], config: PolicyValidationConfig) -> list[FieldError]:
         seen.append((field, spec))
         return [invalid(f"{field}.allowOrigin", spec.get("allowOrigin"), "bad")]
 
-    monkeypatch.setattr(pv, "POLICY_TYPE_VALIDATORS", dict(POLICY_TYPE_VALIDATORS))
-    register_policy_type("cors", check)
-    assert registered_types().index("cors") == registered_types().index("cache") + 1
+    monkeypatch.setattr(pv, "POLICY_TYPES", tuple(dataclasses.replace(t, validate=check) if t.key == "cors"
+                                                  else t for t in POLICY_TYPES))
     assert errors(policy(cors={"allowOrigin": "x"})) == ['spec.cors.allowOrigin: Invalid value: "x": bad']
     assert seen == [("spec.cors", {"allowOrigin": "x"})]
     assert policy_type(policy(cors={})) == "cors"
+
+
+def test_every_policy_type_module_is_listed_once() -> None:
+    """A type exists because `POLICY_TYPES` lists it: a type module left out of the list fails here."""
+    defined = []
+    for info in pkgutil.iter_modules(policies.__path__):
+        module = importlib.import_module(f"ingressctl.policies.{info.name}")
+        if hasattr(module, "TYPE"):
+            defined.append(module.TYPE)
+    assert sorted(t.key for t in defined) == sorted(t.key for t in POLICY_TYPES)
+    assert len({t.key for t in POLICY_TYPES}) == len(POLICY_TYPES)
 
 
 @pytest.mark.parametrize("spec", [

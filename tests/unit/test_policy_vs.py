@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.policy import PolicySecret, ResolvedPolicy
 from ingressctl.kinds.virtualserver.config import VirtualServerEx, generate_vs_config
+from ingressctl.policies.base import PolicySecret, ResolvedPolicy
 
 
 def resolved(name: str, ns: str = "demo", **spec: Any) -> tuple[str, ResolvedPolicy]:

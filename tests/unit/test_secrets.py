@@ -15,12 +15,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import NameOID
 
-from ingressctl.controller.secrets import (
-    ERROR_SECRET_MISSING,
-    LocalSecretStore,
-    SecretValidationError,
-    validate_secret,
-)
+from ingressctl.controller.secrets import ERROR_SECRET_MISSING, LocalSecretStore, validate_secret
+from ingressctl.secret_types import SecretValidationError
 
 PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
 

@@ -83,14 +83,9 @@ from ingressctl.kinds.ingress.annotations import (
     minion_annotations,
     parse_annotations,
 )
-from ingressctl.kinds.ingress.ingress_ex import (
-    CATCH_ALL_HOST,
-    IngressEx,
-    MergeableIngresses,
-    SecretReference,
-    backend_key,
-)
+from ingressctl.kinds.ingress.ingress_ex import CATCH_ALL_HOST, IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.policies import apply_ingress_policies
+from ingressctl.secret_types import SecretReference
 
 ERROR_SERVER_SOCKET = "nginx-502-server.sock"
 TLS_SECRET_TYPE = "kubernetes.io/tls"

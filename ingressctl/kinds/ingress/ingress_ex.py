@@ -9,23 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingressctl.configs.policy import ResolvedPolicy
 from ingressctl.keys import ResourceKey, object_key
+from ingressctl.policies.base import ResolvedPolicy
+from ingressctl.secret_types import SecretReference
 
 INGRESS_KIND = "ingress"
 """The Ingress's name in the kind registry and in its `ResourceKey`s."""
 INGRESS_TYPES = ("regular", "master", "minion")
 """The types of configured Ingresses, as `ingress_resources_total{type}` counts them."""
-
-
-@dataclass(frozen=True)
-class SecretReference:
-    """A Secret as the config sees it: where its PEM file is, or why there is none."""
-
-    key: str  # "namespace/name"
-    path: str = ""  # PEM file (cert + key) on disk when valid, else ""
-    error: str = ""  # non-empty when the Secret is missing, invalid or of an unsupported type
-    secret_type: str = ""  # e.g. "kubernetes.io/tls"
 
 
 # The host of the class-wide catch-all in `IngressEx.valid_hosts`: an Ingress without rules and with a

@@ -40,12 +40,12 @@ from ingressctl.kinds.ingress.ingress_ex import (
     INGRESS_TYPES,
     IngressEx,
     MergeableIngresses,
-    SecretReference,
     backend_key,
 )
 from ingressctl.kinds.ingress.model import IngressConfiguration
 from ingressctl.kinds.ingress.refs import ingress_backends, ingress_secrets
 from ingressctl.kinds.policy.refs import REASON_REJECTED, IngressPolicyResolver
+from ingressctl.secret_types import SecretReference
 
 USE_CLUSTER_IP_ANNOTATION = "nginx.org/use-cluster-ip"
 

@@ -19,10 +19,7 @@ from typing import Any
 
 from ingressctl.controller.model import Claims, ConfigurationProblem, Entry, Resource
 from ingressctl.keys import ResourceKey
-from ingressctl.kinds.ingress.annotation_validation import (
-    get_annotations,
-    mergeable_type,
-)
+from ingressctl.kinds.ingress.annotation_validation import get_annotations, mergeable_type
 from ingressctl.kinds.ingress.ingress_ex import CATCH_ALL_HOST, INGRESS_KIND
 from ingressctl.kinds.ingress.refs import ingress_secrets, service_names
 from ingressctl.kinds.ingress.validation import INGRESS_CLASS_ANNOTATION, path_conflict_key, validate_ingress

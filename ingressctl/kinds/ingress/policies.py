@@ -5,7 +5,7 @@ Guarantees:
   (the Ingress's namespace by default; cross-namespace references allowed), in order, without repeats.
 - `apply_ingress_policies(cfg, ex, static, minions)` adds the policies of a regular Ingress or master (server
   contexts: every server of the file) and of each minion (location contexts: the minion's locations) to the
-  rendered model, through the shared generator (`configs.policy.generate_policies`), and returns warnings.
+  rendered model, through the shared generator (`policies.generator.generate_policies`), and returns warnings.
   Only accessControl, cors, egressMTLS, externalAuth and ingressMTLS are supported on Ingresses; any other
   type, a missing or invalid Policy, a bad Secret, or ingressMTLS on a minion or on an Ingress without
   `spec.tls` fail closed: `return 500;` for the whole server (regular Ingress or master) or for the
@@ -31,19 +31,18 @@ from collections.abc import Mapping, Sequence
 
 from ingressctl.configs.config import IngressNginxConfig, Location, Server
 from ingressctl.configs.configmaps import StaticConfigParams
-from ingressctl.configs.policy import (
+from ingressctl.configs.quoting import quote, token
+from ingressctl.kinds.ingress.ingress_ex import IngressEx
+from ingressctl.policies import policy_type_of
+from ingressctl.policies.base import (
     LEVEL_LOCATION,
     LEVEL_SERVER,
     PolicyContext,
     PolicyResult,
     ResolvedPolicy,
     dedupe,
-    generate_policies,
-    policy_type_of,
 )
-from ingressctl.configs.policy_ext import policy_context_params
-from ingressctl.configs.quoting import quote, token
-from ingressctl.kinds.ingress.ingress_ex import IngressEx
+from ingressctl.policies.generator import generate_policies, policy_context_params
 
 POLICIES_ANNOTATION = "nginx.org/policies"
 INGRESS_POLICY_TYPES = frozenset({"accessControl", "cors", "egressMTLS", "externalAuth", "ingressMTLS"})

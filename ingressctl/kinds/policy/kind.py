@@ -27,17 +27,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from ingressctl.configs.policy import ResolvedPolicy, ref_keys
 from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
 from ingressctl.controller.model import Resource
-from ingressctl.controller.policy_validation import PolicyValidationConfig, validate_policy
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.keys import ResourceKey, object_key, split_key
-from ingressctl.kinds.ingress.ingress_ex import SecretReference
 from ingressctl.kinds.policy.secrets import policy_secret_keys, resolve_policy_secrets
 from ingressctl.kinds.virtualserver.kind import StatusClient, VirtualServerHandler, VirtualServerStatusWriter
 from ingressctl.kinds.virtualserver.model import vs_class_is_ours
 from ingressctl.logging import get_logger
+from ingressctl.policies.base import PolicyValidationConfig, ResolvedPolicy, ref_keys
+from ingressctl.policies.validation import validate_policy
+from ingressctl.secret_types import SecretReference
 from ingressctl.validation import aggregate_message
 from ingressctl.webhook.admission import ConfigurationView, Verdict
 

@@ -23,17 +23,19 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ingressctl.configs.policy import PolicySecret, ResolvedPolicy, missing_or_invalid, policy_type_of
-from ingressctl.configs.policy_extauth import auth_service, auth_service_port
 from ingressctl.controller.endpoints import BackendError, resolve_backend_endpoints
 from ingressctl.controller.model import Resource
-from ingressctl.controller.policy_secrets_ca import SECRET_TYPE_CA, ca_has_crl
 from ingressctl.kinds.ingress.policies import (
     INGRESS_POLICY_TYPES,
     POLICIES_ANNOTATION,
     parse_policy_refs,
     unsupported_on_ingress,
 )
+from ingressctl.policies import policy_type_of
+from ingressctl.policies.base import PolicySecret, ResolvedPolicy, missing_or_invalid
+from ingressctl.policies.ca_secret import ca_has_crl
+from ingressctl.policies.external_auth import auth_service, auth_service_port
+from ingressctl.secret_types import SECRET_TYPE_CA
 
 REASON_REJECTED = "Rejected"
 CUSTOM_RESOURCES_DISABLED = (f"annotation {POLICIES_ANNOTATION} is ignored: custom resources are disabled "

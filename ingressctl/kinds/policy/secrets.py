@@ -1,13 +1,8 @@
-"""The Secrets of policies: their types (registered with the Secret store) and their resolution for the
-policy generator.
+"""The Secrets of policies, resolved for the policy generator.
 
 Guarantees:
-- `nginx.org/apikey` Secrets are supported: every data value (a client's API key) must be valid UTF-8,
-  non-empty, free of control characters and unique (NIC's rule); the file written for NGINX (mode 0600)
-  holds the map entries of `configs.policy_renderers.apikey_map_entries`, so the keys never appear in a
-  VirtualServer's configuration file.
-- `resolve_policy_secrets(policy, lookup)` returns, for each Secret field the policy's type declares in
-  `configs.policy.POLICY_SECRET_FIELDS`, the `PolicySecret` (type, file path or error) of the Secret of
+- `resolve_policy_secrets(policy, lookup)` returns, for each Secret field the policy's type declares
+  (`PolicyType.secret_fields`), the `PolicySecret` (type, file path or error) of the Secret of
   that name in the Policy's namespace; `policy_secret_keys(policy)` lists those Secret keys (for the
   reference tracking that re-renders users when a Secret changes).
 """
@@ -17,49 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ingressctl.configs.policy import POLICY_SECRET_FIELDS, PolicySecret, policy_type_of
-from ingressctl.configs.policy_renderers import apikey_map_entries
-from ingressctl.controller.secrets import (
-    SECRET_TYPE_APIKEY,
-    SecretValidationError,
-    decoded_data,
-    register_secret_type,
-)
-from ingressctl.kinds.ingress.ingress_ex import SecretReference
-
-_CONTROL = frozenset(chr(c) for c in (*range(0x20), 0x7F))
-
-
-def _api_keys(secret: Mapping[str, Any]) -> dict[str, str]:
-    keys: dict[str, str] = {}
-    seen: set[str] = set()
-    for client, raw in decoded_data(secret).items():
-        try:
-            key = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise SecretValidationError(f"the API key of client {client} is not valid UTF-8") from None
-        if not key:
-            raise SecretValidationError(f"the API key of client {client} is empty")
-        if any(ch in _CONTROL for ch in key):
-            raise SecretValidationError(f"the API key of client {client} contains a control character")
-        if key in seen:
-            raise SecretValidationError("API Keys cannot be repeated")
-        seen.add(key)
-        keys[client] = key
-    return keys
-
-
-def validate_apikey_secret(secret: Mapping[str, Any]) -> None:
-    if secret.get("type") != SECRET_TYPE_APIKEY:
-        raise SecretValidationError(f"APIKey secret must be of the type {SECRET_TYPE_APIKEY}")
-    _api_keys(secret)
-
-
-def apikey_file(secret: Mapping[str, Any]) -> tuple[bytes, int]:
-    return apikey_map_entries(_api_keys(secret)).encode(), 0o600
-
-
-register_secret_type(SECRET_TYPE_APIKEY, validate_apikey_secret, apikey_file)
+from ingressctl.policies import POLICY_TYPES_BY_KEY, policy_type_of
+from ingressctl.policies.base import PolicySecret
+from ingressctl.secret_types import SecretReference
 
 
 def _namespace(policy: Mapping[str, Any]) -> str:
@@ -71,7 +26,8 @@ def policy_secret_fields(policy: Mapping[str, Any]) -> dict[str, str]:
     type_key = policy_type_of(policy)
     spec = ((policy.get("spec") or {}).get(type_key)) or {}
     out: dict[str, str] = {}
-    for fname in POLICY_SECRET_FIELDS.get(type_key, {}):
+    policy_type = POLICY_TYPES_BY_KEY.get(type_key)
+    for fname in policy_type.secret_fields if policy_type else ():
         name = spec.get(fname) if isinstance(spec, Mapping) else None
         if isinstance(name, str) and name:
             out[fname] = name if "/" in name else f"{_namespace(policy)}/{name}"

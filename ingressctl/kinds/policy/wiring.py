@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ingressctl.controller.kinds import ResourceKind
-from ingressctl.controller.policy_validation import PolicyValidationConfig
 from ingressctl.k8s.client import ApiError
 from ingressctl.kinds.policy.kind import POLICIES, PolicyStore, policy_kind_factory
 from ingressctl.logging import get_logger
+from ingressctl.policies.base import PolicyValidationConfig
 
 log = get_logger(__name__)
 

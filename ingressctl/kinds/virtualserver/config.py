@@ -30,13 +30,13 @@ from ingressctl.configs import parsing
 from ingressctl.configs.config import Upstream, UpstreamServer
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.directive_values import StickyCookie
-from ingressctl.configs.policy import PolicyLocation, ResolvedPolicy
-from ingressctl.configs.policy_ext import policy_context_params
 from ingressctl.keys import ResourceKey
-from ingressctl.kinds.ingress.ingress_ex import SecretReference
 from ingressctl.kinds.transportserver.config import Listener
 from ingressctl.kinds.virtualserver.newer_nginx import NewerDirectives
 from ingressctl.kinds.virtualserver.policies import VSPolicies
+from ingressctl.policies.base import PolicyLocation, ResolvedPolicy
+from ingressctl.policies.generator import policy_context_params
+from ingressctl.secret_types import SecretReference
 
 VS_KIND = "virtualserver"
 VSR_KIND = "virtualserverroute"

@@ -24,7 +24,6 @@ import threading
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, Protocol
 
-from ingressctl.configs.policy import ResolvedPolicy
 from ingressctl.configs.renderers import Renderer
 from ingressctl.controller.endpoints import BackendError, cluster_ip_endpoint, resolve_backend_endpoints
 from ingressctl.controller.handlers import _safe, resource_version, tombstone_key, unwrap
@@ -34,7 +33,6 @@ from ingressctl.controller.status import Address, safe_status_write
 from ingressctl.controller.task import Task
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.keys import ResourceKey, object_key, split_key
-from ingressctl.kinds.ingress.ingress_ex import SecretReference
 from ingressctl.kinds.policy.refs import with_extras
 from ingressctl.kinds.transportserver.globalconfiguration import Listeners
 from ingressctl.kinds.transportserver.kind import GLOBALCONFIGURATION_KIND, ListenerSource
@@ -57,6 +55,8 @@ from ingressctl.kinds.virtualserver.pods import POD_KIND, subselected_slices
 from ingressctl.kinds.virtualserver.policy_refs import vs_policy_references
 from ingressctl.kinds.virtualserver.renderer import VirtualServerRenderer
 from ingressctl.logging import get_logger
+from ingressctl.policies.base import ResolvedPolicy
+from ingressctl.secret_types import SecretReference
 
 log = get_logger(__name__)
 

@@ -17,24 +17,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ingressctl.validation import FieldError, invalid, required
+from ingressctl.validation import CONTROL, ESCAPED, FieldError, as_dict, as_list, as_str, invalid, required
 
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")          # no field of a VirtualServer may carry one
-ESCAPED = re.compile(r'([^"\\]|\\.)*')              # every `"` escaped
 _PREFIX_PATH = re.compile(r"/[^\s{};\\]*")
-
-
-def as_dict(v: Any) -> dict[str, Any]:
-    """`v` if it is a mapping of the parsed object, else empty (objects are not schema-checked here)."""
-    return v if isinstance(v, dict) else {}
-
-
-def as_list(v: Any) -> list[Any]:
-    return v if isinstance(v, list) else []
-
-
-def as_str(v: Any) -> str:
-    return v if isinstance(v, str) else ""
 
 
 _d, _l, _s = as_dict, as_list, as_str

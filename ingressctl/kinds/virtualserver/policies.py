@@ -1,5 +1,5 @@
 """Policies of one VirtualServer (with its VirtualServerRoutes): NIC's contexts and precedence on top of the
-shared generator (`configs/policy.py`).
+shared generator (`policies/generator.py`).
 
 Guarantees:
 - `VSPolicies.spec(refs)` is the server context (`spec.policies`); `route(refs)` a VirtualServer route's
@@ -22,7 +22,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from ingressctl.configs.policy import (
+from ingressctl.policies.base import (
     LEVEL_ROUTE,
     LEVEL_SPEC,
     LEVEL_SUBROUTE,
@@ -30,10 +30,10 @@ from ingressctl.configs.policy import (
     PolicyLocation,
     PolicyResult,
     ResolvedPolicy,
-    generate_policies,
     ref_keys,
 )
-from ingressctl.configs.policy_cache import cache_zone_of
+from ingressctl.policies.cache import cache_zone_of
+from ingressctl.policies.generator import generate_policies
 
 
 class VSPolicies:

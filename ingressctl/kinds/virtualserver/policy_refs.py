@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ingressctl.configs.policy import ref_keys
+from ingressctl.policies.base import ref_keys
 
 
 def _d(v: Any) -> Mapping[str, Any]:

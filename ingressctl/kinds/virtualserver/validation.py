@@ -23,19 +23,20 @@ from ingressctl.kinds.virtualserver.newer_nginx_fields import (
     validate_add_header_inherit,
     validate_session_cookie,
 )
-from ingressctl.kinds.virtualserver.paths import CONTROL as _CONTROL
-from ingressctl.kinds.virtualserver.paths import ESCAPED as _ESCAPED
 from ingressctl.kinds.virtualserver.paths import (
-    as_dict,
-    as_list,
-    as_str,
     modifier_category,
     normalize_path,
     validate_path,
     vsr_reference_errors,
 )
 from ingressctl.validation import (
+    _ARG_NAME,
+    VAR_PREFIXES,
     FieldError,
+    as_dict,
+    as_list,
+    as_str,
+    control,
     duplicate,
     forbidden,
     invalid,
@@ -46,10 +47,11 @@ from ingressctl.validation import (
     is_wildcard_dns1123_subdomain,
     not_supported,
     required,
+    validate_variables,
 )
+from ingressctl.validation import CONTROL as _CONTROL
+from ingressctl.validation import ESCAPED as _ESCAPED
 
-_VAR = re.compile(r"\$\{([^}]*)\}")
-_ARG_NAME = re.compile(r"[_A-Za-z0-9]+")
 _RETURN_TYPE = re.compile(r'[^"{};\\]*')
 _REWRITE = re.compile(r'(?:[^$"\\{};\s]|\$[0-9])*')
 
@@ -74,7 +76,6 @@ HEADER_VARS = RETURN_VARS | frozenset({
     "ssl_server_name", "ssl_session_id", "ssl_session_reused"})
 ERROR_PAGE_REDIRECT_VARS = frozenset({"scheme", "http_x_forwarded_proto"})
 ERROR_PAGE_RETURN_VARS = frozenset({"upstream_status"})
-VAR_PREFIXES = ("arg_", "http_", "cookie_")
 
 # NGINX Plus fields of an upstream, accepted and ignored on open-source NGINX.
 # (sessionCookie is open source since NIC 5.4: `sticky cookie`, on an NGINX that has it.)
@@ -83,34 +84,6 @@ PLUS_UPSTREAM_FIELDS = ("healthCheck", "slow-start", "queue", "ntlm", "backup", 
 
 _d, _l, _s = as_dict, as_list, as_str
 
-
-def _control(field: str, value: str) -> list[FieldError]:
-    if _CONTROL.search(value):
-        return [invalid(field, value, "must not contain control characters")]
-    return []
-
-
-def validate_variables(field: str, value: str, allowed: frozenset[str], *,
-                       prefixes: tuple[str, ...] = VAR_PREFIXES) -> list[FieldError]:
-    """NIC's `validateStringWithVariables`: `${name}` only, from the allow-list, `"` escaped."""
-    errs = _control(field, value)
-    if value.endswith("$"):
-        errs.append(invalid(field, value, "must not end with $"))
-    if not _ESCAPED.fullmatch(value):
-        errs.append(invalid(field, value, 'a valid string must have all \'"\' escaped'))
-    rest = _VAR.sub("", value)
-    if "$" in rest.rstrip("$"):
-        errs.append(invalid(field, value, "variables must be enclosed in curly braces, for example ${host}"))
-    for name in _VAR.findall(value):
-        if name in allowed:
-            continue
-        prefix = next((p for p in prefixes if name.startswith(p)), None)
-        ok = prefix is not None and (
-            bool(_ARG_NAME.fullmatch(name[len(prefix):])) if prefix != "http_"
-            else bool(re.fullmatch(r"[_A-Za-z0-9]+", name[len(prefix):])))
-        if not ok:
-            errs.append(invalid(field, value, f"'{name}' is not a supported variable"))
-    return errs
 
 
 def validate_time(field: str, value: Any) -> list[FieldError]:
@@ -378,7 +351,7 @@ def _validate_condition(field: str, cond: Mapping[str, Any]) -> list[FieldError]
     if not isinstance(value, str):
         errs.append(invalid(f"{field}.value", value, "must be a string"))
     else:
-        errs.extend(_control(f"{field}.value", value))
+        errs.extend(control(f"{field}.value", value))
         if not _ESCAPED.fullmatch(value):
             errs.append(invalid(f"{field}.value", value, 'a valid value must have all \'"\' escaped'))
         if value.endswith("\\") and not value.endswith("\\\\"):
@@ -490,7 +463,7 @@ def validate_route(field: str, route: Mapping[str, Any], upstreams: set[str], *,
             errs.extend(_validate_splits(f"{mf}.splits", m_splits, upstreams))
     errs.extend(_validate_error_pages(f"{field}.errorPages", _l(route.get("errorPages"))))
     errs.extend(_validate_policies(f"{field}.policies", _l(route.get("policies"))))
-    errs.extend(_control(f"{field}.location-snippets", _s(route.get("location-snippets")).replace("\n", "")
+    errs.extend(control(f"{field}.location-snippets", _s(route.get("location-snippets")).replace("\n", "")
                                                        .replace("\t", "")))
     return errs
 
@@ -561,7 +534,7 @@ def validate_virtual_server(obj: Mapping[str, Any]) -> list[FieldError]:
     meta_ns = _s(_d(obj.get("metadata")).get("namespace"))
     errs.extend(vsr_reference_errors(meta_ns, _l(spec.get("routes"))))
     for f in ("http-snippets", "server-snippets"):
-        errs.extend(_control(f"spec.{f}", _s(spec.get(f)).replace("\n", "").replace("\t", "")))
+        errs.extend(control(f"spec.{f}", _s(spec.get(f)).replace("\n", "").replace("\t", "")))
     return errs
 
 

@@ -1,5 +1,5 @@
-"""`nginx.org/ca` Secrets (the trusted CAs of ingressMTLS, egressMTLS and externalAuth), registered with the
-Secret store.
+"""`nginx.org/ca` Secrets, the trusted CAs of ingressMTLS, egressMTLS and externalAuth: `CA_SECRET`, a Secret
+type of the Secret store.
 
 Guarantees:
 - A CA Secret needs `ca.crt` holding at least one PEM certificate, and every certificate in it must parse
@@ -9,8 +9,7 @@ Guarantees:
   file serves both `ssl_client_certificate` / `*_ssl_trusted_certificate` (NGINX reads the certificates of
   it) and `ssl_crl` (NGINX reads the lists of it), so a CRL change rewrites one file and re-renders the users
   like any Secret change.
-- `ca_has_crl(secret)` says whether a valid CA Secret carries a CRL (then its users add `ssl_crl`).
-"""
+- `ca_has_crl(secret)` says whether a valid CA Secret carries a CRL (then its users add `ssl_crl`)."""
 
 from __future__ import annotations
 
@@ -20,9 +19,8 @@ from typing import Any
 
 from cryptography import x509
 
-from ingressctl.controller.secrets import SecretValidationError, decoded_data, register_secret_type
+from ingressctl.secret_types import SECRET_TYPE_CA, SecretType, SecretValidationError, decoded_data
 
-SECRET_TYPE_CA = "nginx.org/ca"
 CA_CERT_KEY = "ca.crt"
 CA_CRL_KEY = "ca.crl"
 _PEM_CERT = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.S)
@@ -78,4 +76,4 @@ def ca_has_crl(secret: Mapping[str, Any]) -> bool:
         return False
 
 
-register_secret_type(SECRET_TYPE_CA, validate_ca_secret, ca_file)
+CA_SECRET = SecretType(SECRET_TYPE_CA, validate_ca_secret, ca_file)

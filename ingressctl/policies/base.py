@@ -1,23 +1,19 @@
-"""The shared policy generator (NIC's `generatePolicies`): the policies of one context (a VirtualServer's
-spec or route, a VirtualServerRoute's subroute, an Ingress server or location) as NGINX lines.
+"""What every policy type is made of, and what the policy generator hands it (NIC's `generatePolicies`
+contract).
 
-Contract (other policy types and owners build on it; changes are additive only):
-- The caller resolves each reference of the context into a `ResolvedPolicy` (the Policy object or None
-  when missing, its validation error, its Secrets as `PolicySecret`s keyed by the type's field name, e.g.
+Contract (types and owners build on it; changes are additive only):
+- A type is one `PolicyType` value in its own module, listed in `ingressctl.policies.POLICY_TYPES`: its spec
+  key, NIC's label for messages, its validator `(field, type_spec, config) -> [FieldError]`, its renderer
+  `(type_spec, ctx) -> PolicyResult`, the Secret types its fields must have (`secret_fields`, field name ->
+  Secret type), the Secret types it brings to the Secret store (`secret_types`), and one line of docs.
+- The caller resolves each reference of a context into a `ResolvedPolicy` (the Policy object or None when
+  missing, its validation error, its Secrets as `PolicySecret`s keyed by the type's field name, e.g.
   `"secret"`, `"clientSecret"`), and describes the context in a `PolicyContext` (owner, level, NGINX
-  capabilities, replica count, TLS). `generate_policies(refs, ctx)` returns one `PolicyResult`.
-- Per type a renderer `(type_spec, ctx) -> PolicyResult` is registered in `POLICY_RENDERERS` under the
-  type's spec key (`register_policy_renderer`). It receives a copy of the context with the policy's
-  namespace/name, its Secrets, `index` (its position among the policies of its type in this context) and
-  `siblings` (the specs of every policy of its type in this context, in order; `sibling_keys` their
-  "namespace/name"), so it can apply NIC's
-  "first of a kind wins" / "concatenate" / "second one is an error" rules itself. The Secret types each
-  field must have are declared in `POLICY_SECRET_FIELDS` (type key -> field -> Secret type); the generator
-  checks them before the renderer runs (a wrong type or an invalid Secret makes the context fail).
-- Fail closed: a missing policy, an invalid policy, a bad Secret, a policy type without a renderer, or a
-  renderer's `error` replace the whole context's result by an error result (`error` set, no lines): the
-  owner renders `return 500;` for that context, and the warnings name the reason ("Policy ns/name is
-  missing or invalid", or the renderer's text). Warnings of every policy are kept either way.
+  capabilities, replica count, TLS).
+- A renderer receives a copy of the context with the policy's namespace/name, its Secrets, `index` (its
+  position among the policies of its type in this context) and `siblings` (the specs of every policy of its
+  type in this context, in order; `sibling_keys` their "namespace/name"), so it can apply NIC's "first of
+  a kind wins" / "concatenate" / "second one is an error" rules itself.
 - `PolicyResult` lines are complete NGINX directives ("limit_req zone=... burst=5;") whose user values
   went through `configs.quoting`; owners emit them verbatim. `http` lines belong at http level and are
   meant to be deduplicated by the owner across its contexts (`dedupe`); `server` lines at server level
@@ -26,20 +22,19 @@ Contract (other policy types and owners build on it; changes are additive only):
   `inherited` (server-level contexts) maps a type to lines each location gets unless its own context has
   a policy of that type (`types` lists a context's types), for rules that cannot sit at server level and
   still be overridden by a location (NIC: the route's policy of a type wins over the spec's).
-- Never reads the cluster; pure apart from the registries, which are filled at import time. The
-  controller side: `controller.policy_kind.PolicyStore.resolve_for([(namespace, [refs, ...])])` resolves
-  references (with their Secrets, for every field in `POLICY_SECRET_FIELDS`, through
-  `controller.policy_secrets`); a Secret type the store does not know yet is added with
-  `controller.secrets.register_secret_type`; `configs.policy_vs` is the VirtualServer's use of this module.
+- Pure: nothing here reads the cluster or registers anything.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from ingressctl.secret_types import SecretType
+from ingressctl.validation import FieldError
 
 LEVEL_SPEC = "spec"            # VirtualServer spec.policies: server context
 LEVEL_ROUTE = "route"          # VirtualServer spec.routes[].policies: location context
@@ -47,6 +42,7 @@ LEVEL_SUBROUTE = "subroute"    # VirtualServerRoute spec.subroutes[].policies: l
 LEVEL_SERVER = "server"        # Ingress: server context
 LEVEL_LOCATION = "location"    # Ingress: location context
 SERVER_LEVELS = frozenset({LEVEL_SPEC, LEVEL_SERVER})
+INGRESS_OWNER = "ingress"
 
 
 @dataclass(frozen=True)
@@ -85,7 +81,7 @@ class PolicyContext:
     capabilities: frozenset[str] = frozenset()   # NGINX capabilities (feature names)
     is_plus: bool = False
     replicas: int = 1                     # controller replicas (rateLimit.scale)
-    # What the types of `policy_ext` need from the static configuration and the cluster:
+    # What some types need from the static configuration and the cluster (`generator.policy_context_params`):
     cache_dir: str = ""                   # root of the cache zones' directories (cache)
     secrets_dir: str = ""                 # where crlFileName files are expected (ingressMTLS)
     enable_snippets: bool = False         # externalAuth authSnippets
@@ -146,31 +142,33 @@ class PolicyResult:
 
 
 PolicyRenderer = Callable[[Mapping[str, Any], PolicyContext], PolicyResult]
-POLICY_RENDERERS: dict[str, PolicyRenderer] = {}
-POLICY_SECRET_FIELDS: dict[str, dict[str, str]] = {}
-
-# NIC's order of the types; also the order in which their lines are emitted within a context.
-TYPE_ORDER: tuple[str, ...] = ("accessControl", "rateLimit", "ingressMTLS", "egressMTLS", "basicAuth",
-                               "apiKey", "cache", "cors", "externalAuth", "jwt", "oidc")
 
 
-def register_policy_renderer(key: str, renderer: PolicyRenderer,
-                             secret_fields: Mapping[str, str] | None = None) -> None:
-    """Register the renderer of a policy type and the Secret types its fields must have."""
-    POLICY_RENDERERS[key] = renderer
-    if secret_fields:
-        POLICY_SECRET_FIELDS[key] = dict(secret_fields)
+@dataclass(frozen=True)
+class PolicyValidationConfig:
+    """NIC's `PolicyValidationConfig`: the switches some types depend on."""
+
+    is_plus: bool = False
+    enable_snippets: bool = False
+    enable_oidc: bool = False
 
 
-def policy_type_of(policy: Mapping[str, Any]) -> str:
-    """The type key of a Policy object: the first key of its spec in TYPE_ORDER or POLICY_RENDERERS."""
-    spec = policy.get("spec")
-    if not isinstance(spec, Mapping):
-        return ""
-    for k in (*TYPE_ORDER, *POLICY_RENDERERS):
-        if spec.get(k) is not None:
-            return k
-    return ""
+PolicyTypeValidator = Callable[[str, Mapping[str, Any], PolicyValidationConfig], list[FieldError]]
+
+
+@dataclass(frozen=True)
+class PolicyType:
+    """One policy type (see the module docstring); its module defines it as `TYPE`."""
+
+    key: str                                   # the spec key: "rateLimit", "cors", ...
+    label: str                                 # NIC's name of the type in messages: "Basic Auth", "CORS"
+    validate: PolicyTypeValidator
+    render: PolicyRenderer
+    doc: str                                   # what it does, in one line (docs/policies.md)
+    secret_fields: Mapping[str, str] = field(default_factory=dict)   # field -> the Secret type it names
+    secret_types: tuple[SecretType, ...] = ()  # Secret types beyond TLS and htpasswd that it needs stored
+    plus_only: bool = False                    # NGINX Plus: accepted, never rendered (the context fails)
+
 
 
 def ref_key(ref: Any, default_namespace: str) -> str:
@@ -220,77 +218,44 @@ def secret_error(type_label: str, secret: PolicySecret | None, expected: str) ->
     return ""
 
 
-_TYPE_LABELS = {"basicAuth": "Basic Auth", "apiKey": "APIKey", "ingressMTLS": "IngressMTLS",
-                "egressMTLS": "EgressMTLS", "jwt": "JWT", "oidc": "OIDC", "externalAuth": "ExternalAuth"}
-
-
-def _check_secrets(type_key: str, ref: ResolvedPolicy) -> str:
-    for fname, expected in POLICY_SECRET_FIELDS.get(type_key, {}).items():
-        spec = (ref.policy or {}).get("spec") or {}
-        if not (spec.get(type_key) or {}).get(fname):
-            continue    # optional field not set (required ones are enforced by validation)
-        err = secret_error(_TYPE_LABELS.get(type_key, type_key), ref.secrets.get(fname), expected)
-        if err:
-            return err
-    return ""
-
-
-def generate_policies(refs: Sequence[ResolvedPolicy], ctx: PolicyContext) -> PolicyResult:
-    """The NGINX lines of one context's policies (see the module docstring)."""
-    out = PolicyResult()
-    errors: list[str] = []
-    by_type: dict[str, list[tuple[ResolvedPolicy, Mapping[str, Any]]]] = {}
-    for ref in refs:
-        if ref.policy is None or ref.error:
-            out.warnings.append(missing_or_invalid(ref.key))
-            errors.append(missing_or_invalid(ref.key))
-            continue
-        type_key = policy_type_of(ref.policy)
-        if type_key not in POLICY_RENDERERS:
-            msg = missing_or_invalid(ref.key)
-            out.warnings.append(msg)
-            errors.append(msg)
-            continue
-        spec = ref.policy.get("spec") or {}
-        value = spec.get(type_key)
-        by_type.setdefault(type_key, []).append((ref, value if isinstance(value, Mapping) else {}))
-    order = [k for k in TYPE_ORDER if k in by_type] + [k for k in by_type if k not in TYPE_ORDER]
-    for type_key in order:
-        entries = by_type[type_key]
-        siblings = tuple(spec for _, spec in entries)
-        sibling_keys = tuple(_policy_key(ref) for ref, _ in entries)
-        for i, (ref, spec) in enumerate(entries):
-            err = _check_secrets(type_key, ref)
-            if err:
-                out.warnings.append(err)
-                errors.append(err)
-                continue
-            meta = (ref.policy or {}).get("metadata") or {}
-            pctx = dataclasses.replace(ctx, policy_namespace=str(meta.get("namespace") or ""),
-                                       policy_name=str(meta.get("name") or ""), secrets=ref.secrets,
-                                       index=i, siblings=siblings, sibling_keys=sibling_keys)
-            result = POLICY_RENDERERS[type_key](spec, pctx)
-            out.extend(result)
-            if result.error:
-                errors.append(result.error)
-    if errors:
-        return PolicyResult(warnings=list(dict.fromkeys(out.warnings)), error=errors[0], types=order)
-    out.warnings = list(dict.fromkeys(out.warnings))
-    out.types = order
-    return out
-
-
-def _policy_key(ref: ResolvedPolicy) -> str:
-    meta = (ref.policy or {}).get("metadata") or {}
-    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-
-
 def dedupe(lines: Iterable[str]) -> list[str]:
     """Lines without repeats, first occurrence order (http-level lines shared by several contexts)."""
     return list(dict.fromkeys(lines))
 
 
-# The types of this project register themselves in `policy_renderers.py` (imported below), so the registry
-# is complete whenever this module is imported.
-from ingressctl.configs import policy_ext as _policy_ext  # noqa: E402, F401  (registration)
-from ingressctl.configs import policy_renderers as _policy_renderers  # noqa: E402,F401  (registration)
+def policy_key(ctx: PolicyContext) -> str:
+    """The "namespace/name" of the policy a renderer is called for."""
+    return f"{ctx.policy_namespace}/{ctx.policy_name}"
+
+
+def at_level(result: PolicyResult, ctx: PolicyContext) -> PolicyResult:
+    """Move the context lines to the server when the context is the server."""
+    if ctx.is_server_level:
+        result.server, result.location = result.location, []
+    return result
+
+
+def ignored(label: str, ctx: PolicyContext) -> PolicyResult:
+    """NIC's warning for a second policy of a type that allows one per context (the first one applies)."""
+    return PolicyResult(warnings=[f"Multiple {label} policies in the same context is not valid. {label} "
+                                  f"policy {policy_key(ctx)} will be ignored"])
+
+
+def vsr_of(ctx: PolicyContext) -> tuple[str, str] | None:
+    """The VirtualServerRoute that holds the policy (subroute contexts), else None."""
+    return (ctx.vsr_namespace, ctx.vsr_name) if ctx.level == LEVEL_SUBROUTE and ctx.vsr_name else None
+
+
+def plus_only(type_label: str) -> PolicyRenderer:
+    """The renderer of an NGINX Plus type: the context fails closed with "... requires NGINX Plus"."""
+    def render(spec: Mapping[str, Any], ctx: PolicyContext) -> PolicyResult:
+        msg = f"{type_label} policy {policy_key(ctx)} requires NGINX Plus"
+        return PolicyResult(warnings=[msg], error=msg)
+    return render
+
+
+
+def unescape(value: Any) -> str:
+    """A validated string as NGINX should read it: validation requires `"` escaped as `\\"`, the quoting
+    escapes again, so the escapes are undone first."""
+    return re.sub(r'\\(["\\])', r"\1", str(value or ""))

@@ -12,9 +12,8 @@ Guarantees (for validated policies; every user value goes through `configs.quoti
   at most one `default: true`, no two tiers with the same match (plain strings compared regardless of
   case, as NGINX's map does); a context that fails it answers 500.
 - `<ctx>` is a digest of the context (level, VirtualServerRoute, route path): contexts never share a map.
-  Variable and tier names longer than `policy.MAX_NAME` are cut and end in a digest (`policy.short_name`):
-  NGINX's variable and map hashes must hold them.
-"""
+  Variable and tier names longer than `base.MAX_NAME` are cut and end in a digest (`base.short_name`):
+  NGINX's variable and map hashes must hold them."""
 
 from __future__ import annotations
 
@@ -22,8 +21,8 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ingressctl.configs.policy import PolicyContext, short_name
 from ingressctl.configs.quoting import NginxValueError, quote_regex, quote_vars, token
+from ingressctl.policies.base import PolicyContext, short_name
 
 # The variables a tier condition may use (NIC: the request method, and the client of an apiKey policy).
 TIER_VARIABLES = ("$request_method", "$apikey_client_name")
