@@ -55,8 +55,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ingressctl.k8s.readahead import ReadAhead
-from ingressctl.keys import ResourceKey
-from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND
+from ingressctl.keys import INGRESS_KIND, ResourceKey
 from ingressctl.logging import get_logger
 from ingressctl.settings import Settings
 

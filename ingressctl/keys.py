@@ -53,3 +53,7 @@ class ResourceKey(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.kind}/{self.ns_name}"
+
+
+INGRESS_KIND = "ingress"
+"""The Ingress's name in the kind registry and in its `ResourceKey`s."""

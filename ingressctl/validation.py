@@ -40,8 +40,6 @@ class _Omit:
 
 
 OMIT: Final = _Omit()
-
-
 _GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
                '"': '\\"', "\\": "\\\\"}
 
@@ -156,42 +154,20 @@ def max_len_error(n: int) -> str:
 
 
 _DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-
-
 _DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-
-
 _DNS1123_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
                           "characters, '-' or '.', and must start and end with an alphanumeric character")
-
-
 _DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
-
-
 _WILDCARD_FMT = "\\*\\." + _DNS1123_SUBDOMAIN_FMT
-
-
 _WILDCARD_MSG = ("a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, "
                  "which must consist of lower case alphanumeric characters, '-' or '.' and end with an "
                  "alphanumeric character")
-
-
 _WILDCARD_RE = re.compile(_WILDCARD_FMT)
-
-
 _DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
-
-
 _DNS1035_LABEL_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
                       "with an alphabetic character, and end with an alphanumeric character")
-
-
 DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL_FMT)
-
-
 _HTTP_HEADER_FMT = "[-A-Za-z0-9]+"
-
-
 _HTTP_HEADER_RE = re.compile(_HTTP_HEADER_FMT)
 
 
@@ -333,3 +309,16 @@ def control(field: str, value: str) -> list[FieldError]:
     if CONTROL.search(value):
         return [invalid(field, value, "must not contain control characters")]
     return []
+
+
+_GO_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
+_GO_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
+
+
+def parse_go_bool(value: str) -> bool | None:
+    """Go's strconv.ParseBool; None when the value is not a boolean."""
+    if value in _GO_TRUE:
+        return True
+    if value in _GO_FALSE:
+        return False
+    return None

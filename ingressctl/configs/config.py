@@ -7,12 +7,12 @@ already validated; the templates still pass each value through a quoting filter 
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ingressctl.configs.directive_values import AddHeader, StickyCookie
 from ingressctl.configs.parsing import size_bytes
-from ingressctl.policies.base import PolicyLocation
 
 _M = TypeVar("_M")
 _FIELD_NAMES: dict[type, frozenset[str]] = {}
@@ -57,7 +57,6 @@ UPSTREAM_ZONE = "ingressctl-upstreams"
 
 NGINX looks zones up by a linear scan per `zone` directive, so a zone per upstream makes loading N upstreams
 cost O(N^2): 15 s of a 31 s `nginx -t` at 10,000 upstreams. NGINX lets groups share a zone."""
-
 # What one upstream takes in the shared zone, with a margin (NGINX 1.22, measured with
 # `random two least_conn`: 1,000 upstreams of one server fit in 1 MiB, of ten servers in 8 MiB).
 ZONE_BYTES_PER_UPSTREAM = 2048
@@ -409,3 +408,19 @@ class MainConfig:
     dynamic_peers_module_path: str = ""  # load_module of the dynamic-peers module and serve its API ("" off)
     upstream_front_module_path: str = ""  # load_module of the upstream-front module ("" off)
     tls_passthrough: bool = False  # the default server terminates TLS on the passthrough socket
+
+
+@dataclass(frozen=True)
+class PolicyLocation:
+    """An extra internal location a policy needs (e.g. an auth_request target)."""
+
+    path: str                              # "= /_external_auth/x" style: modifier and path, already safe
+    lines: tuple[str, ...]
+
+
+ERROR_SERVER_SOCKET = "nginx-502-server.sock"
+
+
+def error_server_address(run_dir: str) -> str:
+    """The built-in server that answers 502 (nginx.conf's), where upstreams without endpoints point."""
+    return "unix:" + os.path.join(run_dir, ERROR_SERVER_SOCKET)

@@ -13,8 +13,10 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,7 +27,6 @@ from ingressctl.configs.capability_params import CAPABILITY_KEYS, check_otel, dr
 from ingressctl.configs.config import MainConfig, OtelConfig, ProxyDefaults
 from ingressctl.configs.directive_values import AddHeader, StickyCookie
 from ingressctl.nginx.capabilities import UNKNOWN_NGINX, Capabilities
-from ingressctl.policies.cache import prepare_cache_dir
 from ingressctl.settings import Settings
 
 
@@ -426,3 +427,18 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         main_snippets=config.main_snippets,
         http_snippets=config.http_snippets,
     )
+
+
+NIC_CACHE_DIR = "/var/cache/nginx"
+
+
+def prepare_cache_dir(run_dir: str) -> str:
+    """At start-up: NIC's `/var/cache/nginx` when it exists and this process may create zones there, else
+    `<run_dir>/cache`, created here (0755: NGINX creates each zone's directory in it, owned by the worker
+    user), so an unprivileged controller can still serve cache policies."""
+    if os.path.isdir(NIC_CACHE_DIR) and os.access(NIC_CACHE_DIR, os.W_OK | os.X_OK):
+        return NIC_CACHE_DIR
+    path = os.path.join(run_dir, "cache")
+    with contextlib.suppress(OSError):   # NGINX then reports the path on the resources using a cache policy
+        os.makedirs(path, mode=0o755, exist_ok=True)
+    return path

@@ -42,7 +42,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from ingressctl.configs.certificate_map import CertificateMap, worker_uid
-from ingressctl.configs.config import ZONE_BYTES_PER_SERVER, shared_zone_size
+from ingressctl.configs.config import ZONE_BYTES_PER_SERVER, error_server_address, shared_zone_size
 from ingressctl.configs.configmaps import (
     ConfigParams,
     StaticConfigParams,
@@ -55,9 +55,8 @@ from ingressctl.configs.prerender import MEASURED_ITEMS, MIN_ITEMS, RenderAheadS
 from ingressctl.configs.renderers import ChildCounter, IngressRenderer, RenderContext, Rendered, Renderer
 from ingressctl.configs.templates import TemplateError, TemplateExecutor, TemplateRenderError
 from ingressctl.configs.upstream_front import front_upstreams
-from ingressctl.keys import ResourceKey
-from ingressctl.kinds.ingress.config import error_server_address
-from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND, IngressEx, MergeableIngresses
+from ingressctl.keys import INGRESS_KIND, ResourceKey
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses
 from ingressctl.logging import get_logger
 from ingressctl.nginx.manager import STREAM_CONF_D_DIR, Manager, WrittenFile
 from ingressctl.nginx.modules import DYNAMIC_PEERS, UPSTREAM_FRONT

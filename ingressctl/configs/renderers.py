@@ -22,13 +22,13 @@ from typing import Protocol, runtime_checkable
 from ingressctl.configs.config import ProxyDefaults
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.templates import TemplateExecutor
-from ingressctl.keys import ResourceKey
+from ingressctl.keys import INGRESS_KIND, ResourceKey
 from ingressctl.kinds.ingress.config import (
     catch_all_upstream,
     generate_nginx_config,
     generate_nginx_config_for_mergeable,
 )
-from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND, INGRESS_TYPES, IngressEx, MergeableIngresses
+from ingressctl.kinds.ingress.ingress_ex import INGRESS_TYPES, IngressEx, MergeableIngresses
 
 
 @dataclass(frozen=True)

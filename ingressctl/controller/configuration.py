@@ -55,8 +55,7 @@ from ingressctl.controller.model import (
     listener_taken_message,
     make_entry,
 )
-from ingressctl.keys import ResourceKey, object_key
-from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND
+from ingressctl.keys import INGRESS_KIND, ResourceKey, object_key
 from ingressctl.kinds.ingress.model import IngressConfiguration, IngressModel, MinionConfiguration
 from ingressctl.logging import get_logger
 

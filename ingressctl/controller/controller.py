@@ -60,8 +60,7 @@ from ingressctl.k8s.client import gc_paused
 from ingressctl.k8s.informer import wait_for_cache_sync
 from ingressctl.k8s.resource import CONFIGMAPS, SECRETS
 from ingressctl.k8s.workqueue import RateLimitingQueue
-from ingressctl.keys import ResourceKey, object_key, split_key
-from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND
+from ingressctl.keys import INGRESS_KIND, ResourceKey, object_key, split_key
 from ingressctl.kinds.ingress.kind import IngressConfigurator, ingress_kind, referenced_secret_keys
 from ingressctl.logging import get_logger
 from ingressctl.secret_types import SecretReference, SecretValidationError

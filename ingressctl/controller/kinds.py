@@ -15,7 +15,7 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -108,3 +108,31 @@ class KindRegistry:
 
     def names(self) -> list[str]:
         return list(self._kinds)
+
+
+class ConfigurationView(Protocol):
+    """The read-only part of the Configuration the cross-object checks use."""
+
+    ingress_class: str
+    is_plus: bool
+    snippets_enabled: bool
+
+    def has_correct_ingress_class(self, ing: Mapping[str, Any]) -> bool: ...
+
+    def host_owner(self, host: str) -> ResourceKey | None: ...
+
+    def get_object(self, key: ResourceKey) -> dict[str, Any] | None: ...
+
+    def api_kind(self, key: ResourceKey) -> str: ...
+
+
+@dataclass
+class Verdict:
+    """A validator's answer: `message` empty means allowed; warnings are returned either way."""
+
+    message: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+# A validator gets the new object, the old one (UPDATE) or None, and the Configuration view.
+Validator = Callable[[Mapping[str, Any], Mapping[str, Any] | None, ConfigurationView], Verdict]

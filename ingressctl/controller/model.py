@@ -20,18 +20,16 @@ from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol
 
 from ingressctl.keys import ResourceKey
-from ingressctl.kinds.ingress.ingress_ex import CATCH_ALL_HOST
 
 REASON_REJECTED = "Rejected"
 REASON_IGNORED = "Ignored"    # a child its host's configured parent does not take
 MESSAGE_ALL_HOSTS_TAKEN = "All hosts are taken by other resources"
-
 _NO_TIMESTAMP = 2**62
-
 Role = Literal["regular", "parent", "child"]
-
-
 CATCH_ALL_LABEL = "the catch-all (an Ingress without rules, with a defaultBackend)"
+# The host of the class-wide catch-all in `IngressEx.valid_hosts`: an Ingress without rules and with a
+# defaultBackend that owns it serves every host and path no rule matches. Rule hosts are never empty.
+CATCH_ALL_HOST = ""
 
 
 def host_label(host: str) -> str:

@@ -16,8 +16,8 @@ from typing import Any
 
 from ingressctl.controller.endpoints import count_ready_endpoints
 from ingressctl.controller.model import Resource
-from ingressctl.kinds.ingress.annotation_validation import parse_go_bool
-from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND
+from ingressctl.keys import INGRESS_KIND
+from ingressctl.validation import parse_go_bool
 
 
 class ControllerReplicas:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND
+from ingressctl.keys import INGRESS_KIND
 
 
 class Kind:

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND, INGRESS_TYPES
+from ingressctl.keys import INGRESS_KIND
+from ingressctl.kinds.ingress.ingress_ex import INGRESS_TYPES
 from ingressctl.metrics.common import CLASS_LABEL, check_ingress_class, controller_metric
 
 __all__ = ["INGRESS_TYPES", "ControllerMetricsCollector"]

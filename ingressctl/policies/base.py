@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ingressctl.configs.config import PolicyLocation
 from ingressctl.secret_types import SecretType
 from ingressctl.validation import FieldError
 
@@ -101,14 +102,6 @@ class PolicyContext:
         return self.level in SERVER_LEVELS
 
 
-@dataclass(frozen=True)
-class PolicyLocation:
-    """An extra internal location a policy needs (e.g. an auth_request target)."""
-
-    path: str                              # "= /_external_auth/x" style: modifier and path, already safe
-    lines: tuple[str, ...]
-
-
 @dataclass
 class PolicyResult:
     """NGINX lines of one context (or one policy); `error` makes the context answer 500."""
@@ -168,7 +161,6 @@ class PolicyType:
     secret_fields: Mapping[str, str] = field(default_factory=dict)   # field -> the Secret type it names
     secret_types: tuple[SecretType, ...] = ()  # Secret types beyond TLS and htpasswd that it needs stored
     plus_only: bool = False                    # NGINX Plus: accepted, never rendered (the context fails)
-
 
 
 def ref_key(ref: Any, default_namespace: str) -> str:
@@ -252,7 +244,6 @@ def plus_only(type_label: str) -> PolicyRenderer:
         msg = f"{type_label} policy {policy_key(ctx)} requires NGINX Plus"
         return PolicyResult(warnings=[msg], error=msg)
     return render
-
 
 
 def unescape(value: Any) -> str:

@@ -34,13 +34,13 @@ Rendering (NIC 5.3's OSS rendering):
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from ingressctl.configs import parsing
+from ingressctl.configs.configmaps import NIC_CACHE_DIR
 from ingressctl.configs.quoting import arg, quote_vars, token
 from ingressctl.policies.base import PolicyContext, PolicyResult, PolicyType, at_level, ignored, vsr_of
 from ingressctl.policies.fields import boolean, enum_list
@@ -192,21 +192,8 @@ def validate_cache(field: str, spec: Mapping[str, Any]) -> list[FieldError]:
 
 
 DEFAULT_CACHE_KEY = "$scheme$proxy_host$request_uri"
-NIC_CACHE_DIR = "/var/cache/nginx"
 OVERRIDE_HEADERS = "Cache-Control Expires Set-Cookie Vary X-Accel-Expires"
 _NAME_PART = re.compile(r"[^A-Za-z0-9_]")
-
-
-def prepare_cache_dir(run_dir: str) -> str:
-    """At start-up: NIC's `/var/cache/nginx` when it exists and this process may create zones there, else
-    `<run_dir>/cache`, created here (0755: NGINX creates each zone's directory in it, owned by the worker
-    user), so an unprivileged controller can still serve cache policies."""
-    if os.path.isdir(NIC_CACHE_DIR) and os.access(NIC_CACHE_DIR, os.W_OK | os.X_OK):
-        return NIC_CACHE_DIR
-    path = os.path.join(run_dir, "cache")
-    with contextlib.suppress(OSError):   # NGINX then reports the path on the resources using a cache policy
-        os.makedirs(path, mode=0o755, exist_ok=True)
-    return path
 
 
 def cache_zone_name(owner_ns: str, owner: str, zone: str, vsr: tuple[str, str] | None = None) -> str:

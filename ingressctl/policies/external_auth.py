@@ -39,16 +39,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ingressctl.configs.config import PolicyLocation
 from ingressctl.configs.quoting import arg, quote_regex, quote_vars, token
-from ingressctl.policies.base import (
-    INGRESS_OWNER,
-    PolicyContext,
-    PolicyLocation,
-    PolicyResult,
-    PolicyType,
-    at_level,
-    ignored,
-)
+from ingressctl.policies.base import INGRESS_OWNER, PolicyContext, PolicyResult, PolicyType, at_level, ignored
 from ingressctl.policies.ca_secret import CA_SECRET
 from ingressctl.policies.fields import (
     DNS1123_LABEL,

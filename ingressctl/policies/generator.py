@@ -21,6 +21,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ingressctl.configs.config import error_server_address
 from ingressctl.policies import POLICY_TYPES, POLICY_TYPES_BY_KEY, policy_type_of
 from ingressctl.policies.base import (
     PolicyContext,
@@ -33,9 +34,6 @@ from ingressctl.policies.base import (
 if TYPE_CHECKING:
     from ingressctl.configs.configmaps import StaticConfigParams
 
-ERROR_SERVER_SOCKET = "nginx-502-server.sock"
-
-
 def policy_context_params(static: StaticConfigParams,
                           endpoints: Mapping[str, tuple[str, ...]]) -> dict[str, Any]:
     """The `PolicyContext` fields these types read, from the static configuration and the auth Services'
@@ -43,7 +41,7 @@ def policy_context_params(static: StaticConfigParams,
     return {"cache_dir": static.cache_dir or os.path.join(static.run_dir, "cache"),
             "secrets_dir": static.secrets_dir or os.path.join(static.conf_dir, "secrets"),
             "enable_snippets": static.enable_snippets,
-            "error_server": f"unix:{os.path.join(static.run_dir, ERROR_SERVER_SOCKET)}",
+            "error_server": error_server_address(static.run_dir),
             "endpoints": dict(endpoints)}
 
 

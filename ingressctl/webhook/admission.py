@@ -26,14 +26,13 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from ingressctl.controller.configuration import ConfigurationKind
+from ingressctl.controller.kinds import ConfigurationView, Validator, Verdict
 from ingressctl.controller.model import Claims, best, host_taken_warning, make_entry
-from ingressctl.keys import ResourceKey, object_key
+from ingressctl.keys import INGRESS_KIND, ResourceKey, object_key
 from ingressctl.kinds.ingress.annotation_validation import is_master, mergeable_type
-from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND
 from ingressctl.kinds.ingress.model import claimed_hosts
 from ingressctl.kinds.ingress.validation import validate_ingress
 from ingressctl.validation import aggregate_message
@@ -46,34 +45,6 @@ MAX_WARNING_LENGTH: Final = 512
 
 class MalformedReview(ValueError):
     """The body is not an AdmissionReview this webhook can answer (HTTP 400)."""
-
-
-class ConfigurationView(Protocol):
-    """The read-only part of the Configuration the cross-object checks use."""
-
-    ingress_class: str
-    is_plus: bool
-    snippets_enabled: bool
-
-    def has_correct_ingress_class(self, ing: Mapping[str, Any]) -> bool: ...
-
-    def host_owner(self, host: str) -> ResourceKey | None: ...
-
-    def get_object(self, key: ResourceKey) -> dict[str, Any] | None: ...
-
-    def api_kind(self, key: ResourceKey) -> str: ...
-
-
-@dataclass
-class Verdict:
-    """A validator's answer: `message` empty means allowed; warnings are returned either way."""
-
-    message: str = ""
-    warnings: list[str] = field(default_factory=list)
-
-
-# A validator gets the new object, the old one (UPDATE) or None, and the Configuration view.
-Validator = Callable[[Mapping[str, Any], Mapping[str, Any] | None, ConfigurationView], Verdict]
 
 
 # ---------------------------------------------------------------------------------------------------------

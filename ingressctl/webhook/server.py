@@ -27,15 +27,10 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from ingressctl.controller.kinds import ConfigurationView, Validator
 from ingressctl.http_serving import BackgroundServer
 from ingressctl.logging import get_logger
-from ingressctl.webhook.admission import (
-    ConfigurationView,
-    MalformedReview,
-    Validator,
-    review,
-    validator_for,
-)
+from ingressctl.webhook.admission import MalformedReview, review, validator_for
 from ingressctl.webhook.pooled_https import PooledHTTPSServer
 
 log = get_logger(__name__)

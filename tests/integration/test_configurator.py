@@ -29,8 +29,8 @@ from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.configurator import Configurator, ReloadOutcome
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.http_serving import POLL_INTERVAL
-from ingressctl.keys import ResourceKey
-from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND, IngressEx, backend_key
+from ingressctl.keys import INGRESS_KIND, ResourceKey
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
 from ingressctl.nginx.manager import Manager
 from ingressctl.secret_types import SecretReference
 from tests.helpers import free_port

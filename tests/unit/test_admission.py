@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from ingressctl.controller.configuration import Configuration
+from ingressctl.controller.kinds import Verdict
 from ingressctl.webhook import admission
-from ingressctl.webhook.admission import MalformedReview, Verdict, register_validator, review
+from ingressctl.webhook.admission import MalformedReview, register_validator, review
 from tests.webhooks import ingress
 from tests.webhooks import review as make_review
 

@@ -20,8 +20,8 @@ from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.configurator import Configurator, ReloadOutcome
 from ingressctl.configs.files import _isolate, _isolate_without_base
 from ingressctl.configs.templates import MAIN_TEMPLATE, TEMPLATES_DIR, TemplateExecutor
-from ingressctl.keys import ResourceKey
-from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND, IngressEx, backend_key
+from ingressctl.keys import INGRESS_KIND, ResourceKey
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
 from ingressctl.nginx.manager import ReloadError, WrittenFile, content_digest
 
 

@@ -13,9 +13,9 @@ from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.configurator import Configurator
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.controller.configuration import Configuration
-from ingressctl.keys import ResourceKey
+from ingressctl.keys import INGRESS_KIND, ResourceKey
 from ingressctl.kinds.ingress.config import AnnotationError, generate_nginx_config_for_mergeable
-from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND, IngressEx, MergeableIngresses, backend_key
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.secret_types import SecretReference
 from tests.unit.test_configs_configurator import FakeManager
 from tests.unit.test_configs_ingress import backend, block, path

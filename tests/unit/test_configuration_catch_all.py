@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ingressctl.controller.configuration import Configuration
-from ingressctl.kinds.ingress.ingress_ex import CATCH_ALL_HOST
+from ingressctl.controller.model import CATCH_ALL_HOST
 from tests.unit.test_configuration import ikey, ing, ops
 
 

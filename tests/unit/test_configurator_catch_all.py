@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingressctl.kinds.ingress.ingress_ex import CATCH_ALL_HOST, IngressEx, backend_key
+from ingressctl.controller.model import CATCH_ALL_HOST
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
 from tests.unit.test_configs_configurator import configurator
 
 

@@ -11,7 +11,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.parser import text_string_to_metric_families
 
-from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND
+from ingressctl.keys import INGRESS_KIND
 from ingressctl.metrics import ControllerMetrics, generate_text, new_registry
 from ingressctl.metrics.controller import ControllerMetricsCollector
 from ingressctl.metrics.exposition import format_metrics, go_float

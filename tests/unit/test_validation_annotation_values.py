@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from ingressctl.kinds.ingress.annotation_validation import parse_go_bool
 from ingressctl.kinds.ingress.annotations import check_annotations
 from ingressctl.kinds.ingress.validation import validate_ingress
-from ingressctl.validation import aggregate_message
+from ingressctl.validation import aggregate_message, parse_go_bool
 
 
 def ingress(annotations: dict[str, str]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from ingressctl.validation import (
     invalid,
     is_dns1123_subdomain,
     is_http_header_name,
+    parse_go_bool,
     required,
 )
 
@@ -91,21 +92,6 @@ class AnnotationContext:
 
 
 AnnotationValidator = Callable[[AnnotationContext], list[FieldError]]
-
-
-_GO_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
-
-
-_GO_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
-
-
-def parse_go_bool(value: str) -> bool | None:
-    """Go's strconv.ParseBool; None when the value is not a boolean."""
-    if value in _GO_TRUE:
-        return True
-    if value in _GO_FALSE:
-        return False
-    return None
 
 
 def _required(ctx: AnnotationContext) -> list[FieldError]:

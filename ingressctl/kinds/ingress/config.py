@@ -73,9 +73,11 @@ from ingressctl.configs.config import (
     Upstream,
     UpstreamServer,
     derive,
+    error_server_address,
 )
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.directive_values import StickyCookie
+from ingressctl.controller.model import CATCH_ALL_HOST
 from ingressctl.kinds.ingress.annotations import (
     ADD_HEADER_INHERIT,
     STICKY_COOKIE_SERVICES,
@@ -83,11 +85,10 @@ from ingressctl.kinds.ingress.annotations import (
     minion_annotations,
     parse_annotations,
 )
-from ingressctl.kinds.ingress.ingress_ex import CATCH_ALL_HOST, IngressEx, MergeableIngresses, backend_key
+from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.policies import apply_ingress_policies
 from ingressctl.secret_types import SecretReference
 
-ERROR_SERVER_SOCKET = "nginx-502-server.sock"
 TLS_SECRET_TYPE = "kubernetes.io/tls"
 HTPASSWD_SECRET_TYPE = "nginx.org/htpasswd"
 _SECRET_MISSING = "secret doesn't exist or of an unsupported type"
@@ -120,10 +121,6 @@ class AnnotationError(ValueError):
 def upstream_name(namespace: str, ingress_name: str, host: str, service: str, port: int | str) -> str:
     """NIC's upstream name: `<ns>-<ing>-<host>-<svc>-<port>`."""
     return f"{namespace}-{ingress_name}-{host}-{service}-{port}"
-
-
-def error_server_address(run_dir: str) -> str:
-    return "unix:" + os.path.join(run_dir, ERROR_SERVER_SOCKET)
 
 
 def location_keys(path: str, path_type: str, path_regex: str = "") -> list[tuple[str, str]]:

@@ -9,19 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingressctl.keys import ResourceKey, object_key
+from ingressctl.keys import INGRESS_KIND, ResourceKey, object_key
 from ingressctl.policies.base import ResolvedPolicy
 from ingressctl.secret_types import SecretReference
 
-INGRESS_KIND = "ingress"
-"""The Ingress's name in the kind registry and in its `ResourceKey`s."""
 INGRESS_TYPES = ("regular", "master", "minion")
 """The types of configured Ingresses, as `ingress_resources_total{type}` counts them."""
-
-
-# The host of the class-wide catch-all in `IngressEx.valid_hosts`: an Ingress without rules and with a
-# defaultBackend that owns it serves every host and path no rule matches. Rule hosts are never empty.
-CATCH_ALL_HOST = ""
 
 
 def backend_key(service_name: str, port: int | str) -> str:

@@ -28,24 +28,18 @@ from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, Resource
 from ingressctl.controller.model import Resource
 from ingressctl.controller.status import KindStatusWriter
 from ingressctl.k8s.resource import INGRESSES
-from ingressctl.keys import ResourceKey
-from ingressctl.kinds.ingress.annotation_validation import parse_go_bool
+from ingressctl.keys import INGRESS_KIND, ResourceKey
 from ingressctl.kinds.ingress.endpoint_warnings import (
     REASON_NO_ENDPOINTS,
     EndpointWarnings,
     no_endpoints_reason,
 )
-from ingressctl.kinds.ingress.ingress_ex import (
-    INGRESS_KIND,
-    INGRESS_TYPES,
-    IngressEx,
-    MergeableIngresses,
-    backend_key,
-)
+from ingressctl.kinds.ingress.ingress_ex import INGRESS_TYPES, IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.model import IngressConfiguration
 from ingressctl.kinds.ingress.refs import ingress_backends, ingress_secrets
 from ingressctl.kinds.policy.refs import REASON_REJECTED, IngressPolicyResolver
 from ingressctl.secret_types import SecretReference
+from ingressctl.validation import parse_go_bool
 
 USE_CLUSTER_IP_ANNOTATION = "nginx.org/use-cluster-ip"
 

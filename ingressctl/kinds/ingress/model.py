@@ -17,10 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ingressctl.controller.model import Claims, ConfigurationProblem, Entry, Resource
-from ingressctl.keys import ResourceKey
+from ingressctl.controller.model import CATCH_ALL_HOST, Claims, ConfigurationProblem, Entry, Resource
+from ingressctl.keys import INGRESS_KIND, ResourceKey
 from ingressctl.kinds.ingress.annotation_validation import get_annotations, mergeable_type
-from ingressctl.kinds.ingress.ingress_ex import CATCH_ALL_HOST, INGRESS_KIND
 from ingressctl.kinds.ingress.refs import ingress_secrets, service_names
 from ingressctl.kinds.ingress.validation import INGRESS_CLASS_ANNOTATION, path_conflict_key, validate_ingress
 from ingressctl.kinds.policy.refs import ingress_policy_claims

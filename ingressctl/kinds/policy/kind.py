@@ -27,7 +27,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
+from ingressctl.controller.kinds import (
+    Applied,
+    ConfigurationView,
+    Enqueue,
+    EventHandler,
+    ResourceKind,
+    Verdict,
+)
 from ingressctl.controller.model import Resource
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.keys import ResourceKey, object_key, split_key
@@ -39,7 +46,6 @@ from ingressctl.policies.base import PolicyValidationConfig, ResolvedPolicy, ref
 from ingressctl.policies.validation import validate_policy
 from ingressctl.secret_types import SecretReference
 from ingressctl.validation import aggregate_message
-from ingressctl.webhook.admission import ConfigurationView, Verdict
 
 log = get_logger(__name__)
 

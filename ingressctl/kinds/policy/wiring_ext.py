@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingressctl.kinds.ingress.ingress_ex import INGRESS_KIND
+from ingressctl.keys import INGRESS_KIND
 from ingressctl.kinds.policy.kind import POLICY_KIND, PolicyStore
 from ingressctl.kinds.policy.refs import IngressPolicyResolver, policy_service_users
 

@@ -27,14 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingressctl.configs import parsing
-from ingressctl.configs.config import Upstream, UpstreamServer
+from ingressctl.configs.config import PolicyLocation, Upstream, UpstreamServer, error_server_address
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.directive_values import StickyCookie
 from ingressctl.keys import ResourceKey
 from ingressctl.kinds.transportserver.config import Listener
 from ingressctl.kinds.virtualserver.newer_nginx import NewerDirectives
 from ingressctl.kinds.virtualserver.policies import VSPolicies
-from ingressctl.policies.base import PolicyLocation, ResolvedPolicy
+from ingressctl.policies.base import ResolvedPolicy
 from ingressctl.policies.generator import policy_context_params
 from ingressctl.secret_types import SecretReference
 
@@ -333,7 +333,7 @@ class _Generator:
             if addresses:
                 servers = [UpstreamServer(a, max_fails, fail_timeout, max_conns) for a in addresses]
             else:
-                servers = [UpstreamServer(f"unix:{self.static.run_dir}/nginx-502-server.sock", max_fails,
+                servers = [UpstreamServer(error_server_address(self.static.run_dir), max_fails,
                                           fail_timeout, max_conns)]
             lb = str(u.get("lb-method") or c.lb_method)
             if u.get("use-cluster-ip") or lb == "round_robin":

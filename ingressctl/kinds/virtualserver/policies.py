@@ -22,12 +22,12 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from ingressctl.configs.config import PolicyLocation
 from ingressctl.policies.base import (
     LEVEL_ROUTE,
     LEVEL_SPEC,
     LEVEL_SUBROUTE,
     PolicyContext,
-    PolicyLocation,
     PolicyResult,
     ResolvedPolicy,
     ref_keys,
