@@ -285,7 +285,7 @@ class App:
             recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
             kinds=self._custom_resource_kinds(is_leader), parse_config_map=parse,
         )
-        from ingressctl.kinds.policy.wiring_ext import wire_policy_users
+        from ingressctl.kinds.policy.wiring import wire_policy_users
 
         wire_policy_users(self.controller, self._policy_store)
         if self.metrics is not None:

@@ -14,8 +14,9 @@ from ingressctl.configs.configmaps import (
     parse_config_map,
 )
 from ingressctl.configs.templates import TemplateExecutor
-from ingressctl.kinds.virtualserver.newer_nginx import NewerDirectives, session_cookie
-from ingressctl.kinds.virtualserver.newer_nginx_fields import (
+from ingressctl.kinds.virtualserver.newer_nginx import (
+    NewerDirectives,
+    session_cookie,
     validate_add_header_inherit,
     validate_session_cookie,
 )

@@ -20,11 +20,7 @@ from ingressctl.kinds.policy.kind import (
     policy_handler,
     policy_kind_factory,
 )
-from ingressctl.kinds.virtualserver.policy_refs import (
-    vs_policy_claims,
-    vs_policy_references,
-    vsr_policy_claims,
-)
+from ingressctl.kinds.virtualserver.policies import vs_policy_claims, vs_policy_references, vsr_policy_claims
 from ingressctl.secret_types import SecretReference
 from ingressctl.webhook.admission import registry_lookup
 

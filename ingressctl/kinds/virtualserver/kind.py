@@ -52,7 +52,7 @@ from ingressctl.kinds.virtualserver.model import (
     vs_class_is_ours,
 )
 from ingressctl.kinds.virtualserver.pods import POD_KIND, subselected_slices
-from ingressctl.kinds.virtualserver.policy_refs import vs_policy_references
+from ingressctl.kinds.virtualserver.policies import vs_policy_references
 from ingressctl.kinds.virtualserver.renderer import VirtualServerRenderer
 from ingressctl.logging import get_logger
 from ingressctl.policies.base import ResolvedPolicy

@@ -19,10 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ingressctl.configs import parsing
-from ingressctl.kinds.virtualserver.newer_nginx_fields import (
-    validate_add_header_inherit,
-    validate_session_cookie,
-)
+from ingressctl.kinds.virtualserver.newer_nginx import validate_add_header_inherit, validate_session_cookie
 from ingressctl.kinds.virtualserver.paths import (
     modifier_category,
     normalize_path,
