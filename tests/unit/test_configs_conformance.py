@@ -9,13 +9,9 @@ import re
 from ingressctl.configs.config import EXACT, PREFIX, REGEX
 from ingressctl.configs.configmaps import ConfigParams
 from ingressctl.controller.model import CATCH_ALL_HOST
-from ingressctl.kinds.ingress.config import (
-    catch_all_upstream,
-    generate_nginx_config,
-    location_keys,
-    one_label_host_regex,
-)
+from ingressctl.kinds.ingress.config import catch_all_upstream, generate_nginx_config
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
+from ingressctl.kinds.ingress.locations import location_keys, one_label_host_regex
 from ingressctl.secret_types import SecretReference
 from tests.unit.test_configs_ingress import STATIC, TEMPLATES, backend, block, ingress, path, render, rule
 

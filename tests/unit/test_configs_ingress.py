@@ -22,13 +22,9 @@ from ingressctl.configs.config import (
 )
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
-from ingressctl.kinds.ingress.config import (
-    AnnotationError,
-    generate_nginx_config,
-    location_keys,
-    upstream_name,
-)
+from ingressctl.kinds.ingress.config import AnnotationError, generate_nginx_config
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
+from ingressctl.kinds.ingress.locations import location_keys, upstream_name
 from ingressctl.secret_types import SecretReference
 from tests.unit.test_configs_quoting import TokenizeError, nginx_tokens
 

@@ -1,5 +1,5 @@
 """IngressEx -> IngressNginxConfig (NIC's `generateNginxCfg`, `generateNginxCfgForMergeableIngresses`): pure
-functions.
+functions, on the pieces of `locations` and the shared settings of `settings`.
 
 Guarantees:
 - One server per host this Ingress owns (`valid_hosts[host]` True), in rule order; rules repeating a host are
@@ -47,17 +47,13 @@ Guarantees:
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from ingressctl.configs import parsing
 from ingressctl.configs.config import (
-    EXACT,
     PREFIX,
     REGEX,
     REGEX_CASE_INSENSITIVE,
@@ -68,7 +64,6 @@ from ingressctl.configs.config import (
     LimitReqZone,
     Location,
     ProxyDefaults,
-    ProxySetHeader,
     Server,
     Upstream,
     UpstreamServer,
@@ -76,38 +71,46 @@ from ingressctl.configs.config import (
     error_server_address,
 )
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.configs.directive_values import StickyCookie
 from ingressctl.controller.model import CATCH_ALL_HOST
+from ingressctl.controller.secrets import ERROR_SECRET_MISSING
 from ingressctl.kinds.ingress.annotations import (
-    ADD_HEADER_INHERIT,
-    STICKY_COOKIE_SERVICES,
     master_annotations,
     minion_annotations,
-    parse_annotations,
 )
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
+from ingressctl.kinds.ingress.locations import (
+    ENDPOINT,
+    HOST,
+    LABEL,
+    NAME,
+    PATH,
+    PATH_TYPE_EXACT,
+    PATH_TYPE_IMPLEMENTATION_SPECIFIC,
+    PATH_TYPE_PREFIX,
+    REGEX_PATH,
+    Locations,
+    ServerParts,
+    ServiceBackend,
+    exact_first,
+    has_root_location,
+    location_keys,
+    one_label_host_regex,
+    put_location,
+    service_backend,
+    tls_secret_names,
+    upstream_name,
+)
 from ingressctl.kinds.ingress.policies import apply_ingress_policies
-from ingressctl.secret_types import SecretReference
-
-TLS_SECRET_TYPE = "kubernetes.io/tls"
-HTPASSWD_SECRET_TYPE = "nginx.org/htpasswd"
-_SECRET_MISSING = "secret doesn't exist or of an unsupported type"
-
-_HOST = re.compile(r"(\*\.)?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*")
-_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
-_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-_PORT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?")
-# A path in a prefix or exact location: no whitespace, quotes, backslash, ';', '{', '}', '$', '#' or control
-# characters.
-_PATH = re.compile(r"/[^\s\"'\\;{}$#\x00-\x1f\x7f]{0,2047}")
-# A path used as a regular expression (written double-quoted): no whitespace, ';' or control characters.
-_REGEX_PATH = re.compile(r"/[^\s;\x00-\x1f\x7f]{0,2047}")
-_ENDPOINT = re.compile(
-    r"(\d{1,3}(\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):\d{1,5}")
-
-PATH_TYPE_EXACT = "Exact"
-PATH_TYPE_PREFIX = "Prefix"
-PATH_TYPE_IMPLEMENTATION_SPECIFIC = "ImplementationSpecific"
+from ingressctl.kinds.ingress.settings import (
+    IngressSettings,
+    ingress_settings,
+    inherits_proxy_defaults,
+    location_settings,
+    server_settings,
+    shared_location_settings,
+)
+from ingressctl.secret_types import SECRET_TYPE_HTPASSWD, SECRET_TYPE_TLS, SecretReference
+from ingressctl.validation import as_dict, as_list
 
 
 class AnnotationError(ValueError):
@@ -118,280 +121,15 @@ class AnnotationError(ValueError):
         super().__init__("; ".join(self.errors))
 
 
-def upstream_name(namespace: str, ingress_name: str, host: str, service: str, port: int | str) -> str:
-    """NIC's upstream name: `<ns>-<ing>-<host>-<svc>-<port>`."""
-    return f"{namespace}-{ingress_name}-{host}-{service}-{port}"
-
-
-def location_keys(path: str, path_type: str, path_regex: str = "") -> list[tuple[str, str]]:
-    """The NGINX locations `(modifier, path or regex)` that implement one Ingress path."""
-    if path_regex in ("case_sensitive", "case_insensitive"):
-        modifier = REGEX if path_regex == "case_sensitive" else REGEX_CASE_INSENSITIVE
-        return [(modifier, "^" + path + ("$" if path_type == PATH_TYPE_EXACT else ""))]
-    if path_type == PATH_TYPE_EXACT and path_regex != "exact" and len(path) > 1 and path.endswith("/"):
-        return [exact_trailing_slash_location(path)]
-    if path_regex == "exact" or path_type == PATH_TYPE_EXACT:
-        return [(EXACT, path)]
-    if path_type == PATH_TYPE_PREFIX:
-        trimmed = path.rstrip("/")
-        if not trimmed:
-            return [(PREFIX, "/")]
-        return [(EXACT, trimmed), (PREFIX, trimmed + "/")]
-    return [(PREFIX, path)]
-
-
-def exact_trailing_slash_location(path: str) -> tuple[str, str]:
-    """An Exact path ending in `/` as an anchored regex location. `location = /foo/` would make NGINX answer
-    `/foo` with a 301 to `/foo/` (its automatic redirect for a proxied location ending in a slash); a regex
-    location has no such redirect, so `/foo` goes wherever it would go without this path."""
-    return REGEX, "^" + re.escape(path) + "$"
-
-
-def _exact_first(locations: list[Location]) -> list[Location]:
-    """The regex locations of Exact paths before the others (otherwise in order): NGINX takes the first
-    matching regex, and an Exact path wins for its URI. `locations` itself when it has none (most)."""
-    for loc in locations:
-        if loc.exact_regex:
-            return sorted(locations, key=lambda loc: not loc.exact_regex)
-    return locations
-
-
-def _has_root(locations: list[Location]) -> bool:
-    """A `location /` is among `locations`."""
-    return any(loc.path == "/" and loc.modifier == PREFIX for loc in locations)
-
-
-def _location_settings(p: ConfigParams, buffers_ok: bool, proxy_set_headers: tuple[ProxySetHeader, ...],
-                       basic_auth: BasicAuth | None, limit_req: LimitReq | None, add_header_inherit: str,
-                       proxy_defaults: ProxyDefaults | None, websocket: bool, ssl: bool, grpc: bool, *,
-                       minion: IngressMeta | None = None) -> Location:
-    """A location's settings from its Ingress's params and its service's flags (path, upstream, service name
-    and rewrite left empty: `_Builder.location` fills them in)."""
-    is_minion = minion is not None
-    ok = buffers_ok
-    keepalive = p.keepalive > 0
-    inherits = proxy_defaults is not None and not p.server_snippets and _inherits_values(
-        grpc=grpc, websocket=websocket, redirect_to_https=p.redirect_to_https, snippets=p.location_snippets,
-        proxy_set_headers=proxy_set_headers, keepalive=keepalive, buffering=p.proxy_buffering,
-        connect=p.proxy_connect_timeout, read=p.proxy_read_timeout, send=p.proxy_send_timeout,
-        defaults=proxy_defaults)
-    return Location(
-        path="", modifier="", upstream="", service_name="",
-        proxy_connect_timeout=p.proxy_connect_timeout, proxy_read_timeout=p.proxy_read_timeout,
-        proxy_send_timeout=p.proxy_send_timeout, client_max_body_size=p.client_max_body_size,
-        proxy_buffering=p.proxy_buffering, proxy_buffers=p.proxy_buffers if ok else "",
-        proxy_buffer_size=p.proxy_buffer_size if ok else "",
-        proxy_max_temp_file_size=p.proxy_max_temp_file_size if ok else "",
-        websocket=websocket, ssl=ssl, rewrite="", keepalive=keepalive, redirect_to_https=p.redirect_to_https,
-        snippets=p.location_snippets, grpc=grpc, proxy_set_headers=proxy_set_headers,
-        basic_auth=basic_auth if is_minion else None, limit_req=limit_req, minion=minion,
-        client_body_buffer_size=p.client_body_buffer_size,
-        proxy_busy_buffers_size=p.proxy_busy_buffers_size if ok else "",
-        proxy_next_upstream=p.proxy_next_upstream, proxy_next_upstream_timeout=p.proxy_next_upstream_timeout,
-        proxy_next_upstream_tries=p.proxy_next_upstream_tries, rewrite_pattern="",
-        rewrite_target=p.rewrite_target, add_headers=p.add_headers if is_minion else (),
-        proxy_redirect=p.proxy_redirect if is_minion else ("", ""),
-        add_header_inherit=add_header_inherit if is_minion else "",
-        custom_http_errors=p.custom_http_errors if is_minion and not grpc else (),
-        inherits_proxy_defaults=inherits,
-    )
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _shared(fn: _F) -> _F:
-    """`fn` (a pure function of hashable arguments) cached by value, so that every Ingress with the same
-    effective settings shares one result, with a cache by identity in front: most Ingresses pass the very
-    same ConfigParams object (the ConfigMap's, when they have no annotations), and hashing one costs ~1 us
-    (a fifth of a render's model) while comparing identities costs nothing."""
-    by_value = functools.lru_cache(maxsize=1024)(fn)
-    by_identity: dict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = {}
-
-    @functools.wraps(fn)
-    def cached(*args: Any) -> Any:
-        key = tuple(map(id, args))
-        hit = by_identity.get(key)
-        if hit is not None:  # the same objects: the entry holds them, so no other object has their ids
-            return hit[1]
-        result = by_value(*args)
-        if len(by_identity) >= 256:
-            by_identity.clear()
-        by_identity[key] = (args, result)
-        return result
-
-    return cast(_F, cached)
-
-
-_shared_location_settings = _shared(_location_settings)
-
-
-@dataclass
-class _Backend:
-    service: str
-    port: int | str
-
-
-def _backend(backend: Any) -> tuple[_Backend | None, str]:
-    """A Service backend from an Ingress backend dict, or (None, problem)."""
-    if not isinstance(backend, dict):
-        return None, "no backend"
-    service = backend.get("service")
-    if not isinstance(service, dict):
-        if "resource" in backend:
-            return None, "resource backends are not supported"
-        return None, "no service backend"
-    name = service.get("name")
-    port = service.get("port")
-    if not isinstance(name, str) or not _LABEL.fullmatch(name):
-        return None, f"invalid service name {name!r}"
-    if not isinstance(port, dict):
-        return None, "invalid service port"
-    number, port_name = port.get("number"), port.get("name")
-    if isinstance(number, int) and not isinstance(number, bool) and 0 < number < 65536:
-        return _Backend(name, number), ""
-    if isinstance(port_name, str) and port_name and _PORT_NAME.fullmatch(port_name):
-        return _Backend(name, port_name), ""
-    return None, f"invalid port for service {name!r}"
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _annotations(ing: dict[str, Any]) -> dict[str, str]:
-    return {k: v for k, v in _dict(_dict(ing.get("metadata")).get("annotations")).items()
+    return {k: v for k, v in as_dict(as_dict(ing.get("metadata")).get("annotations")).items()
             if isinstance(k, str) and isinstance(v, str)}
-
-
-def _tls_hosts(spec: dict[str, Any]) -> dict[str, str]:
-    """host -> secretName from spec.tls (exact host match; with several entries the last wins)."""
-    result: dict[str, str] = {}
-    for tls in _list(spec.get("tls")):
-        if not isinstance(tls, dict):
-            continue
-        secret = tls.get("secretName") or ""
-        for host in _list(tls.get("hosts")):
-            if isinstance(host, str):
-                result[host] = secret if isinstance(secret, str) else ""
-    return result
-
-
-# (modifier, path) -> (location, is an Exact path)
-_Locations = dict[tuple[str, str], tuple[Location, bool]]
-
-
-@dataclass
-class _ServerParts:
-    host: str
-    locations: _Locations = field(default_factory=dict)
-
-
-class _Settings:
-    """What an annotation set makes of the ConfigMap and static params: everything a builder needs that does
-    not depend on the Ingress's name, hosts, paths or Secrets. Shared by the Ingresses with the same
-    annotations (see `_ingress_settings`); never changed after construction."""
-
-    def __init__(self, annotations: dict[str, str], config: ConfigParams, static: StaticConfigParams) -> None:
-        anns, ann_warnings = parse_annotations(annotations, config, snippets_enabled=static.enable_snippets)
-        self.anns = anns
-        self.static = static
-        self.params: ConfigParams = anns.params
-        self.warnings: list[str] = list(ann_warnings)
-        self.grpc_services = anns.grpc_services
-        self.buffers_ok = True
-        self.sticky: dict[str, StickyCookie] = {}
-        self.add_header_inherit = ""
-        self.proxy_set_headers: tuple[ProxySetHeader, ...] = ()
-        if anns.errors:  # the Ingress is rejected: only the annotations' warnings matter
-            return
-        if self.grpc_services and not self.params.http2:
-            self.warnings.append("annotation nginx.org/grpc-services requires HTTP2 (http2 in the "
-                                 "ConfigMap); ignored")
-            self.grpc_services = frozenset()
-        self.buffers_ok = self._check_buffers()
-        self.sticky = self._sticky_cookies()
-        self.add_header_inherit = self._add_header_inherit()
-        self.proxy_set_headers = tuple(ProxySetHeader(n, v) for n, v in self.params.proxy_set_headers)
-
-    def _check_buffers(self) -> bool:
-        """True if NGINX accepts the buffer settings; -enable-directive-autoadjust adjusts them first."""
-        p = self.params
-        page = os.sysconf("SC_PAGESIZE") if hasattr(os, "sysconf") else 4096
-        problem = parsing.buffers_problem(p.proxy_buffers, p.proxy_buffer_size, p.proxy_max_temp_file_size,
-                                          page, proxy_busy_buffers_size=p.proxy_busy_buffers_size)
-        if problem and self.static.enable_directive_autoadjust:
-            buffers, size, busy, temp = parsing.balance_proxy_buffers(
-                p.proxy_buffers, p.proxy_buffer_size, p.proxy_busy_buffers_size, p.proxy_max_temp_file_size,
-                page)
-            self.params = dataclasses.replace(p, proxy_buffers=buffers, proxy_buffer_size=size,
-                                              proxy_busy_buffers_size=busy, proxy_max_temp_file_size=temp)
-            changed = [f"{name} {old!r} -> {new!r}" for name, old, new in (
-                ("proxy-buffers", p.proxy_buffers, buffers),
-                ("proxy-busy-buffers-size", p.proxy_busy_buffers_size, busy),
-                ("proxy-max-temp-file-size", p.proxy_max_temp_file_size, temp)) if old != new]
-            self.warnings.append(f"proxy buffer settings adjusted (-enable-directive-autoadjust; {problem}): "
-                                 + ", ".join(changed))
-            p = self.params
-            problem = parsing.buffers_problem(p.proxy_buffers, p.proxy_buffer_size,
-                                              p.proxy_max_temp_file_size, page,
-                                              proxy_busy_buffers_size=p.proxy_busy_buffers_size)
-        if problem:
-            self.warnings.append(f"proxy buffer settings are ignored (NGINX would refuse them): {problem}")
-        return not problem
-
-    def _sticky_cookies(self) -> dict[str, StickyCookie]:
-        """service -> `sticky cookie` of nginx.org/sticky-cookie-services, when this NGINX has the directive;
-        otherwise none, with a warning naming the version it needs."""
-        cookies = self.params.sticky_cookies
-        if not cookies:
-            return {}
-        warning = self.static.capabilities.not_applied(f"annotation {STICKY_COOKIE_SERVICES}",
-                                                       "sticky_cookie")
-        if not warning:
-            return {c.service: c for c in cookies}
-        self.warnings.append(warning)
-        return {}
-
-    def _add_header_inherit(self) -> str:
-        """nginx.org/add-header-inherit, when this NGINX has `add_header_inherit`; otherwise "" and a warning
-        naming the version it needs."""
-        value = self.params.add_header_inherit
-        warning = value and self.static.capabilities.not_applied(f"annotation {ADD_HEADER_INHERIT}",
-                                                                 "add_header_inherit")
-        if warning:
-            self.warnings.append(warning)
-            return ""
-        return value
-
-
-_SETTINGS: dict[tuple[Any, ...], tuple[ConfigParams, StaticConfigParams, _Settings]] = {}
-
-
-def _ingress_settings(annotations: dict[str, str], config: ConfigParams,
-                      static: StaticConfigParams) -> _Settings:
-    """The `_Settings` of an annotation set, computed once per (annotations, ConfigMap params, static params):
-    most Ingresses have no annotations or share a few sets, and the params objects are the Configurator's
-    own (looked up by identity: the entry holds them, so their ids are not reused while it exists)."""
-    key = (tuple(annotations.items()), id(config), id(static))
-    hit = _SETTINGS.get(key)
-    if hit is not None:
-        return hit[2]
-    settings = _Settings(annotations, config, static)
-    if len(_SETTINGS) >= 1024:  # bounded: Ingresses with annotations of their own each add one
-        _SETTINGS.clear()
-    _SETTINGS[key] = (config, static, settings)
-    return settings
 
 
 class _Builder:
     """Generates the parts of one Ingress's config (regular, master or minion)."""
 
-    def __init__(self, ing_ex: IngressEx, static: StaticConfigParams, settings: _Settings,
+    def __init__(self, ing_ex: IngressEx, static: StaticConfigParams, settings: IngressSettings,
                  warnings: list[str], *, replicas: int = 1, minion_host: str | None = None) -> None:
         self.ing_ex = ing_ex
         self.static = static
@@ -425,12 +163,13 @@ class _Builder:
         forced = os.path.join(secrets_dir, f"{self.namespace}-{secret}")
         path = forced
         if ref is None:
-            self.warnings.append(f"Basic auth secret {secret} is invalid: {_SECRET_MISSING}")
-        elif ref.secret_type and ref.secret_type != HTPASSWD_SECRET_TYPE:
+            self.warnings.append(f"Basic auth secret {secret} is invalid: {ERROR_SECRET_MISSING}")
+        elif ref.secret_type and ref.secret_type != SECRET_TYPE_HTPASSWD:
             self.warnings.append(f"Basic auth secret {secret} is of a wrong type '{ref.secret_type}', "
-                                 f"must be '{HTPASSWD_SECRET_TYPE}'")
+                                 f"must be '{SECRET_TYPE_HTPASSWD}'")
         elif ref.error or not ref.path:
-            self.warnings.append(f"Basic auth secret {secret} is invalid: {ref.error or _SECRET_MISSING}")
+            reason = ref.error or ERROR_SECRET_MISSING
+            self.warnings.append(f"Basic auth secret {secret} is invalid: {reason}")
         else:
             path = ref.path
         return BasicAuth(realm=self.params.basic_auth_realm, user_file=path)
@@ -447,14 +186,14 @@ class _Builder:
                         no_delay=p.limit_req_no_delay, dry_run=p.limit_req_dry_run,
                         log_level=p.limit_req_log_level, reject_code=p.limit_req_reject_code)
 
-    def upstream(self, host: str, backend: _Backend) -> str:
+    def upstream(self, host: str, backend: ServiceBackend) -> str:
         name = upstream_name(self.namespace, self.name, host, backend.service, backend.port)
         if name in self.upstreams:
             return name
         p = self.params
         servers = []
         for address in sorted(set(self.ing_ex.endpoints.get(backend_key(backend.service, backend.port), []))):
-            if not isinstance(address, str) or not _ENDPOINT.fullmatch(address):
+            if not isinstance(address, str) or not ENDPOINT.fullmatch(address):
                 self.warnings.append(f"endpoint {address!r} of service {backend.service} is invalid; ignored")
                 continue
             servers.append(UpstreamServer(address, p.max_fails, p.fail_timeout, p.max_conns))
@@ -489,18 +228,18 @@ class _Builder:
     def _location_settings(self, service: str) -> Location:
         """The settings every location of `service` in this Ingress shares (a Location without path,
         upstream and rewrite). They depend on the service only through its websocket/ssl/gRPC flags; a
-        regular Ingress gets them from `_shared_location_settings`, so Ingresses with the same effective
+        regular Ingress gets them from `shared_location_settings`, so Ingresses with the same effective
         settings (all those without annotations, typically) share one object."""
         flags = (service in self.anns.websocket_services, service in self.anns.ssl_services,
                  service in self.grpc_services)
         settings = self._settings.get(flags)
         if settings is None:
             if self.minion_meta is None:  # (an IngressMeta holds a dict: a minion's are not shared)
-                settings = _shared_location_settings(
+                settings = shared_location_settings(
                     self.params, self._buffers_ok, self.proxy_set_headers, self.basic_auth, self.limit_req,
                     self.add_header_inherit, self.proxy_defaults, *flags)
             else:
-                settings = _location_settings(
+                settings = location_settings(
                     self.params, self._buffers_ok, self.proxy_set_headers, self.basic_auth, self.limit_req,
                     self.add_header_inherit, self.proxy_defaults, *flags, minion=self.minion_meta)
             self._settings[flags] = settings
@@ -519,19 +258,19 @@ class _Builder:
             return True, "", True
         ref: SecretReference | None = self.ing_ex.secret_refs.get(secret_name)
         if ref is None:
-            self.warnings.append(f"TLS secret {secret_name} is invalid: {_SECRET_MISSING}")
+            self.warnings.append(f"TLS secret {secret_name} is invalid: {ERROR_SECRET_MISSING}")
             return True, "", True
-        if ref.secret_type and ref.secret_type != TLS_SECRET_TYPE:
+        if ref.secret_type and ref.secret_type != SECRET_TYPE_TLS:
             self.warnings.append(f"TLS secret {secret_name} is of a wrong type '{ref.secret_type}', must be "
-                                 f"'{TLS_SECRET_TYPE}'")
+                                 f"'{SECRET_TYPE_TLS}'")
             return True, "", True
         if ref.error or not ref.path:
-            error = ref.error or _SECRET_MISSING
+            error = ref.error or ERROR_SECRET_MISSING
             self.warnings.append(f"TLS secret {secret_name} is invalid: {error}")
             return True, "", True
         return True, ref.path, False
 
-    def add_path(self, locations: _Locations, host: str, path_entry: Any) -> None:
+    def add_path(self, locations: Locations, host: str, path_entry: Any) -> None:
         """The locations of one rule path (or a warning saying why there are none)."""
         if not isinstance(path_entry, dict):
             return
@@ -542,7 +281,7 @@ class _Builder:
         path = raw_path or "/"
         path_type = path_entry.get("pathType") or PATH_TYPE_IMPLEMENTATION_SPECIFIC
         regex = self.anns.path_regex in ("case_sensitive", "case_insensitive")
-        pattern = _REGEX_PATH if regex else _PATH
+        pattern = REGEX_PATH if regex else PATH
         if not isinstance(path, str) or not pattern.fullmatch(path):
             self.warnings.append(f"path {path!r} of host {host} is invalid; ignored")
             return
@@ -557,7 +296,7 @@ class _Builder:
             self.warnings.append(f"path {path} of host {host} has an unsupported pathType {path_type!r}; "
                                  "ignored")
             return
-        backend, problem = _backend(path_entry.get("backend"))
+        backend, problem = service_backend(path_entry.get("backend"))
         if backend is None:
             self.warnings.append(f"path {path} of host {host} is ignored: {problem}")
             return
@@ -570,25 +309,11 @@ class _Builder:
                                 ingress_path=path)
             if is_exact and modifier in (REGEX, REGEX_CASE_INSENSITIVE):
                 loc = derive(loc, exact_regex=True)
-            if not _put_location(locations, loc, is_exact):
+            if not put_location(locations, loc, is_exact):
                 duplicate = True
         if duplicate:
             self.warnings.append(f"path {path} ({path_type}) of host {host} duplicates an earlier path; "
                                  "ignored")
-
-
-def _put_location(locations: _Locations, loc: Location, is_exact: bool) -> bool:
-    """Add a location unless one with the same (modifier, path) is there; an Exact path beats a Prefix one
-    (Kubernetes). False if it was a duplicate."""
-    key = (loc.modifier, loc.path)
-    existing = locations.get(key)
-    if existing is None or (is_exact and not existing[1]):
-        locations[key] = (loc, is_exact)
-    elif existing[1] and not is_exact and loc.modifier == EXACT:
-        pass  # a Prefix path's exact location is served by an Exact path, as Kubernetes says
-    else:
-        return False
-    return True
 
 
 @dataclass
@@ -596,7 +321,7 @@ class _Parts:
     """What one Ingress contributes: servers with their locations, upstreams, zones, settings."""
 
     builder: _Builder
-    servers: list[_ServerParts]
+    servers: list[ServerParts]
     default_upstream: str
     default_service: str
     spec: dict[str, Any] = field(default_factory=dict)
@@ -608,27 +333,27 @@ def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, 
            warnings: list[str], *, replicas: int, minion_host: str | None = None,
            proxy_defaults: ProxyDefaults | None = None) -> _Parts:
     """Parse the annotations (raising AnnotationError on invalid values) and build the locations."""
-    settings = _ingress_settings(annotations, config, static)
+    settings = ingress_settings(annotations, config, static)
     warnings.extend(settings.warnings)
     if settings.anns.errors:
         raise AnnotationError(settings.anns.errors)
     b = _Builder(ing_ex, static, settings, warnings, replicas=replicas, minion_host=minion_host)
     b.proxy_defaults = proxy_defaults
-    if not _LABEL.fullmatch(b.namespace) or not _NAME.fullmatch(b.name):
+    if not LABEL.fullmatch(b.namespace) or not NAME.fullmatch(b.name):
         raise ValueError(f"invalid Ingress namespace/name {b.namespace!r}/{b.name!r}")
-    spec = _dict(ing_ex.ingress.get("spec"))
+    spec = as_dict(ing_ex.ingress.get("spec"))
 
     default_upstream = default_service = ""
     if minion_host is None and spec.get("defaultBackend") is not None:
-        backend, problem = _backend(spec.get("defaultBackend"))
+        backend, problem = service_backend(spec.get("defaultBackend"))
         if backend is None:
             warnings.append(f"spec.defaultBackend is ignored: {problem}")
         else:
             default_upstream = b.upstream("", backend)
             default_service = backend.service
 
-    servers: dict[str, _ServerParts] = {}
-    for rule in _list(spec.get("rules")):
+    servers: dict[str, ServerParts] = {}
+    for rule in as_list(spec.get("rules")):
         if not isinstance(rule, dict):
             continue
         host = rule.get("host") or ""
@@ -638,14 +363,14 @@ def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, 
                 continue
         elif not isinstance(host, str) or not ing_ex.valid_hosts.get(host):
             continue
-        if host != CATCH_ALL_HOST and not _HOST.fullmatch(host):
+        if host != CATCH_ALL_HOST and not HOST.fullmatch(host):
             warnings.append(f"host {host!r} is invalid; its rule is ignored")
             continue
-        parts = servers.setdefault(host, _ServerParts(host))
-        for path_entry in _list(_dict(rule.get("http")).get("paths")):
+        parts = servers.setdefault(host, ServerParts(host))
+        for path_entry in as_list(as_dict(rule.get("http")).get("paths")):
             b.add_path(parts.locations, host, path_entry)
     if _is_catch_all(ing_ex, spec) and default_upstream and minion_host is None:
-        servers.setdefault(CATCH_ALL_HOST, _ServerParts(CATCH_ALL_HOST))  # `_server` adds the backend's `/`
+        servers.setdefault(CATCH_ALL_HOST, ServerParts(CATCH_ALL_HOST))  # `_server` adds the backend's `/`
     return _Parts(b, list(servers.values()), default_upstream, default_service, spec)
 
 
@@ -655,20 +380,12 @@ def _is_catch_all(ing_ex: IngressEx, spec: dict[str, Any]) -> bool:
     return ing_ex.valid_hosts.get(CATCH_ALL_HOST, False)
 
 
-def one_label_host_regex(host: str) -> str:
-    """For a wildcard host `*.foo.com`, the regex of the hosts it matches under the Ingress spec: exactly one
-    label in place of the `*` (`bar.foo.com`, neither `baz.bar.foo.com` nor `foo.com`); "" for other hosts."""
-    if not host.startswith("*."):
-        return ""
-    return "^[^.]+" + re.escape(host[1:]) + "$"
-
-
 def _catch_all_tls(b: _Builder, spec: dict[str, Any]) -> tuple[bool, str, bool, bool]:
     """(ssl, pem path, reject handshake, own certificate) of the catch-all server: the Secret of a `spec.tls`
     entry without hosts (the Ingress spec's "all hosts"), else the default server's certificate, else TLS
     handshakes are refused as the default server refuses them."""
-    for tls in _list(spec.get("tls")):
-        if isinstance(tls, dict) and not _list(tls.get("hosts")):
+    for tls in as_list(spec.get("tls")):
+        if isinstance(tls, dict) and not as_list(tls.get("hosts")):
             secret = tls.get("secretName") or ""
             secret = secret if isinstance(secret, str) else ""
             ssl, pem, reject = b.tls(CATCH_ALL_HOST, {CATCH_ALL_HOST: secret})
@@ -683,9 +400,9 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     b = parts.builder
     p = b.params
     static = b.static
-    locations = _exact_first(locations)
+    locations = exact_first(locations)
     codes = p.custom_http_errors
-    has_root = _has_root(locations)
+    has_root = has_root_location(locations)
     if not has_root and parts.default_upstream:
         locations = [*locations, derive(
             b.location(PREFIX, "/", parts.default_upstream, parts.default_service, trailing_slash=False),
@@ -720,7 +437,7 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     per_handshake = static.certificates_per_handshake and own_certificate and not catch_all and bool(pem) \
         and not p.server_ssl_ciphers and not p.server_ssl_prefer_server_ciphers \
         and (static.tls_passthrough or tuple(ssl_ports) == (static.https_port,))
-    settings = _server_settings(p, static, b.basic_auth, b.add_header_inherit, ssl)
+    settings = server_settings(p, static, b.basic_auth, b.add_header_inherit, ssl)
     return derive(
         settings, name=host, locations=tuple(locations),
         ssl_certificate=pem, ssl_certificate_key=pem, ssl_reject_handshake=reject,
@@ -732,51 +449,6 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     )
 
 
-@_shared
-def _server_settings(p: ConfigParams, static: StaticConfigParams, basic_auth: BasicAuth | None,
-                     add_header_inherit: str, ssl: bool) -> Server:
-    """The server-level settings of an Ingress's params (host, locations and TLS material left for `_server`
-    to fill in); keyed by value, so that Ingresses with the same effective settings share them."""
-    return Server(
-        name="", ports=p.ports or (static.http_port,), ssl_ports=p.ssl_ports or (static.https_port,), ssl=ssl,
-        redirect_to_https=p.redirect_to_https,
-        http2=p.http2, http2_directive=static.capabilities.has("http2_directive"),
-        server_tokens=p.server_tokens, disable_ipv6=static.disable_ipv6,
-        snippets=p.server_snippets,
-        proxy_protocol=p.proxy_protocol, hsts=p.hsts, hsts_max_age=p.hsts_max_age,
-        hsts_include_subdomains=p.hsts_include_subdomains, hsts_behind_proxy=p.hsts_behind_proxy,
-        proxy_hide_headers=p.proxy_hide_headers, proxy_pass_headers=p.proxy_pass_headers,
-        basic_auth=basic_auth, real_ip_header=p.real_ip_header, set_real_ip_from=p.set_real_ip_from,
-        real_ip_recursive=p.real_ip_recursive,
-        http_redirect_code=p.http_redirect_code, add_headers=p.add_headers, app_root=p.app_root,
-        add_header_inherit=add_header_inherit, custom_http_errors=p.custom_http_errors,
-        proxy_redirect=p.proxy_redirect if p.proxy_redirect[0] != "default" else ("", ""),
-        ssl_ciphers=p.server_ssl_ciphers if ssl else "",
-        ssl_prefer_server_ciphers=p.server_ssl_prefer_server_ciphers and ssl,
-        unmatched_host_return=p.default_server_return,
-        passthrough_socket=static.passthrough_socket() if ssl else "",
-    )
-
-
-def _inherits_values(*, grpc: bool, websocket: bool, redirect_to_https: bool, snippets: tuple[str, ...],
-                     proxy_set_headers: tuple[ProxySetHeader, ...], keepalive: bool, buffering: bool,
-                     connect: str, read: str, send: str, defaults: ProxyDefaults) -> bool:
-    """True if a location's proxy settings are exactly nginx.conf's defaults (so it may leave them out).
-    Snippets may set proxy headers themselves, which would hide the inherited ones: never with snippets."""
-    return (not grpc and not websocket and not redirect_to_https and not snippets and not proxy_set_headers
-            and keepalive == defaults.keepalive and buffering == defaults.buffering
-            and connect == defaults.connect_timeout and read == defaults.read_timeout
-            and send == defaults.send_timeout)
-
-
-def _inherits(loc: Location, defaults: ProxyDefaults | None, server_snippets: tuple[str, ...]) -> bool:
-    return defaults is not None and not server_snippets and _inherits_values(
-        grpc=loc.grpc, websocket=loc.websocket, redirect_to_https=loc.redirect_to_https,
-        snippets=loc.snippets, proxy_set_headers=loc.proxy_set_headers, keepalive=loc.keepalive,
-        buffering=loc.proxy_buffering, connect=loc.proxy_connect_timeout, read=loc.proxy_read_timeout,
-        send=loc.proxy_send_timeout, defaults=defaults)
-
-
 CATCH_ALL_NAMED_LOCATION = "@ingressctl_catch_all"
 
 
@@ -786,7 +458,7 @@ def _catch_all_locations(b: _Builder, locations: list[Location], host: str) -> l
     proxy settings and `$ingressctl_catch_all`, the upstream nginx.conf names, so no file refers to another
     file's upstream."""
     paths = []
-    if not _has_root(locations):
+    if not has_root_location(locations):
         paths.append("/")
     if one_label_host_regex(host):
         paths.append(CATCH_ALL_NAMED_LOCATION)
@@ -798,10 +470,10 @@ def _catch_all_locations(b: _Builder, locations: list[Location], host: str) -> l
 
 def catch_all_upstream(ing_ex: IngressEx) -> str:
     """The upstream of a catch-all Ingress (its defaultBackend's); "" when `ing_ex` is not the catch-all."""
-    spec = _dict(ing_ex.ingress.get("spec"))
+    spec = as_dict(ing_ex.ingress.get("spec"))
     if not _is_catch_all(ing_ex, spec):
         return ""
-    backend, _ = _backend(spec.get("defaultBackend"))
+    backend, _ = service_backend(spec.get("defaultBackend"))
     if backend is None:
         return ""
     return upstream_name(ing_ex.namespace, ing_ex.name, "", backend.service, backend.port)
@@ -823,7 +495,7 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
                    proxy_defaults=proxy_defaults)
     parts.to_catch_all = to_catch_all
     b = parts.builder
-    tls_hosts = _tls_hosts(_dict(ing_ex.ingress.get("spec")))
+    tls_hosts = tls_secret_names(as_dict(ing_ex.ingress.get("spec")))
     servers = [_server(parts, sp.host, [loc for loc, _ in sp.locations.values()], tls_hosts)
                for sp in parts.servers]
     used = {loc.upstream for server in servers for loc in server.locations if not loc.catch_all}
@@ -866,7 +538,7 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
     parts = _build(master, static, config_params, m_annotations, warnings, replicas=replicas,
                    proxy_defaults=proxy_defaults)
     b = parts.builder
-    spec = _dict(master.ingress.get("spec"))
+    spec = as_dict(master.ingress.get("spec"))
     hosts = [sp.host for sp in parts.servers]
     upstreams = dict(b.upstreams) if parts.default_upstream else {}
     zones: dict[str, LimitReqZone] = {}
@@ -875,7 +547,7 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
     servers: list[Server] = []
     if hosts:
         host = hosts[0]
-        locations: _Locations = {}
+        locations: Locations = {}
         for minion in mergeable.minions:
             mw = minion_warnings.setdefault(minion.key, [])
             annotations, removed = minion_annotations(_annotations(minion.ingress), m_annotations)
@@ -895,10 +567,10 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
                 for loc, is_exact in sp.locations.values():
                     # keepalive comes from the master only (one value per file in NIC).
                     loc = derive(loc, keepalive=master_keepalive > 0)
-                    inherits = _inherits(loc, proxy_defaults, b.params.server_snippets)
+                    inherits = inherits_proxy_defaults(loc, proxy_defaults, b.params.server_snippets)
                     if inherits != loc.inherits_proxy_defaults:
                         loc = derive(loc, inherits_proxy_defaults=inherits)
-                    if _put_location(locations, loc, is_exact):
+                    if put_location(locations, loc, is_exact):
                         used.add(loc.upstream)
                     else:
                         where = f"{loc.modifier} {loc.path}".strip()
@@ -910,7 +582,7 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
         master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all,
                               error_backend=parts.default_upstream)
         servers.append(_server(master_parts, host, [loc for loc, _ in locations.values()],
-                               _tls_hosts(spec)))
+                               tls_secret_names(spec)))
     cfg = IngressNginxConfig(
         upstreams=tuple(upstreams[n] for n in sorted(upstreams)),
         servers=tuple(servers),
