@@ -409,14 +409,16 @@ def share_unchanged(old: dict[str, Any], new: dict[str, Any], depth: int = _SHAR
 
 
 def _json_equal(a: Any, b: Any) -> bool:
-    """Equal as JSON: `==`, and no bool/int/float stands in for another anywhere inside."""
+    """Equal as JSON text: `==`, keys in the same order, and no bool/int/float stands in for another anywhere
+    inside."""
     if a != b:
         return False
     cls = a.__class__
     if cls is not b.__class__:
         return False
     if cls is dict:
-        return all(_json_equal(v, b[k]) for k, v in a.items() if v.__class__ is not str)
+        return list(a) == list(b) and all(_json_equal(v, b[k]) for k, v in a.items()
+                                          if v.__class__ is not str)
     if cls is list:
         return all(_json_equal(x, y) for x, y in zip(a, b, strict=True) if x.__class__ is not str)
     return True
