@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
 from ingressctl.configs.renderers import RenderContext
 from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
-from ingressctl.kinds.virtualserver.config import VirtualServerEx
 from ingressctl.kinds.virtualserver.renderer import VirtualServerRenderer
+from ingressctl.kinds.virtualserver.template_model import VirtualServerEx
 from ingressctl.policies.api_key import apikey_file, validate_apikey_secret
 from ingressctl.policies.base import PolicySecret, ResolvedPolicy
 from ingressctl.policies.validation import validate_policy

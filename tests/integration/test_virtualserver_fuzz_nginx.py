@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams, generate_main_config
 from ingressctl.configs.renderers import RenderContext
 from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
-from ingressctl.kinds.virtualserver.config import VirtualServerEx
 from ingressctl.kinds.virtualserver.renderer import VirtualServerRenderer
+from ingressctl.kinds.virtualserver.template_model import VirtualServerEx
 from ingressctl.kinds.virtualserver.validation import validate_virtual_server
 from ingressctl.secret_types import SecretReference
 from tests.integration.test_annotations_fuzz_nginx import Staging

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
-from ingressctl.kinds.virtualserver.config import VirtualServerEx, generate_vs_config
+from ingressctl.kinds.virtualserver.config import generate_vs_config
+from ingressctl.kinds.virtualserver.template_model import VirtualServerEx
 from ingressctl.policies.base import PolicySecret, ResolvedPolicy
 
 

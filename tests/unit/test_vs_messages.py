@@ -8,8 +8,8 @@ from typing import Any
 from ingressctl.controller.configuration import Configuration
 from ingressctl.controller.reporter import custom_resource_added_event
 from ingressctl.keys import ResourceKey
-from ingressctl.kinds.virtualserver.config import VS_KIND
 from ingressctl.kinds.virtualserver.model import VirtualServerModel, VirtualServerRouteModel
+from ingressctl.kinds.virtualserver.template_model import VS_KIND
 
 T0 = "2024-01-01T00:00:00Z"
 

@@ -36,15 +36,7 @@ from ingressctl.keys import ResourceKey, object_key, split_key
 from ingressctl.kinds.policy.refs import with_extras
 from ingressctl.kinds.transportserver.globalconfiguration import Listeners
 from ingressctl.kinds.transportserver.kind import GLOBALCONFIGURATION_KIND, ListenerSource
-from ingressctl.kinds.virtualserver.config import (
-    VS_KIND,
-    VS_TYPES,
-    VSR_KIND,
-    CustomListeners,
-    VirtualServerEx,
-    service_ref,
-    vsr_endpoints_key,
-)
+from ingressctl.kinds.virtualserver.config import service_ref, vsr_endpoints_key
 from ingressctl.kinds.virtualserver.model import (
     VirtualServerConfiguration,
     VirtualServerModel,
@@ -54,6 +46,13 @@ from ingressctl.kinds.virtualserver.model import (
 from ingressctl.kinds.virtualserver.pods import POD_KIND, subselected_slices
 from ingressctl.kinds.virtualserver.policies import vs_policy_references
 from ingressctl.kinds.virtualserver.renderer import VirtualServerRenderer
+from ingressctl.kinds.virtualserver.template_model import (
+    VS_KIND,
+    VS_TYPES,
+    VSR_KIND,
+    CustomListeners,
+    VirtualServerEx,
+)
 from ingressctl.logging import get_logger
 from ingressctl.policies.base import ResolvedPolicy
 from ingressctl.secret_types import SecretReference

@@ -25,9 +25,10 @@ from ingressctl.controller.model import Claims, ConfigurationProblem, CustomReso
 from ingressctl.keys import ResourceKey
 from ingressctl.kinds.transportserver.config import PROTOCOL_HTTP, Listener
 from ingressctl.kinds.transportserver.globalconfiguration import Listeners
-from ingressctl.kinds.virtualserver.config import VS_KIND, VSR_KIND, CustomListeners, service_ref
+from ingressctl.kinds.virtualserver.config import service_ref
 from ingressctl.kinds.virtualserver.paths import modifier_category, normalize_path, vsr_fit_errors
 from ingressctl.kinds.virtualserver.policies import vs_policy_claims, vsr_policy_claims
+from ingressctl.kinds.virtualserver.template_model import VS_KIND, VSR_KIND, CustomListeners
 from ingressctl.kinds.virtualserver.validation import (
     plus_only_warnings,
     validate_virtual_server,

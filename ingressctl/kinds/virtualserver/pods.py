@@ -23,7 +23,8 @@ from ingressctl.controller.task import Task
 from ingressctl.k8s.resource import PODS
 from ingressctl.keys import object_key, split_key
 from ingressctl.kinds.transportserver.kind import NoBuilder, NoStatus
-from ingressctl.kinds.virtualserver.config import VS_KIND, service_ref
+from ingressctl.kinds.virtualserver.config import service_ref
+from ingressctl.kinds.virtualserver.template_model import VS_KIND
 
 POD_KIND = "pod"
 

@@ -18,7 +18,8 @@ import jinja2
 from ingressctl.configs.renderers import RenderContext, Rendered
 from ingressctl.configs.templates import TemplateError, new_environment, render_model
 from ingressctl.keys import ResourceKey
-from ingressctl.kinds.virtualserver.config import VS_KIND, VSR_KIND, VirtualServerEx, generate_vs_config
+from ingressctl.kinds.virtualserver.config import generate_vs_config
+from ingressctl.kinds.virtualserver.template_model import VS_KIND, VSR_KIND, VirtualServerEx
 
 VS_TEMPLATE = "virtualserver.conf.j2"
 
