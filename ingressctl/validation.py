@@ -322,3 +322,12 @@ def parse_go_bool(value: str) -> bool | None:
     if value in _GO_FALSE:
         return False
     return None
+
+
+_TIME_RE = re.compile(
+    r"\d+|(?=\d)(\d+y)?\s*(\d+M)?\s*(\d+w)?\s*(\d+d)?\s*(\d+h)?\s*(\d+m)?\s*(\d+s)?\s*(\d+ms)?")
+
+
+def is_nginx_time(value: str) -> bool:
+    """An NGINX time: `30`, `30s`, `1m30s`, `500ms`, `1h 30m`, ... (units y M w d h m s ms, in that order)."""
+    return bool(value.strip()) and _TIME_RE.fullmatch(value.strip()) is not None

@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from ingressctl.kinds.ingress.annotation_validation import is_nginx_time
 from ingressctl.kinds.ingress.validation import validate_ingress
-from ingressctl.validation import ErrorType, FieldError, aggregate_message, go_quote
+from ingressctl.validation import ErrorType, FieldError, aggregate_message, go_quote, is_nginx_time
 
 SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "

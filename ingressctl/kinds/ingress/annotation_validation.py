@@ -30,6 +30,7 @@ from ingressctl.validation import (
     invalid,
     is_dns1123_subdomain,
     is_http_header_name,
+    is_nginx_time,
     parse_go_bool,
     required,
 )
@@ -136,15 +137,6 @@ def _regex_validator(pattern: str, detail: str) -> AnnotationValidator:
 
 def _bool(ctx: AnnotationContext) -> list[FieldError]:
     return ctx.invalid("must be a boolean") if parse_go_bool(ctx.value) is None else []
-
-
-_TIME_RE = re.compile(
-    r"\d+|(?=\d)(\d+y)?\s*(\d+M)?\s*(\d+w)?\s*(\d+d)?\s*(\d+h)?\s*(\d+m)?\s*(\d+s)?\s*(\d+ms)?")
-
-
-def is_nginx_time(value: str) -> bool:
-    """An NGINX time: `30`, `30s`, `1m30s`, `500ms`, `1h 30m`, ... (units y M w d h m s ms, in that order)."""
-    return bool(value.strip()) and _TIME_RE.fullmatch(value.strip()) is not None
 
 
 def _time(ctx: AnnotationContext) -> list[FieldError]:

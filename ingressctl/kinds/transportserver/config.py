@@ -13,6 +13,11 @@ Guarantees:
   `proxy_connect_timeout` (60s), the next-upstream directives only when `nextUpstream` is true, and
   `proxy_requests` / `proxy_responses` for UDP when set. Snippets are copied as they are (validation gates
   them).
+- TLS termination (`spec.tls.secret`, TCP listeners): with a usable `kubernetes.io/tls` Secret the listens
+  get `ssl` and the server `ssl_certificate` / `ssl_certificate_key`, both the Secret's PEM file of the
+  Secret store (as Ingresses). A TransportServer with `spec.tls` whose Secret is empty, missing, invalid or
+  of another type gets NIC's warning, and its server is not rendered, so nothing listens on the port (NIC
+  would serve the port without TLS instead): `spec.tls` never ends up as plain TCP.
 - The template can be replaced (`--transportserver-template-path`): it receives `ts` (a `StreamServerConfig`).
 """
 
@@ -28,6 +33,7 @@ from ingressctl.configs.quoting import NginxValueError, quote
 from ingressctl.configs.renderers import RenderContext, Rendered
 from ingressctl.configs.templates import TemplateError, TemplateRenderError, new_environment
 from ingressctl.keys import ResourceKey
+from ingressctl.secret_types import SecretReference
 
 PROTOCOL_TCP = "TCP"
 PROTOCOL_UDP = "UDP"
@@ -40,6 +46,7 @@ TRANSPORTSERVER_TYPES = ("passthrough", "tcp", "udp")
 STREAM_DIR = "stream-conf.d"
 DEFAULT_LB_METHOD = "random two least_conn"
 TRANSPORTSERVER_TEMPLATE = "transportserver.conf.j2"
+SECRET_TYPE_TLS = "kubernetes.io/tls"
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,19 @@ class TransportServerEx:
     listener: Listener
     endpoints: dict[str, list[str]] = field(default_factory=dict)  # upstream name -> ["ip:port", ...]
     backup_endpoints: dict[str, list[str]] = field(default_factory=dict)  # upstream name -> backup servers
+    tls_secret: SecretReference | None = None  # the Secret of a non-empty spec.tls.secret
+
+
+@dataclass(frozen=True)
+class StreamSSL:
+    """TLS termination of a stream server (NIC's StreamSSL): `enabled` with a certificate, or `unusable`
+    (spec.tls without a usable Secret: no server at all) with `warning` saying why."""
+
+    enabled: bool = False
+    certificate: str = ""
+    certificate_key: str = ""
+    unusable: bool = False
+    warning: str = ""
 
 
 @dataclass
@@ -101,6 +121,7 @@ class StreamServerConfig:
     stream_snippets: list[str]
     no_endpoints_socket: str
     real_ip_from_unix: bool = False  # a passthrough server: the client address comes with the PROXY protocol
+    ssl: StreamSSL = field(default_factory=StreamSSL)
 
 
 def file_name(namespace: str, name: str) -> str:
@@ -127,6 +148,31 @@ def _snippet_lines(value: Any) -> list[str]:
     return [line for line in str(value or "").splitlines() if line.strip()]
 
 
+_UNUSABLE = "The listener accepts no connections until the Secret is valid."
+
+
+def stream_ssl(ex: TransportServerEx) -> StreamSSL:
+    """The server's TLS termination from `spec.tls` and its Secret (NIC's generateSSLConfig, NIC's warnings;
+    see the module docstring for what an unusable Secret does)."""
+    tls = (ex.ts.get("spec") or {}).get("tls")
+    if not isinstance(tls, dict):
+        return StreamSSL()
+    secret = tls.get("secret")
+    if not secret or not isinstance(secret, str):
+        return StreamSSL(unusable=True, warning="TLS secret is empty. The listener accepts no connections "
+                                                "until spec.tls.secret names a valid Secret.")
+    ref = ex.tls_secret
+    if ref is None:
+        ref = SecretReference(key=secret, error="secret doesn't exist or of an unsupported type")
+    if ref.secret_type and ref.secret_type != SECRET_TYPE_TLS:
+        problem = f"is of a wrong type '{ref.secret_type}', must be '{SECRET_TYPE_TLS}'"
+        return StreamSSL(unusable=True, warning=f"TLS secret {secret} {problem}. {_UNUSABLE}")
+    if ref.error or not ref.path:
+        problem = f"is invalid: {ref.error or 'it has no file'}"
+        return StreamSSL(unusable=True, warning=f"TLS secret {secret} {problem}. {_UNUSABLE}")
+    return StreamSSL(enabled=True, certificate=ref.path, certificate_key=ref.path)
+
+
 def build_stream_config(ex: TransportServerEx, *, run_dir: str,
                         disable_ipv6: bool = False) -> StreamServerConfig:
     """The template's model of one TransportServer (see the module docstring)."""
@@ -135,7 +181,8 @@ def build_stream_config(ex: TransportServerEx, *, run_dir: str,
     spec = ex.ts.get("spec") or {}
     udp = ex.listener.protocol == PROTOCOL_UDP
     passthrough = ex.listener.protocol == PROTOCOL_TLS_PASSTHROUGH
-    suffix = " udp" if udp else ""
+    ssl = stream_ssl(ex) if not passthrough else StreamSSL()
+    suffix = (" ssl" if ssl.enabled else "") + (" udp" if udp else "")
     port = ex.listener.port
     if passthrough:
         listen = [f"{passthrough_socket(run_dir, ns, name)} proxy_protocol"]
@@ -171,6 +218,7 @@ def build_stream_config(ex: TransportServerEx, *, run_dir: str,
         stream_snippets=_snippet_lines(spec.get("streamSnippets")),
         no_endpoints_socket=f"unix:{run_dir}/non-existing-unix-socket.sock",
         real_ip_from_unix=passthrough,
+        ssl=ssl,
     )
 
 
@@ -223,7 +271,7 @@ class TransportServerRenderer:
         if not isinstance(resource, TransportServerEx):
             raise TypeError(f"not a TransportServer: {type(resource).__name__}")
         cfg = build_stream_config(resource, run_dir=ctx.static.run_dir, disable_ipv6=ctx.static.disable_ipv6)
-        return Rendered(self._template.render(cfg), [])
+        return Rendered(self._template.render(cfg), [cfg.ssl.warning] if cfg.ssl.warning else [])
 
     def counts(self, resources: Iterable[object]) -> dict[str, int]:
         return count_types(resources)

@@ -5,7 +5,12 @@ Guarantees:
   informer caches and hands a `TransportServerEx` to the Configurator (its file:
   `stream-conf.d/ts_<ns>_<name>.conf`).
   A missing Service or port is a warning on the TransportServer and leaves that upstream without servers
-  (connections to it fail at once); it never affects another resource.
+  (connections to it fail at once); it never affects another resource. The Secret of `spec.tls.secret` (in
+  the TransportServer's namespace) comes from the Secret store, which writes its PEM file on first use, as
+  for Ingresses; the Configuration indexes that reference, so a change of the Secret re-renders the
+  TransportServer and reloads NGINX.
+- Its events and status carry all its warnings in NIC's TransportServer wording ("Configuration for ns/name
+  was added or updated with warning(s): ..."): the resource's own and those of rendering (Service, Secret).
 - `TransportServerStatus` writes NIC's status (`state` Valid / Warning / Invalid, `reason`, `message`) through
   the status subresource when it changes, only on the leader; the state is derived from the resource's
   current situation (configured, with warnings, rejected by validation, or a listener problem).
@@ -17,6 +22,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
@@ -39,7 +45,9 @@ from ingressctl.kinds.transportserver.config import (
 )
 from ingressctl.kinds.transportserver.globalconfiguration import Listeners, parse_listeners
 from ingressctl.kinds.transportserver.model import TransportServerConfiguration, TransportServerModel
+from ingressctl.kinds.transportserver.validation import tls_secret
 from ingressctl.logging import get_logger
+from ingressctl.secret_types import SecretReference
 from ingressctl.validation import aggregate_message
 
 log = get_logger(__name__)
@@ -62,12 +70,17 @@ class StreamConfigurator(Protocol):
     def add_or_update(self, key: ResourceKey, resource: object) -> list[str]: ...
 
 
+class SecretReferences(Protocol):
+    def get_secret_reference(self, key: str) -> SecretReference: ...
+
+
 class Controller(Protocol):
     """What the entries need from the controller."""
 
     configurator: Any
     configuration: Any
     status: Any
+    secret_store: Any
 
     def get_object(self, name: str, key: str) -> dict[str, Any] | None: ...
 
@@ -121,10 +134,13 @@ class TransportServerBuilder:
     """See the module docstring."""
 
     def __init__(self, caches: Caches, configurator: StreamConfigurator,
-                 passthrough: PassthroughHosts | None = None) -> None:
+                 passthrough: PassthroughHosts | None = None,
+                 secrets: SecretReferences | None = None) -> None:
         self._caches = caches
         self._configurator = configurator
         self._passthrough = passthrough
+        self._secrets = secrets
+        self._warnings: dict[ResourceKey, list[str]] = {}  # of the last apply (read by the status writer)
         if passthrough is not None:  # the SNI split owns the port from the first reload on
             self._configurator.add_or_update(PASSTHROUGH_KEY, passthrough)
 
@@ -141,6 +157,11 @@ class TransportServerBuilder:
 
     def forget(self, key: ResourceKey) -> None:
         self._set_passthrough_host(key, None)
+        self._warnings.pop(key, None)
+
+    def warnings(self, key: ResourceKey) -> list[str] | None:
+        """The warnings of the resource's last apply; None if it was not applied (any thread)."""
+        return self._warnings.get(key)
 
     def _endpoints(self, ns: str, service: str, port: int, warnings: list[str]) -> list[str]:
         svc = self._caches.get_object("services", f"{ns}/{service}")
@@ -164,12 +185,17 @@ class TransportServerBuilder:
             endpoints[name] = self._endpoints(ns, str(u["service"]), int(u["port"]), warnings)
             if u.get("backup"):
                 backups[name] = self._endpoints(ns, str(u["backup"]), int(u["backupPort"]), warnings)
+        secret = tls_secret(ts["spec"])
+        ref = (self._secrets.get_secret_reference(f"{ns}/{secret}")
+               if secret and self._secrets is not None else None)
         ex = TransportServerEx(ts=ts, listener=resource.listener, endpoints=endpoints,
-                               backup_endpoints=backups)
+                               backup_endpoints=backups, tls_secret=ref)
         warnings += self._configurator.add_or_update(resource.key_with_kind, ex)
         if resource.listener.protocol == PROTOCOL_TLS_PASSTHROUGH:
             self._set_passthrough_host(resource.key_with_kind, str(ts["spec"]["host"]))
-        return Applied(resource, warnings)
+        self._warnings[resource.key_with_kind] = warnings
+        # NIC's TransportServer event names every warning as the resource's own (no "; with warning(s)").
+        return Applied(dataclasses.replace(resource, warnings=list(warnings)), warnings)
 
 
 class TransportServerHandler:
@@ -197,11 +223,13 @@ class TransportServerStatus:
     """NIC's TransportServer status (see the module docstring)."""
 
     def __init__(self, client: Any, lbc: Controller, model: TransportServerModel,
-                 is_leader: Callable[[], bool]) -> None:
+                 is_leader: Callable[[], bool],
+                 applied_warnings: Callable[[ResourceKey], list[str] | None] | None = None) -> None:
         self._client = client
         self._lbc = lbc
         self._model = model
         self._is_leader = is_leader
+        self._applied_warnings = applied_warnings
         self.writes = 0
 
     def describe(self, key: str) -> tuple[str, str, str] | None:
@@ -213,8 +241,10 @@ class TransportServerStatus:
         res = self._lbc.configuration.get_resource(rkey)
         if res is not None:
             rejected = self._lbc.configurator.rejected.get(rkey) or ""
-            _, reason, message = custom_resource_added_event(key, list(res.warnings), [], rejected)
-            state = STATE_INVALID if rejected else STATE_WARNING if res.warnings else STATE_VALID
+            applied = self._applied_warnings(rkey) if self._applied_warnings is not None else None
+            warnings = list(res.warnings) if applied is None else list(applied)
+            _, reason, message = custom_resource_added_event(key, warnings, [], rejected)
+            state = STATE_INVALID if rejected else STATE_WARNING if warnings else STATE_VALID
             return state, reason, message
         problem = self._lbc.configuration.host_problems().get(rkey)
         if problem is not None:
@@ -259,10 +289,11 @@ def transportserver_kind(lbc: Controller, client: Any, *, ingress_class: str, li
                                  tls_passthrough=tls_passthrough_port is not None,
                                  tls_passthrough_port=tls_passthrough_port or 443)
     passthrough = PassthroughHosts(tls_passthrough_port) if tls_passthrough_port is not None else None
+    builder = TransportServerBuilder(lbc, lbc.configurator, passthrough, lbc.secret_store)
     return ResourceKind(name=TRANSPORTSERVER_KIND, rt=TRANSPORTSERVERS, handler=TransportServerHandler,
-                        builder=TransportServerBuilder(lbc, lbc.configurator, passthrough),
-                        status=TransportServerStatus(client, lbc, model, is_leader), model=model,
-                        metric_types=TRANSPORTSERVER_TYPES)
+                        builder=builder, status=TransportServerStatus(client, lbc, model, is_leader,
+                                                                      builder.warnings),
+                        model=model, metric_types=TRANSPORTSERVER_TYPES)
 
 
 # ---------------------------------------------------------------------------------------- GlobalConfiguration

@@ -9,7 +9,8 @@ Guarantees:
   Both keep it out of the Configuration (a `Rejected` problem).
 - A TCP/UDP TransportServer claims its listener (NIC's listener table, with no host); the Configuration gives
   it to the oldest claimant, others get "Listener X with host empty host is taken by another resource".
-  Its Service claims route endpoint changes to it.
+  Its Service claims route endpoint changes to it, and its `tls.secret` claim (a Secret of its own namespace)
+  routes that Secret's changes to it.
 - `TransportServerConfiguration.is_equal` compares the object AND the listener it binds, so a
   GlobalConfiguration change that moves the listener re-renders the TransportServer.
 """
@@ -24,7 +25,11 @@ from ingressctl.controller.model import Claims, ConfigurationProblem, CustomReso
 from ingressctl.keys import ResourceKey
 from ingressctl.kinds.transportserver.config import TLS_PASSTHROUGH_LISTENER, TRANSPORTSERVER_KIND, Listener
 from ingressctl.kinds.transportserver.globalconfiguration import Listeners
-from ingressctl.kinds.transportserver.validation import PROTOCOL_TLS_PASSTHROUGH, validate_transportserver
+from ingressctl.kinds.transportserver.validation import (
+    PROTOCOL_TLS_PASSTHROUGH,
+    tls_secret,
+    validate_transportserver,
+)
 from ingressctl.validation import aggregate_message
 
 
@@ -112,7 +117,9 @@ class TransportServerModel(CustomResourceMessages):
         name, protocol = listener_ref(obj)
         if protocol == PROTOCOL_TLS_PASSTHROUGH:
             return Claims(role="regular", hosts=(str(spec["host"]),), services=tuple(services))
-        return Claims(role="regular", hosts=(), listeners=(name,), services=tuple(services))
+        secret = tls_secret(spec)
+        return Claims(role="regular", hosts=(), listeners=(name,), services=tuple(services),
+                      secrets=((ns, secret),) if secret else ())
 
     def build(self, entry: Entry, valid_hosts: dict[str, bool], warnings: list[str],
               children: list[Entry]) -> TransportServerConfiguration:

@@ -5,12 +5,17 @@ Guarantees:
   (`spec.upstreams[1].name: Duplicate value: "tea"`), in field order.
 - Checked: `listener` (name and protocol; the built-in `tls-passthrough` listener goes with protocol
   `TLS_PASSTHROUGH` only, and is refused without `--enable-tls-passthrough`), `host` (forbidden for UDP;
-  required for passthrough), upstreams (RFC 1035 names, unique; a Service name; port 1..65535; failTimeout a
-  time; maxFails and maxConns >= 0; a stream load-balancing method), upstreamParameters (UDP counters only for
-  UDP, times, tries >= 0), sessionParameters.timeout, `action.pass` naming one of the upstreams, and snippets
-  only with `--enable-snippets` ("snippet specified but snippets feature is not enabled").
+  required for passthrough; on TCP it needs `tls.secret`, as in NIC, and is then refused: SNI selection
+  among the TransportServers of one listener is not supported), `tls` (NIC: forbidden with the passthrough
+  listener, `secret` a DNS-1123 subdomain; ingressctl also refuses a `secret` on a UDP listener, which NGINX
+  cannot load: "ssl" is incompatible with "udp"), upstreams (RFC 1035 names, unique; a Service name; port
+  1..65535; failTimeout a time; maxFails and maxConns >= 0; a stream load-balancing method),
+  upstreamParameters (UDP counters only for UDP, times, tries >= 0), sessionParameters.timeout,
+  `action.pass` naming one of the upstreams, and snippets only with `--enable-snippets` ("snippet specified
+  but snippets feature is not enabled").
 - Whether the listener exists in the GlobalConfiguration is NOT a validation error (NIC: a problem of the
-  Configuration, "Listener X doesn't exist"); the Service's existence neither (a warning at render time).
+  Configuration, "Listener X doesn't exist"); the Service's existence neither, nor the TLS Secret's (warnings
+  at render time).
 """
 
 from __future__ import annotations
@@ -19,7 +24,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ingressctl.kinds.ingress.annotation_validation import is_nginx_time
 from ingressctl.kinds.transportserver.config import PROTOCOL_TCP, PROTOCOL_UDP
 from ingressctl.kinds.transportserver.globalconfiguration import TLS_PASSTHROUGH_LISTENER
 from ingressctl.validation import (
@@ -28,6 +32,8 @@ from ingressctl.validation import (
     forbidden,
     invalid,
     is_dns1035_label,
+    is_dns1123_subdomain,
+    is_nginx_time,
     not_supported,
     required,
     validate_host,
@@ -136,14 +142,16 @@ def validate_transportserver(ts: Mapping[str, Any], *, snippets_enabled: bool = 
         elif not isinstance(host, str):
             errs.append(invalid("spec.host", str(host), "must be a string"))
         elif protocol == PROTOCOL_TCP:
-            errs.append(forbidden("spec.host",
-                                  "a host on a TCP listener needs spec.tls, which is not supported"))
+            if not tls_secret(spec):
+                errs.append(required("spec.host", "must specify spec.tls.secret when host is specified for "
+                                                  "non-TLS Passthrough TransportServers"))
+            else:
+                errs.append(forbidden("spec.host", "a host on a TCP listener (SNI selection with the stream "
+                                                   "server_name directive) is not supported"))
         else:
             errs += validate_host(host, "spec.host")
     elif protocol == PROTOCOL_TLS_PASSTHROUGH:
         errs.append(required("spec.host", "a TLS passthrough TransportServer needs a host"))
-    if spec.get("tls") is not None:
-        errs.append(forbidden("spec.tls", "TLS termination in TransportServers is not supported"))
     names: set[str] = set()
     upstreams = spec.get("upstreams")
     if upstreams is not None and not isinstance(upstreams, list):
@@ -178,4 +186,34 @@ def validate_transportserver(ts: Mapping[str, Any], *, snippets_enabled: bool = 
             errs.append(forbidden(f"spec.{key}", "snippet specified but snippets feature is not enabled"))
         elif spec.get(key) is not None and not isinstance(spec.get(key), str):
             errs.append(invalid(f"spec.{key}", str(spec.get(key)), "must be a string"))
+    listener = _obj(spec.get("listener"))
+    passthrough = (listener.get("name") == TLS_PASSTHROUGH_LISTENER
+                   or listener.get("protocol") == PROTOCOL_TLS_PASSTHROUGH)
+    errs += _tls(spec.get("tls"), PROTOCOL_TLS_PASSTHROUGH if passthrough else protocol)
+    return errs
+
+
+def tls_secret(spec: Mapping[str, Any]) -> str:
+    """The name in `spec.tls.secret`, or "" (no `tls`, no or an empty secret, or not a string)."""
+    secret = _obj(spec.get("tls")).get("secret")
+    return secret if isinstance(secret, str) else ""
+
+
+def _tls(tls: Any, protocol: str) -> list[FieldError]:
+    """NIC's validateTLS, plus the UDP rule (see the module docstring)."""
+    if tls is None:
+        return []
+    if protocol == PROTOCOL_TLS_PASSTHROUGH:
+        return [forbidden("spec.tls", "cannot specify tls for TLS Passthrough TransportServers")]
+    if not isinstance(tls, Mapping):
+        return [invalid("spec.tls", str(tls), "must be an object")]
+    secret = tls.get("secret")
+    if secret is None or secret == "":
+        return []   # NIC: a warning at render time ("TLS secret is empty")
+    if not isinstance(secret, str):
+        return [invalid("spec.tls.secret", str(secret), "must be a string")]
+    errs = [invalid("spec.tls.secret", secret, m) for m in is_dns1123_subdomain(secret)]
+    if protocol == PROTOCOL_UDP:
+        errs.append(forbidden("spec.tls", "TLS termination is only possible on TCP listeners (NGINX: \"ssl\" "
+                                          "is incompatible with \"udp\")"))
     return errs
