@@ -32,8 +32,8 @@ import contextlib
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
 
 from ingressctl.configs.files import ReloadOutcome
 from ingressctl.configs.prerender import MIN_ITEMS, RenderAheadStats, startup_processes
@@ -43,37 +43,34 @@ from ingressctl.controller.informers import InformerSet
 from ingressctl.controller.kinds import Applied, KindRegistry, ResourceKind
 from ingressctl.controller.model import Resource
 from ingressctl.controller.options import ControllerOptions, SyncStats
+from ingressctl.controller.render_ahead import drop_prepared, render_ahead
 from ingressctl.controller.replicas import ControllerReplicas, ingresses_with_scale
 from ingressctl.controller.reporter import (
     EVENT_NORMAL,
     EVENT_WARNING,
-    REASON_REJECTED,
     EventSink,
     Reporter,
     keys_of,
 )
-from ingressctl.controller.secrets import tls_file_content, validate_tls_secret
+from ingressctl.controller.secrets import SecretFilesAhead, SecretStoreLike
+from ingressctl.controller.special_secrets import REASON_UPDATED_WITH_ERROR, SpecialSecrets
 from ingressctl.controller.startup import Startup
 from ingressctl.controller.status import StartupStatusFlush, StatusUpdater, StatusWriters
 from ingressctl.controller.task import RELOAD_TASK, Kind, Task
 from ingressctl.k8s.client import gc_paused
 from ingressctl.k8s.informer import wait_for_cache_sync
-from ingressctl.k8s.resource import CONFIGMAPS, SECRETS
+from ingressctl.k8s.resource import CONFIGMAPS
 from ingressctl.k8s.workqueue import RateLimitingQueue
 from ingressctl.keys import INGRESS_KIND, ResourceKey, object_key, split_key
 from ingressctl.kinds.ingress.kind import IngressConfigurator, ingress_kind, referenced_secret_keys
 from ingressctl.logging import get_logger
-from ingressctl.secret_types import SecretReference, SecretValidationError
 
 log = get_logger(__name__)
 
 __all__ = ["ControllerOptions", "EventSink", "LoadBalancerController", "SyncStats"]
 
 REASON_UPDATED = "Updated"
-REASON_UPDATED_WITH_ERROR = "UpdatedWithError"
 REASON_INVALID_VALUE = "InvalidValue"
-REASON_SECRET_UPDATED = "SecretUpdated"
-SPECIAL_DEFAULT, SPECIAL_WILDCARD = "default", "wildcard"    # file names under the secrets dir (NIC's)
 EXTERNAL_STATUS_ADDRESS_KEY = "external-status-address"
 
 KindFactory = Callable[["LoadBalancerController"], ResourceKind]
@@ -94,29 +91,6 @@ class ConfiguratorLike(IngressConfigurator, Protocol):
     def render_ahead(self, items: Iterable[tuple[ResourceKey, object]], count: int, *,
                      processes: int) -> RenderAheadStats: ...
     def drop_rendered_ahead(self) -> None: ...
-
-
-@runtime_checkable
-class PreparingBuilder(Protocol):
-    """A kind builder that can build its renderer input ahead of `apply` (see `IngressBuilder.prepare`)."""
-
-    def prepare(self, resource: Resource) -> tuple[ResourceKey, object]: ...
-    def drop_prepared(self) -> None: ...
-
-
-class SecretStoreLike(Protocol):
-    def add_or_update_secret(self, secret: dict[str, Any]) -> bool: ...
-    def delete_secret(self, key: str) -> bool: ...
-    def get_secret_reference(self, key: str) -> SecretReference: ...
-
-
-@runtime_checkable
-class SecretFilesAhead(Protocol):
-    """A Secret store that can write its files in a forked process at start-up (`LocalSecretStore`)."""
-
-    def write_files_ahead(self, keys: Callable[[], Iterable[str]]) -> bool: ...
-    def finish_files_ahead(self) -> None: ...
-    def abandon_files_ahead(self) -> None: ...
 
 
 class LoadBalancerController:
@@ -179,6 +153,8 @@ class LoadBalancerController:
                 configuration.register_kind(entry.model)
         self.status_writers = StatusWriters(status_updater, {k.name: k.status for k in self.kinds})
         self.reporter = Reporter(self.kinds, self.status_writers, recorder, self.cached, self._ready.is_set)
+        self.special_secrets = SpecialSecrets(o, configurator, self.reporter, self._ready.is_set,
+                                              self._reload)
         self.startup = Startup(options=o, stats=self.stats, configuration=configuration,
                                configurator=configurator, reporter=self.reporter, status=self.status_writers,
                                render_all=self._render_all_at_startup, cached=self.cached,
@@ -483,9 +459,9 @@ class LoadBalancerController:
     def sync_secret(self, key: str) -> None:
         ns, name = split_key(key)
         secret = self.get_object("secrets", key)
-        special = self._special_secret_files(key)
+        special = self.special_secrets.files(key)
         if special:
-            self._sync_special_secret(key, secret, special)
+            self.special_secrets.sync(key, secret, special)
         if secret is None or not is_supported_secret(secret):
             changed = self.secret_store.delete_secret(key)
         else:
@@ -502,43 +478,6 @@ class LoadBalancerController:
             # NGINX reads certificates at reload: a changed file needs one even if no config text changed.
             self.configurator.request_reload()
             self._apply_with_events(resources, "secret")
-
-    def _special_secret_files(self, key: str) -> list[str]:
-        """The files (`default`, `wildcard`) written from the Secret `key`, if it is a special one."""
-        o = self.options
-        return [f for f, ref in ((SPECIAL_DEFAULT, o.default_server_tls_secret),
-                                 (SPECIAL_WILDCARD, o.wildcard_tls_secret)) if ref == key]
-
-    def _sync_special_secret(self, key: str, secret: dict[str, Any] | None, files: list[str]) -> None:
-        """NIC's handleSpecialSecretUpdate for --default-server-tls-secret / --wildcard-tls-secret: a valid
-        change rewrites the file and reloads NGINX (now, at the end of a batch, or with the start-up reload);
-        an invalid one is rejected and the previous version keeps serving; a deleted one keeps its file."""
-        if secret is None:
-            log.warning("a special TLS Secret was deleted: this pod keeps the previous version; new pods "
-                        "will not start until it exists again", secret=key)
-            return
-        try:
-            validate_tls_secret(secret)
-            content = tls_file_content(secret)
-        except SecretValidationError as e:
-            self.reporter.event_for(secret, SECRETS, EVENT_WARNING, REASON_REJECTED,
-                                    f"the special Secret {key} was rejected, using the previous version: {e}")
-            return
-        changed = False
-        for f in files:
-            try:
-                changed = self.configurator.update_special_secret(f, content) or changed
-            except OSError as e:
-                log.error("writing a special TLS Secret failed", secret=key, error=str(e))
-                self.reporter.event_for(secret, SECRETS, EVENT_WARNING, REASON_UPDATED_WITH_ERROR,
-                                        f"the special Secret {key} was updated, but not applied: {e}")
-                return
-        if not changed:
-            return
-        self.reporter.event_for(secret, SECRETS, EVENT_NORMAL, REASON_SECRET_UPDATED,
-                                f"the special Secret {key} was updated")
-        if self._ready.is_set():
-            self.reporter.mark_failed([], self._reload("secret"))
 
     def sync_reload(self) -> None:
         """Retry a reload that failed without blaming a resource; raises _RetryLater to back off."""
@@ -625,47 +564,12 @@ class LoadBalancerController:
             self._drop_ahead()
 
     def _render_ahead(self, resources: Sequence[Resource]) -> None:
-        """Start-up: build the renderer input of every resource whose builder can (`prepare`) and render them
-        ahead in parallel processes (configs.prerender), each forked as soon as its share is built; `_apply`
-        then takes the results. A failure here only costs the parallelism: `_apply` builds and renders
-        whatever was not done ahead."""
-        processes = self._startup_processes()
-        preparers = {k.name: k.builder for k in self.kinds if isinstance(k.builder, PreparingBuilder)}
-        count = sum(1 for res in resources if res.key_with_kind.kind in preparers)
-        if processes < 2 or count < MIN_ITEMS:
-            return
-        t0, c0 = time.monotonic(), time.thread_time()
-
-        def prepared() -> Iterator[tuple[ResourceKey, object]]:
-            for res in resources:
-                key = res.key_with_kind
-                builder = preparers.get(key.kind)
-                if builder is None:
-                    continue
-                try:
-                    yield builder.prepare(res)
-                except Exception as e:  # `_apply` builds it again and reports the error
-                    log.exception("error building a resource", resource=str(key), error=str(e))
-
-        stats = self.configurator.render_ahead(prepared(), count, processes=processes)
-        self.stats.phases["render_ahead"] = time.monotonic() - t0
-        self.stats.rendered_ahead = stats.by_children
-        log.info("rendered ahead", resources=count, processes=stats.processes,
-                 by_other_processes=stats.by_children, lost_shares=stats.lost_shares,
-                 lost_reasons=stats.lost_reasons or None,
-                 child_private_mb=round(stats.child_private_bytes / 2**20, 1),
-                 waited_seconds=round(stats.waited_seconds, 3),
-                 unpickle_seconds=round(stats.unpickle_seconds, 3),
-                 children_ahead_seconds=round(stats.children_ahead_seconds, 3),
-                 child_cost=round(stats.child_cost, 2), prepare_cost=round(stats.prepare_cost, 2),
-                 seconds=round(time.monotonic() - t0, 3), cpu_seconds=round(time.thread_time() - c0, 3))
+        render_ahead(self.kinds, resources, self.configurator, self._startup_processes(), self.stats)
 
     def _drop_ahead(self) -> None:
         self._finish_secret_files_ahead()
         self.configurator.drop_rendered_ahead()
-        for kind in self.kinds:
-            if isinstance(kind.builder, PreparingBuilder):
-                kind.builder.drop_prepared()
+        drop_prepared(self.kinds)
 
     def _process_changes(self, changes: Sequence[ResourceChange]) -> None:
         """NIC's processChanges: deletes (all first), then add/updates; one reload; then events and status."""

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from ingressctl.controller.configuration import ConfigurationKind
+from ingressctl.controller.configuration import (
+    ConfigurationKind,
+)
 from ingressctl.controller.model import Resource
 from ingressctl.controller.status import KindStatusWriter
 from ingressctl.controller.task import Task
@@ -136,3 +138,11 @@ class Verdict:
 
 # A validator gets the new object, the old one (UPDATE) or None, and the Configuration view.
 Validator = Callable[[Mapping[str, Any], Mapping[str, Any] | None, ConfigurationView], Verdict]
+
+
+@runtime_checkable
+class PreparingBuilder(Protocol):
+    """A kind builder that can build its renderer input ahead of `apply` (see `IngressBuilder.prepare`)."""
+
+    def prepare(self, resource: Resource) -> tuple[ResourceKey, object]: ...
+    def drop_prepared(self) -> None: ...
