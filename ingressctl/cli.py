@@ -430,6 +430,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ingressctl.logging import configure_logging
 
     configure_logging(settings.log)
-    from ingressctl.app import run
+    from ingressctl.app.root import run
 
     return run(settings)

@@ -134,7 +134,7 @@ class Demo:
     _lock: RunDirLock | None = None
 
     def start(self) -> None:
-        from ingressctl.app import App
+        from ingressctl.app.root import App
         from ingressctl.devcluster import DevCluster
         from ingressctl.k8s.client import KubeClient
 

@@ -35,7 +35,7 @@ class Controller:
     """The controller under test: an App (every part real) plus helpers to talk to its NGINX."""
 
     def __init__(self, env: Env, settings: Settings) -> None:
-        from ingressctl.app import App
+        from ingressctl.app.root import App
 
         self.env = env
         self.settings = settings

@@ -140,7 +140,7 @@ def test_certificate_from_a_tls_secret(env: Env, kubectl: Kubectl,
 
 def test_an_unreadable_certificate_stops_the_start_with_a_clear_error(env: Env, tmp_path_factory:
                                                                       pytest.TempPathFactory) -> None:
-    from ingressctl.app import StartupError
+    from ingressctl.app.root import StartupError
 
     missing = str(tmp_path_factory.mktemp("none") / "missing.pem")
     s = dataclasses.replace(env.settings(), admission_webhook=AdmissionWebhookSettings(

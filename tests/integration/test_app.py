@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from ingressctl.app import LATENCY_CONFIG_NAME, App, StartupError
+from ingressctl.app.root import LATENCY_CONFIG_NAME, App, StartupError
 from tests.integration.harness import Env, rule
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ingressctl.app import StartupError
+from ingressctl.app.root import StartupError
 from ingressctl.configs.prerender import MIN_ITEMS
 from ingressctl.configs.renderers import IngressRenderer
 from ingressctl.controller import secrets as secrets_module

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingressctl.app import LatencyLabels
+from ingressctl.app.latency import LatencyLabels
 from ingressctl.controller.endpoints import cluster_ip_endpoint, endpoints_for_port
 from ingressctl.controller.handlers import (
     endpoint_slice_service_key,

@@ -21,9 +21,8 @@ task queue's workqueue metrics (`taskQueue`); after every task, `ingress_resourc
 Configurator's counts and, at the first readiness, the time to ready; the status updater reports the
 status flush's progress and failed status writes. With latency metrics, `conf.d/_latency-metrics.conf` adds
 NIC's `response_time` access log (JSON over syslog to `<run_dir>/nginx-syslog.sock`) to the http context,
-and every rendered Ingress updates the latency labels: upstream -> Service and Ingress, upstream server ->
-Pod (from the EndpointSlices' targetRefs; "" when none); a deleted Ingress's upstreams and their series are
-dropped.
+and `latency.LatencyLabels` keeps the labels in step with what is rendered. The kinds served besides the
+Ingress come from `kinds.custom_resource_kinds`; what the installed NGINX allows from `nginx_features`.
 
 Leader election uses its own API client: no retries and a read timeout of half the renew deadline, so a slow
 API server cannot use up the leader's renew attempts.
@@ -44,26 +43,30 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import ipaddress
 import os
 import signal
 import ssl
 import threading
 import time
-from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from ingressctl.app.kinds import KindSetupError, custom_resource_kinds, transportservers_served
+from ingressctl.app.latency import LatencyLabels, observed_configurator, observed_templates
+from ingressctl.app.nginx_features import (
+    certificates_per_handshake,
+    nginx_capabilities,
+    with_certificate_cache,
+    with_dynamic_upstreams,
+    with_upstream_front,
+)
 from ingressctl.k8s.readahead import ReadAhead
-from ingressctl.keys import INGRESS_KIND, ResourceKey
+from ingressctl.keys import INGRESS_KIND
 from ingressctl.logging import get_logger
 from ingressctl.settings import Settings
 
 if TYPE_CHECKING:
-    from ingressctl.configs.config import IngressNginxConfig
-    from ingressctl.configs.configmaps import StaticConfigParams
-    from ingressctl.metrics import ControllerMetrics, LatencyMetricsCollector
-    from ingressctl.nginx.capabilities import Capabilities
+    from ingressctl.metrics import ControllerMetrics
 
 log = get_logger(__name__)
 
@@ -169,7 +172,7 @@ class App:
                                    connectable_sockets=s.controller.enable_tls_passthrough)
         except ValueError as e:
             raise StartupError(f"invalid NGINX paths: {e}") from e
-        capabilities = self._capabilities(binary)
+        capabilities = nginx_capabilities(self.settings, binary)
         if s.serving.enable_prometheus_metrics:
             self._create_metrics(capabilities.has("stub_status"))
         static = dataclasses.replace(StaticConfigParams.from_settings(s), capabilities=capabilities)
@@ -178,7 +181,9 @@ class App:
         params, errors = parse(config_data)
         for key, err in errors:
             log.warning("invalid ConfigMap value ignored", key=key, error=err)
-        if s.controller.enable_custom_resources and self._transportservers_served():
+        if s.controller.enable_custom_resources:
+            self._serve_transportservers = transportservers_served(s, self.client, self._reads)
+        if self._serve_transportservers:
             from ingressctl.kinds.transportserver.wiring import StreamSetupError, with_stream
 
             try:
@@ -189,9 +194,9 @@ class App:
                     raise StartupError(str(e)) from e
                 log.error("TransportServers are not served", error=str(e))
                 self._serve_transportservers = False
-        static = self._with_dynamic_upstreams(static, binary)
-        static = self._with_certificate_cache(static, binary)
-        static = self._with_upstream_front(static, binary)
+        static = with_dynamic_upstreams(self.settings, static, binary, self.manager.dynamic_peers_socket)
+        static = with_certificate_cache(self.settings, static, binary)
+        static = with_upstream_front(static, binary)
         # The special TLS Secrets: validated now, written by the Configurator before it renders nginx.conf.
         refs = (("default", s.controller.default_server_tls_secret),
                 ("wildcard", s.controller.wildcard_tls_secret))
@@ -207,7 +212,7 @@ class App:
             templates: TemplateExecutor = (
                 TemplateExecutor(s.nginx.main_template_path, s.nginx.ingress_template_path)
                 if self.latency_labels is None else
-                _observed_templates(s.nginx.main_template_path, s.nginx.ingress_template_path,
+                observed_templates(s.nginx.main_template_path, s.nginx.ingress_template_path,
                                     self.latency_labels.rendered))
         except TemplateError as e:
             raise StartupError(f"invalid template: {e}") from e
@@ -217,11 +222,11 @@ class App:
             self.configurator = Configurator(
                 self.manager, static, params, templates, is_wildcard_enabled=bool(wildcard_pem),
                 special_secrets=special,
-                certificates_per_handshake=self._certificates_per_handshake(static))
+                certificates_per_handshake=certificates_per_handshake(self.settings, static))
         else:
-            self.configurator = _observed_configurator(
+            self.configurator = observed_configurator(
                 self.manager, static, params, templates, bool(wildcard_pem), self.latency_labels.deleted,
-                special, self._certificates_per_handshake(static))
+                special, certificates_per_handshake(self.settings, static))
             self._write_latency_config()
         try:
             self.manager.start(on_exit=self._on_nginx_exit)
@@ -279,11 +284,17 @@ class App:
         queue: RateLimitingQueue[Task] | None = None
         if self.metrics is not None:
             queue = RateLimitingQueue(name="taskQueue", metrics_provider=self.metrics.workqueue)
+        try:
+            kinds, self._policy_store = custom_resource_kinds(
+                s, self.client, self._reads, serve_transportservers=self._serve_transportservers,
+                is_leader=is_leader)
+        except KindSetupError as e:
+            raise StartupError(str(e)) from e
         self.controller = LoadBalancerController(
             self.client, configuration=configuration, configurator=self.configurator,
             secret_store=LocalSecretStore(self.configurator), status_updater=self.status,
             recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
-            kinds=self._custom_resource_kinds(is_leader), parse_config_map=parse,
+            kinds=kinds, parse_config_map=parse,
         )
         from ingressctl.kinds.policy.wiring import wire_policy_users
 
@@ -308,78 +319,6 @@ class App:
             if self._stopping.is_set():
                 return
             raise StartupError("the informer caches did not sync")
-
-    def _custom_resource_kinds(self, is_leader: Callable[[], bool] | None) -> list[Any]:
-        """The registry entries of the custom resources (`--enable-custom-resources`) the cluster serves:
-        without a kind's CRD (or the RBAC to list it) the controller leaves that kind out and says why,
-        rather than waiting forever for a cache that cannot sync."""
-        s = self.settings
-        if not s.controller.enable_custom_resources:
-            return []
-        from ingressctl.kinds.policy.kind import PolicyStore
-        from ingressctl.kinds.transportserver.wiring import forbidden_ports
-
-        self._policy_store = PolicyStore()    # unbound until Policies are served: every reference missing
-        from ingressctl.configs.templates import TemplateError
-        from ingressctl.k8s.client import ApiError
-        from ingressctl.kinds.virtualserver.kind import (
-            VIRTUALSERVERS,
-            virtualserver_kind_factory,
-            virtualserverroute_kind_factory,
-        )
-        from ingressctl.kinds.virtualserver.pods import pod_kind_factory
-
-        namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
-        kinds: list[Any] = []
-        try:
-            self._reads.take(("probe", VIRTUALSERVERS.plural),
-                             lambda: self.client.list(VIRTUALSERVERS, namespace, limit=1))
-        except ApiError as e:
-            log.error("custom resources are enabled, but VirtualServers cannot be listed: not serving them; "
-                      "install the k8s.nginx.org CRDs (charts/ingressctl/crds) and the RBAC for them, "
-                      "or pass --enable-custom-resources=false", error=str(e))
-        else:
-            from ingressctl.kinds.policy.wiring import policy_kinds
-
-            store, policy = policy_kinds(self.client, namespace, enable_snippets=s.controller.enable_snippets)
-            self._policy_store = store
-            try:
-                template = s.nginx.virtualserver_template_path
-                # The GlobalConfiguration is watched with the TransportServers (its listeners serve both).
-                gc = (s.controller.global_configuration or "") if self._serve_transportservers else ""
-                vs = virtualserver_kind_factory(self.client, template_path=template, policies=store,
-                                                global_configuration=gc, forbidden_ports=forbidden_ports(s))
-                kinds = [vs, virtualserverroute_kind_factory(self.client), pod_kind_factory(), *policy]
-            except TemplateError as e:
-                raise StartupError(f"invalid template: {e}") from e
-        if not self._serve_transportservers:
-            return kinds
-        from ingressctl.kinds.transportserver.wiring import StreamSetupError, stream_kinds
-
-        try:
-            return kinds + stream_kinds(s, self.client, is_leader or (lambda: True))
-        except StreamSetupError as e:
-            raise StartupError(str(e)) from e
-
-    def _transportservers_served(self) -> bool:
-        """Whether the cluster serves TransportServers (their CRD and the RBAC to list them); remembered for
-        `_custom_resource_kinds`."""
-        from ingressctl.k8s.client import ApiError
-        from ingressctl.kinds.transportserver.kind import TRANSPORTSERVERS
-
-        s = self.settings
-        namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
-        try:
-            self._reads.take(("probe", TRANSPORTSERVERS.plural),
-                             lambda: self.client.list(TRANSPORTSERVERS, namespace, limit=1))
-            self._serve_transportservers = True
-        except ApiError as e:
-            log.error("custom resources are enabled, but TransportServers cannot be listed: not serving "
-                      "them; "
-                      "install the k8s.nginx.org CRDs (charts/ingressctl/crds) and the RBAC for them",
-                      error=str(e))
-            self._serve_transportservers = False
-        return self._serve_transportservers
 
     def _start_admission_webhook(self, configuration: Any) -> None:
         """Serve `/validate` when enabled: the Configuration's validation, read-only, for Ingresses and the
@@ -536,88 +475,6 @@ class App:
         data = cm.get("data") or {}
         return {str(k): str(v) for k, v in data.items()}
 
-    def _with_dynamic_upstreams(self, static: StaticConfigParams, binary: str) -> StaticConfigParams:
-        """Load the dynamic-peers module when it is installed and not turned off: endpoint changes then reach
-        NGINX without reloads; without it they reload NGINX (said in the log)."""
-        if not self.settings.nginx.dynamic_upstreams:
-            return static
-        from ingressctl.nginx.dynamic_peers import MODULE_FILE, dynamic_peers_module
-
-        path = dynamic_peers_module(binary)
-        if not path:
-            log.warning("the dynamic-peers NGINX module is not installed: endpoint changes reload NGINX",
-                        module=MODULE_FILE, install="scripts/build-nginx-module.sh")
-            return static
-        socket = self.manager.dynamic_peers_socket
-        if len(os.fsencode(socket)) > 107:  # sun_path holds 108 bytes with the terminating NUL
-            log.warning("endpoint changes reload NGINX: the dynamic-peers socket path is too long; use a "
-                        "shorter --nginx-run-dir", socket=socket)
-            return static
-        log.info("endpoint changes reach NGINX without reloads", module=path)
-        return dataclasses.replace(static, dynamic_peers_module_path=path)
-
-    def _with_upstream_front(self, static: StaticConfigParams, binary: str) -> StaticConfigParams:
-        """Load the upstream-front module when it is installed: NGINX then loads a configuration with
-        thousands of upstreams several times faster (configs.upstream_front); without it, only slower."""
-        from ingressctl.nginx.modules import UPSTREAM_FRONT, installed_module
-
-        path = installed_module(binary, UPSTREAM_FRONT)
-        if not path:
-            log.warning("the upstream-front NGINX module is not installed: reloads with thousands of "
-                        "upstreams are slower", module=UPSTREAM_FRONT,
-                        install="scripts/build-nginx-module.sh")
-            return static
-        return dataclasses.replace(static, upstream_front_module_path=path)
-
-    def _with_certificate_cache(self, static: StaticConfigParams, binary: str) -> StaticConfigParams:
-        """On an NGINX without ssl_certificate_cache (< 1.27.4), load ingressctl's certificate-cache module
-        when it is installed, not turned off (--enable-certificate-cache) and certificates may be loaded at
-        handshakes: each worker then parses a certificate once, not at every full handshake."""
-        per_handshake = self.settings.controller.load_certificates_per_handshake
-        if (static.capabilities.has("ssl_certificate_cache") or per_handshake is False
-                or not self.settings.nginx.certificate_cache):
-            return static
-        from ingressctl.nginx.modules import CERTIFICATE_CACHE, installed_module
-
-        path = installed_module(binary, CERTIFICATE_CACHE)
-        if not path:
-            log.warning("the certificate-cache NGINX module is not installed: TLS certificates are loaded at "
-                        "every reload" if per_handshake is None else
-                        "the certificate-cache NGINX module is not installed: TLS certificates are parsed at "
-                        "every full handshake", module=CERTIFICATE_CACHE,
-                        install="scripts/build-nginx-module.sh")
-            return static
-        log.info("TLS certificates are loaded at handshakes and cached by each NGINX worker", module=path)
-        return dataclasses.replace(static, certificate_cache_module_path=path)
-
-    def _certificates_per_handshake(self, static: StaticConfigParams) -> bool:
-        """--load-certificates-per-handshake, by default on when NGINX caches what it loads at handshakes
-        (ssl_certificate_cache, or the certificate-cache module `_with_certificate_cache` loads)."""
-        chosen = self.settings.controller.load_certificates_per_handshake
-        if chosen is None:
-            return (static.capabilities.has("ssl_certificate_cache")
-                    or bool(static.certificate_cache_module_path))
-        return chosen
-
-    def _capabilities(self, binary: str) -> Capabilities:
-        """The running NGINX's version and modules (`nginx -V`), which decide the directives newer than
-        NGINX 1.22 and the module-backed features; when `nginx -V` fails, the defaults (no newer directive).
-        Without stub_status, the stub_status metrics and --nginx-status are unavailable (said in the log)."""
-        from ingressctl.nginx.capabilities import Capabilities, CapabilitiesError
-        from ingressctl.nginx.capabilities import detect as detect_capabilities
-
-        try:
-            caps = detect_capabilities(binary, timeout=self.settings.nginx.reload_timeout_ms / 1000)
-        except CapabilitiesError as e:
-            log.warning("cannot read the NGINX version and modules; directives newer than NGINX 1.22 are "
-                        "left out", error=str(e))
-            return Capabilities()
-        log.info("nginx capabilities", capabilities=caps.describe())
-        if not caps.has("stub_status"):
-            log.warning("this NGINX has no stub_status module (ngx_http_stub_status_module): the "
-                        "stub_status metrics and --nginx-status are left out", binary=binary)
-        return caps
-
     def _special_secret(self, ref: str | None) -> bytes | None:
         """Fetch and validate a special TLS Secret (default server, wildcard); returns its PEM content."""
         if not ref:
@@ -755,118 +612,3 @@ def run(settings: Settings) -> int:
 # --------------------------------------------------------------------------------------------- latency labels
 
 
-class LatencyLabels:
-    """Keeps the latency collector's label mappings in step with the rendered Ingress configs (NIC's
-    `updateIngressMetricsLabels`): each upstream maps to its Service and Ingress (a minion's upstreams to the
-    minion), each upstream server to the Pod behind it. Called on the sync thread only."""
-
-    def __init__(self, latency: LatencyMetricsCollector,
-                 endpoint_slices: Callable[[str, str], list[dict[str, Any]]]) -> None:
-        self._latency = latency
-        self._slices = endpoint_slices
-        self._by_key: dict[str, set[str]] = {}   # Ingress key (master for mergeables) -> its upstreams
-        self._owner: dict[str, str] = {}          # upstream -> Ingress key
-
-    def rendered(self, cfg: IngressNginxConfig) -> None:
-        """An Ingress (or a master with its minions) was rendered: set the labels of its upstreams."""
-        from ingressctl.metrics import UpstreamServerLabels
-
-        ns, name = cfg.ingress.namespace, cfg.ingress.name
-        key = f"{ns}/{name}"
-        owners: dict[str, tuple[str, str]] = {}   # upstream -> (service, resource name)
-        for server in cfg.servers:
-            for loc in server.locations:
-                resource = loc.minion.name if loc.minion is not None else name
-                owners.setdefault(loc.upstream, (loc.service_name, resource))
-        pods: dict[str, dict[str, str]] = {}
-        current: set[str] = set()
-        for upstream in cfg.upstreams:
-            owner = owners.get(upstream.name)
-            if owner is None:
-                continue  # no location proxies to it: NGINX never logs it
-            service, resource = owner
-            if service not in pods:
-                pods[service] = self._pods(ns, service)
-            peers = {srv.address: pods[service].get(srv.address, "") for srv in upstream.servers
-                     if not srv.address.startswith("unix:")}
-            self._latency.set_upstream_peers(upstream.name,
-                                             UpstreamServerLabels(service, "ingress", resource, ns), peers)
-            current.add(upstream.name)
-            self._owner[upstream.name] = key
-        self._forget(key, self._by_key.get(key, set()) - current)
-        self._by_key[key] = current
-
-    def deleted(self, key: str) -> None:
-        """An Ingress (or a master) was removed from the configuration."""
-        self._forget(key, self._by_key.pop(key, set()))
-
-    def upstreams(self, key: str) -> set[str]:
-        return set(self._by_key.get(key, set()))
-
-    def _forget(self, key: str, upstreams: set[str]) -> None:
-        # An upstream that moved to another resource (a minion to another master) stays with its new owner.
-        gone = [u for u in upstreams if self._owner.get(u) == key]
-        for u in gone:
-            del self._owner[u]
-        if gone:
-            self._latency.delete_upstream_labels(gone)
-
-    def _pods(self, namespace: str, service: str) -> dict[str, str]:
-        """Upstream server address ("ip:port", "[ipv6]:port") -> Pod name, from the Service's slices."""
-        out: dict[str, str] = {}
-        for slc in self._slices(namespace, service):
-            ports = [p["port"] for p in slc.get("ports") or []
-                     if isinstance(p, dict) and isinstance(p.get("port"), int)]
-            for ep in slc.get("endpoints") or []:
-                ref = (ep or {}).get("targetRef") or {}
-                pod = ref.get("name")
-                if ref.get("kind") != "Pod" or not isinstance(pod, str):
-                    continue
-                for address in ep.get("addresses") or []:
-                    try:
-                        ip = ipaddress.ip_address(str(address))
-                    except ValueError:
-                        continue
-                    host = f"[{ip.compressed}]" if ip.version == 6 else ip.compressed
-                    for port in ports:
-                        out[f"{host}:{port}"] = pod
-        return out
-
-
-def _observed_templates(main_path: str | None, ingress_path: str | None,
-                        on_ingress: Callable[[IngressNginxConfig], None]) -> Any:
-    """A TemplateExecutor that also hands every rendered Ingress model to `on_ingress` (latency labels)."""
-    from ingressctl.configs.templates import TemplateExecutor
-
-    class ObservedTemplateExecutor(TemplateExecutor):
-        def execute_ingress_template(self, cfg: IngressNginxConfig) -> str:
-            text = super().execute_ingress_template(cfg)
-            try:
-                on_ingress(cfg)
-            except Exception as e:  # metrics must never cost a config
-                log.warning("updating latency metric labels failed",
-                            ingress=f"{cfg.ingress.namespace}/{cfg.ingress.name}", error=str(e))
-            return text
-
-    return ObservedTemplateExecutor(main_path, ingress_path)
-
-
-def _observed_configurator(manager: Any, static: Any, params: Any, templates: Any, wildcard: bool,
-                           on_delete: Callable[[str], None], special_secrets: dict[str, bytes],
-                           certificates_per_handshake: bool) -> Any:
-    """A Configurator that also reports every deleted Ingress to `on_delete` (latency labels)."""
-    from ingressctl.configs.configurator import Configurator
-
-    class ObservedConfigurator(Configurator):
-        def delete(self, key: ResourceKey) -> None:
-            super().delete(key)
-            if key.kind != INGRESS_KIND:
-                return
-            try:
-                on_delete(key.ns_name)
-            except Exception as e:
-                log.warning("removing latency metric labels failed", ingress=key.ns_name, error=str(e))
-
-    return ObservedConfigurator(manager, static, params, templates, is_wildcard_enabled=wildcard,
-                                special_secrets=special_secrets,
-                                certificates_per_handshake=certificates_per_handshake)
