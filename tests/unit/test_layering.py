@@ -19,12 +19,13 @@ ALLOWED: dict[str, set[str]] = {
     "k8s": {"logging", "keys"},
     "nginx": {"logging"},
     "devcluster": {"logging", "settings"},
-    "configs": {"forked", "keys", "logging", "nginx", "settings", "validation", "secret_types", "kinds.ingress"},
+    "configs": {"forked", "keys", "logging", "nginx", "settings", "validation", "secret_types",
+                "kinds.ingress"},
     "policies": {"configs", "secret_types", "validation"},
     "controller": {"configs", "forked", "k8s", "keys", "logging", "nginx", "policies", "secret_types",
                    "validation", "kinds.ingress"},
-    "kinds": {"configs", "controller", "k8s", "keys", "logging", "nginx", "policies", "secret_types", "settings",
-              "validation", "kinds"},
+    "kinds": {"configs", "controller", "k8s", "keys", "logging", "nginx", "policies", "secret_types",
+              "settings", "validation", "kinds"},
     "metrics": {"http_serving", "k8s", "keys", "logging", "nginx", "kinds.ingress"},
     "health": {"http_serving", "logging"},
     "webhook": {"controller", "devcluster.tlsutil", "http_serving", "k8s", "keys", "kinds", "logging",
@@ -54,7 +55,9 @@ MODULES = _modules()
 def _imports(path: str) -> Iterator[tuple[str, str]]:
     """(imported module relative to the package, "kubernetes" or "") of every import, wherever it stands
     (TYPE_CHECKING blocks and functions too)."""
-    for node in ast.walk(ast.parse(open(path).read())):
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    for node in ast.walk(tree):
         names: list[str] = []
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if node.module.split(".")[0] == "kubernetes":
