@@ -53,5 +53,6 @@ TYPE = PolicyType(
     label="AccessControl",
     validate=validate_access_control,
     render=render_access_control,
-    doc="allow or deny client addresses (`allow`/`deny` lists of IPs and CIDRs)",
+    fields_doc="exactly one of `allow` or `deny`: IPv4/IPv6 addresses and CIDRs",
+    nginx_doc="`allow ...; deny all;` or `deny ...; allow all;` (403)",
 )

@@ -150,5 +150,7 @@ TYPE = PolicyType(
     render=render_api_key,
     secret_fields={"clientSecret": SECRET_TYPE_APIKEY},
     secret_types=(APIKEY_SECRET,),
-    doc="API keys in headers or query parameters, checked against an `nginx.org/apikey` Secret",
+    fields_doc=("`suppliedIn` {`header` [...], `query` [...]} (at least one), `clientSecret` (type "
+               "`nginx.org/apikey`)"),
+    nginx_doc="see below (401 without a key, 403 with an unknown one)",
 )

@@ -5,7 +5,8 @@ Contract (types and owners build on it; changes are additive only):
 - A type is one `PolicyType` value in its own module, listed in `ingressctl.policies.POLICY_TYPES`: its spec
   key, NIC's label for messages, its validator `(field, type_spec, config) -> [FieldError]`, its renderer
   `(type_spec, ctx) -> PolicyResult`, the Secret types its fields must have (`secret_fields`, field name ->
-  Secret type), the Secret types it brings to the Secret store (`secret_types`), and one line of docs.
+  Secret type), the Secret types it brings to the Secret store (`secret_types`), and its docs (the fields and
+  NGINX cells of docs/policies.md's generated table).
 - The caller resolves each reference of a context into a `ResolvedPolicy` (the Policy object or None when
   missing, its validation error, its Secrets as `PolicySecret`s keyed by the type's field name, e.g.
   `"secret"`, `"clientSecret"`), and describes the context in a `PolicyContext` (owner, level, NGINX
@@ -157,7 +158,8 @@ class PolicyType:
     label: str                                 # NIC's name of the type in messages: "Basic Auth", "CORS"
     validate: PolicyTypeValidator
     render: PolicyRenderer
-    doc: str                                   # what it does, in one line (docs/policies.md)
+    fields_doc: str                            # its fields and defaults (docs/policies.md's table)
+    nginx_doc: str                             # the NGINX it makes (docs/policies.md's table)
     secret_fields: Mapping[str, str] = field(default_factory=dict)   # field -> the Secret type it names
     secret_types: tuple[SecretType, ...] = ()  # Secret types beyond TLS and htpasswd that it needs stored
     plus_only: bool = False                    # NGINX Plus: accepted, never rendered (the context fails)

@@ -49,5 +49,7 @@ TYPE = PolicyType(
     validate=validate_basic_auth,
     render=render_basic_auth,
     secret_fields={"secret": SECRET_TYPE_HTPASSWD},
-    doc="HTTP basic authentication against an `nginx.org/htpasswd` Secret",
+    fields_doc=("`secret` (type `nginx.org/htpasswd`, key `htpasswd`, the Policy's namespace), `realm` "
+               "(`default`)"),
+    nginx_doc="`auth_basic \"<realm>\"; auth_basic_user_file <file>;` (401)",
 )

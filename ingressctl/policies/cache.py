@@ -283,5 +283,6 @@ TYPE = PolicyType(
     label="Cache",
     validate=lambda f, s, c: validate_cache(f, s),
     render=render_cache,
-    doc="response caching (`proxy_cache`) in a zone of its own",
+    fields_doc="every field of NIC 5.3 (see below)",
+    nginx_doc="`proxy_cache_path` at http level, `proxy_cache*` in the server or location",
 )

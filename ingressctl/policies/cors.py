@@ -240,5 +240,7 @@ TYPE = PolicyType(
     label="CORS",
     validate=lambda f, s, c: validate_cors(f, s),
     render=render_cors,
-    doc="cross-origin resource sharing: `Access-Control-*` headers and preflight answers",
+    fields_doc=("`allowOrigin` (required), `allowMethods`, `allowHeaders`, `allowCredentials` (`false`), "
+               "`exposeHeaders`, `maxAge` (`86400`)"),
+    nginx_doc="`add_header ... always` and a preflight answer in each location (see below)",
 )

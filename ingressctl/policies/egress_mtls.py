@@ -104,5 +104,9 @@ TYPE = PolicyType(
     render=render_egress_mtls,
     secret_fields={"tlsSecret": SECRET_TYPE_TLS, "trustedCertSecret": SECRET_TYPE_CA},
     secret_types=(CA_SECRET,),
-    doc="TLS to the upstream with a client certificate, verifying it against an `nginx.org/ca` Secret",
+    fields_doc=("`tlsSecret` (type `kubernetes.io/tls`), `trustedCertSecret` (type `nginx.org/ca`, "
+               "required with `verifyServer`), `verifyServer` (`false`), `verifyDepth` (`1`), "
+               "`sessionReuse` (`true`), `serverName` (`false`), `sslName` (`$proxy_host`), `protocols` "
+               "(`TLSv1 TLSv1.1 TLSv1.2`), `ciphers` (`DEFAULT`)"),
+    nginx_doc="`proxy_ssl_*` and `grpc_ssl_*` in the server or location (see below)",
 )

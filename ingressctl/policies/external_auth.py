@@ -269,5 +269,9 @@ TYPE = PolicyType(
     render=render_external_auth,
     secret_fields={"trustedCertSecret": SECRET_TYPE_CA},
     secret_types=(CA_SECRET,),
-    doc="authentication by a subrequest to an auth Service (`auth_request`), with an optional sign-in",
+    fields_doc=("`authURI`, `authServiceName` (`svc` or `ns/svc`), `authServicePorts`, `authSigninURI`, "
+               "`authSigninRedirectBasePath` (`/oauth2`), `authSnippets`, `sslEnabled`, `sslVerify`, "
+               "`sslVerifyDepth` (`1`), `trustedCertSecret` (`[ns/]name`, type `nginx.org/ca`), "
+               "`sniName` (`<svc>.<ns>.svc`)"),
+    nginx_doc="`auth_request` to an internal location that proxies to the auth Service (see below)",
 )

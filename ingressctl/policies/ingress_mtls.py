@@ -111,5 +111,8 @@ TYPE = PolicyType(
     render=render_ingress_mtls,
     secret_fields={"clientCertSecret": SECRET_TYPE_CA},
     secret_types=(CA_SECRET,),
-    doc="client certificates verified against an `nginx.org/ca` Secret (TLS servers)",
+    fields_doc=("`clientCertSecret` (type `nginx.org/ca`), `verifyClient` "
+               "`on`/`off`/`optional`/`optional_no_ca` (`on`), `verifyDepth` (`1`), `crlFileName`"),
+    nginx_doc=("`ssl_client_certificate`, `ssl_crl`, `ssl_verify_client`, `ssl_verify_depth` in the "
+              "server (see below)"),
 )

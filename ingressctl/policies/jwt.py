@@ -45,5 +45,6 @@ TYPE = PolicyType(
     validate=validate_jwt,
     render=plus_only("JWT"),
     plus_only=True,
-    doc="JSON Web Token validation (NGINX Plus)",
+    fields_doc="NIC's fields",
+    nginx_doc="NGINX Plus only: accepted, never served (see below)",
 )

@@ -47,5 +47,6 @@ TYPE = PolicyType(
     validate=validate_oidc,
     render=plus_only("OIDC"),
     plus_only=True,
-    doc="OpenID Connect single sign-on (NGINX Plus)",
+    fields_doc="NIC's fields",
+    nginx_doc="NGINX Plus only: accepted, never served (see below)",
 )

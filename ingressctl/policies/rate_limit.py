@@ -231,5 +231,11 @@ TYPE = PolicyType(
     label="RateLimit",
     validate=validate_rate_limit,
     render=render_rate_limit,
-    doc="`limit_req` per client key, with burst, delay, dry run, per-replica scaling and tiers",
+    fields_doc=("`rate` (`10r/s`, `30r/m`), `key` (text with `${var}`), `zoneSize` (≥ `32k`, or "
+               "`1m`...), `burst`, `delay` or `noDelay`, `dryRun` (`false`), `logLevel` "
+               "`info`/`notice`/`warn`/`error` (`error`), `rejectCode` 400-599 (`503`), `scale` "
+               "(`false`)"),
+    nginx_doc=("`limit_req_zone <key> zone=pol_rl_<polNs>_<pol>_<vsNs>_<vs>:<zoneSize> rate=<rate>` once "
+              "per (policy, VirtualServer), and `limit_req`, `limit_req_dry_run`, "
+              "`limit_req_log_level`, `limit_req_status` where it applies"),
 )

@@ -2,7 +2,8 @@
 metric the code supports is documented (and nothing it does not support), and the README's demo curl lines
 work against the real demo (devcluster + controller + NGINX).
 
-Regenerate the README's flag table with `python -m tests.integration.test_app_docs --write`.
+Regenerate the README's flag tables and docs/policies.md's type table with
+`python -m tests.integration.test_app_docs --write`.
 """
 
 from __future__ import annotations
@@ -82,6 +83,19 @@ def nic_flag_table() -> str:
     return "\n".join(lines)
 
 
+POLICY_BEGIN = "<!-- policy-types:begin (generated from ingressctl.policies.POLICY_TYPES) -->"
+POLICY_END = "<!-- policy-types:end -->"
+
+
+def policy_type_table() -> str:
+    """The Markdown table of the Policy types, in NIC's order, from their `PolicyType` entries."""
+    from ingressctl.policies import POLICY_TYPES
+
+    lines = ["| type | fields (default) | NGINX |", "| --- | --- | --- |"]
+    lines += [f"| `{t.key}` | {t.fields_doc} | {t.nginx_doc} |" for t in POLICY_TYPES]
+    return "\n".join(lines)
+
+
 def readme_flag_block(text: str, begin: str = BEGIN, end: str = END) -> str:
     start, stop = text.index(begin) + len(begin), text.index(end)
     return text[start:stop].strip()
@@ -95,6 +109,11 @@ def test_readme_flag_table_matches_the_parser() -> None:
 def test_readme_lists_every_refused_nic_flag() -> None:
     assert readme_flag_block(read("README.md"), NIC_BEGIN, NIC_END) == nic_flag_table(), \
         "README NIC flag table is stale: run python -m tests.integration.test_app_docs --write"
+
+
+def test_the_policy_docs_list_every_policy_type() -> None:
+    assert readme_flag_block(read("docs/policies.md"), POLICY_BEGIN, POLICY_END) == policy_type_table(), \
+        "docs/policies.md's type table is stale: run python -m tests.integration.test_app_docs --write"
 
 
 def test_readme_commands_work_without_an_activated_venv() -> None:
@@ -262,7 +281,11 @@ def _write() -> None:
         text = text[:start] + "\n" + table + "\n" + text[stop:]
     with open(README, "w", encoding="utf-8") as f:
         f.write(text)
-    print("README.md flag tables updated")
+    policies = read("docs/policies.md")
+    start, stop = policies.index(POLICY_BEGIN) + len(POLICY_BEGIN), policies.index(POLICY_END)
+    with open(os.path.join(REPO, "docs", "policies.md"), "w", encoding="utf-8") as f:
+        f.write(policies[:start] + "\n" + policy_type_table() + "\n" + policies[stop:])
+    print("README.md flag tables and docs/policies.md's type table updated")
 
 
 if __name__ == "__main__":
