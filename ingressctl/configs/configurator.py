@@ -59,8 +59,10 @@ from ingressctl.configs.templates import TemplateError, TemplateExecutor, Templa
 from ingressctl.configs.upstream_front import front_upstreams
 from ingressctl.keys import ResourceKey
 from ingressctl.logging import get_logger
-from ingressctl.nginx.manager import STREAM_CONF_D_DIR, Manager, WrittenFile
+from ingressctl.nginx.conf_dir import WrittenFile
+from ingressctl.nginx.manager import Manager
 from ingressctl.nginx.modules import DYNAMIC_PEERS, UPSTREAM_FRONT
+from ingressctl.nginx.paths import STREAM_CONF_D_DIR
 
 log = get_logger(__name__)
 

@@ -52,7 +52,7 @@ from ingressctl.configs.ingress_ex import SecretReference
 from ingressctl.forked import ForkedCall
 from ingressctl.keys import object_key
 from ingressctl.logging import get_logger
-from ingressctl.nginx.manager import WrittenFile
+from ingressctl.nginx.conf_dir import WrittenFile
 
 log = get_logger(__name__)
 

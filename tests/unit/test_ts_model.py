@@ -28,8 +28,9 @@ from ingressctl.controller.globalconfiguration import Listeners, parse_listeners
 from ingressctl.controller.ts_model import TransportServerModel
 from ingressctl.controller.ts_validation import validate_transportserver
 from ingressctl.keys import ResourceKey
-from ingressctl.nginx.manager import Manager, render_config_version
+from ingressctl.nginx.manager import Manager
 from ingressctl.nginx.modules import parse_stream_module, stream_module
+from ingressctl.nginx.verify import render_config_version
 
 TCP = Listener("tcp-echo", 5353, "TCP")
 UDP = Listener("udp-echo", 5353, "UDP", ipv4="127.0.0.1")
