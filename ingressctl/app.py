@@ -328,7 +328,7 @@ class App:
             virtualserverroute_kind_factory,
         )
         from ingressctl.controller.vs_pods import pod_kind_factory
-        from ingressctl.k8s.client import ApiError
+        from ingressctl.k8s.errors import ApiError
 
         namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
         kinds: list[Any] = []
@@ -366,7 +366,7 @@ class App:
         """Whether the cluster serves TransportServers (their CRD and the RBAC to list them); remembered for
         `_custom_resource_kinds`."""
         from ingressctl.controller.ts_kind import TRANSPORTSERVERS
-        from ingressctl.k8s.client import ApiError
+        from ingressctl.k8s.errors import ApiError
 
         s = self.settings
         namespace = s.kube.watch_namespaces[0] if s.kube.watch_namespaces else None
@@ -503,7 +503,7 @@ class App:
 
     def _validate_ingress_class(self) -> None:
         """NIC's mustValidateIngressClass."""
-        from ingressctl.k8s.client import ApiError
+        from ingressctl.k8s.errors import ApiError
         from ingressctl.k8s.resource import INGRESSCLASSES
 
         name = self.settings.controller.ingress_class
@@ -522,7 +522,7 @@ class App:
                                f"this controller serves {NGINX_CONTROLLER!r}")
 
     def _read_config_map(self) -> dict[str, str] | None:
-        from ingressctl.k8s.client import ApiError
+        from ingressctl.k8s.errors import ApiError
         from ingressctl.k8s.resource import CONFIGMAPS
 
         ref = self.settings.controller.nginx_configmaps
@@ -624,7 +624,7 @@ class App:
         if not ref:
             return None
         from ingressctl.controller.secrets import SecretValidationError, tls_file_content, validate_tls_secret
-        from ingressctl.k8s.client import ApiError
+        from ingressctl.k8s.errors import ApiError
         from ingressctl.k8s.resource import SECRETS
 
         ns, name = ref.split("/", 1)

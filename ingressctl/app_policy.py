@@ -15,7 +15,7 @@ from typing import Any
 from ingressctl.controller.kinds import ResourceKind
 from ingressctl.controller.policy_kind import POLICIES, PolicyStore, policy_kind_factory
 from ingressctl.controller.policy_validation import PolicyValidationConfig
-from ingressctl.k8s.client import ApiError
+from ingressctl.k8s.errors import ApiError
 from ingressctl.logging import get_logger
 
 log = get_logger(__name__)

@@ -220,7 +220,7 @@ class Demo:
         """A self-signed certificate for each TLS Secret an Ingress names but the manifests lack, and one for
         the default server (so that HTTPS to an unknown host gets the default server's 404)."""
         from ingressctl.devcluster.tlsutil import generate
-        from ingressctl.k8s.client import ApiError
+        from ingressctl.k8s.errors import ApiError
         from ingressctl.k8s.resource import INGRESSES, SECRETS
 
         wanted: dict[tuple[str, str], str] = {DEFAULT_SERVER_SECRET: "default.ingressctl.demo"}
@@ -336,7 +336,7 @@ class Demo:
         return ok
 
     def _vs_checks(self) -> list[VSCheck]:
-        from ingressctl.k8s.client import ApiError
+        from ingressctl.k8s.errors import ApiError
 
         try:
             return virtual_server_checks(self.client)

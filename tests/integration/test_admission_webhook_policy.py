@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from ingressctl.controller.policy_kind import POLICIES
-from ingressctl.k8s.client import ApiError
+from ingressctl.k8s.errors import ApiError
 from ingressctl.settings import AdmissionWebhookSettings
 from tests.integration.harness import NS, Env
 from tests.integration.policy_helpers import install_policy_crds, policy, wait_policy_state

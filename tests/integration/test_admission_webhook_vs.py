@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ingressctl.controller.vs_kind import VIRTUALSERVERROUTES, VIRTUALSERVERS
-from ingressctl.k8s.client import ApiError
+from ingressctl.k8s.errors import ApiError
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.keys import ResourceKey
 from ingressctl.settings import AdmissionWebhookSettings

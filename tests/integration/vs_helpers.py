@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from ingressctl.controller.vs_kind import VIRTUALSERVERROUTES, VIRTUALSERVERS
-from ingressctl.k8s.client import ApiError
+from ingressctl.k8s.errors import ApiError
 from ingressctl.k8s.resource import ResourceType
 from tests.helpers import wait_until
 from tests.integration.harness import NS, Env

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from ingressctl.k8s.client import ApiError
 from ingressctl.k8s.clock import FakeClock
+from ingressctl.k8s.errors import ApiError
 from ingressctl.k8s.leader import LeaderElectionRecord, LeaderElector, format_micro_time
 from ingressctl.k8s.resource import LEASES, ResourceType
 
