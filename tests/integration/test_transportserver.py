@@ -3,7 +3,6 @@ controller, real NGINX with its stream module, and real TCP and UDP echo servers
 
 from __future__ import annotations
 
-import os
 import ssl
 import subprocess
 from collections.abc import Iterator
@@ -82,9 +81,8 @@ def controller(env: Env, **kw: Any) -> Controller:
     # Statuses written at start-up go through the core's flush, which `--report-ingress-status` gates.
     settings = env.settings(enable_custom_resources=True, global_configuration=f"{NS}/{GC_NAME}",
                             report_ingress_status=True, **kw)
-    # NGINX's workers run as another user when the tests run as root: they must reach the unix sockets of
-    # the TLS passthrough split in the run dir (a private temporary directory by default).
-    os.chmod(settings.nginx.run_dir, 0o711)
+    # The run dir is a private (0700) temporary directory: the controller lets NGINX's workers (another user
+    # under root) reach the unix sockets of the TLS passthrough split in it.
     return env.controller(settings)
 
 
