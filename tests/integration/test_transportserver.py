@@ -101,6 +101,7 @@ def test_tcp_and_udp_through_their_listeners_with_one_reload_at_startup(stream_e
     c = controller(env, enable_prometheus_metrics=True, prometheus_metrics_listen_port=0)
     assert c.reloads == 1                              # the 5.5 start-up: every resource, one reload
     metric = "nginx_ingress_controller_transportserver_resources_total"
+    c.wait_idle()   # the resource gauges are set after the task that made the controller ready
     samples = scrape(int(c.app.metrics.server.port))
     assert {lbls["type"]: v for lbls, v in samples[metric]} == {"passthrough": 0, "tcp": 1, "udp": 1}
     assert not any("globalconfiguration" in name for name in samples)
