@@ -356,9 +356,9 @@ def baseline_models(client_kubeconfig: str, n: int) -> float:
 
 
 def json_decoder() -> str:
-    from ingressctl.k8s import client as client_module
+    from ingressctl.k8s import codec
 
-    return "orjson" if "orjson" in getattr(client_module._loads, "__module__", "") else "stdlib json"
+    return "orjson" if "orjson" in getattr(codec.raw_loads, "__module__", "") else "stdlib json"
 
 
 def profile(client: KubeClient, rt: ResourceType) -> str:

@@ -41,7 +41,7 @@ def custom_resource_kinds(settings: Settings, client: Any, reads: ReadAhead, *, 
         return [], None
     # Imported here: a controller without custom resources never loads their modules.
     from ingressctl.configs.templates import TemplateError
-    from ingressctl.k8s.client import ApiError
+    from ingressctl.k8s.errors import ApiError
     from ingressctl.kinds.policy.kind import PolicyStore
     from ingressctl.kinds.policy.wiring import policy_kinds
     from ingressctl.kinds.transportserver.wiring import StreamSetupError, forbidden_ports, stream_kinds
@@ -82,7 +82,7 @@ def custom_resource_kinds(settings: Settings, client: Any, reads: ReadAhead, *, 
 
 def transportservers_served(settings: Settings, client: Any, reads: ReadAhead) -> bool:
     """Whether the cluster serves TransportServers (their CRD and the RBAC to list them)."""
-    from ingressctl.k8s.client import ApiError
+    from ingressctl.k8s.errors import ApiError
     from ingressctl.kinds.transportserver.kind import TRANSPORTSERVERS
 
     s = settings

@@ -36,7 +36,8 @@ webhook. `run()` returns 0.
 If NGINX dies on its own, the failure is logged and NGINX is restarted once; if that fails, readiness and
 liveness turn off (the kubelet restarts the Pod) and the controller stops changing the config.
 Every start-up failure raises `StartupError` with a message for users, followed by a hint naming the flag to
-change when the failure is a path or port one (`ingressctl.startup_hints`); `run()` logs it and returns 1.
+change when the failure is a path or port one (`ingressctl.startup_hints`); `run()` logs it and returns 1,
+or 2 when NGINX's workers cannot reach the conf or run dir (`ingressctl.nginx.worker_access`).
 """
 
 from __future__ import annotations
@@ -77,7 +78,12 @@ with "_"."""
 
 
 class StartupError(Exception):
-    """The controller cannot start; the message says why and what to do."""
+    """The controller cannot start; the message says why and what to do. `exit_status`: what `run()` returns
+    (2 for a configuration that cannot work, as for an invalid flag)."""
+
+    def __init__(self, message: str, *, exit_status: int = 1) -> None:
+        super().__init__(message)
+        self.exit_status = exit_status
 
 
 class App:
@@ -125,7 +131,7 @@ class App:
             self._start()
         except StartupError as e:
             self.stop()
-            raise StartupError(with_hint(str(e), self.settings)) from e.__cause__
+            raise StartupError(with_hint(str(e), self.settings), exit_status=e.exit_status) from e.__cause__
         except Exception as e:
             self.stop()
             raise StartupError(with_hint(f"start-up failed: {e}", self.settings)) from e
@@ -153,6 +159,7 @@ class App:
         from ingressctl.k8s.events import EventRecorder
         from ingressctl.k8s.workqueue import RateLimitingQueue
         from ingressctl.nginx.manager import Manager, NginxStartError
+        from ingressctl.nginx.worker_access import WorkerAccessError, ensure_worker_access
 
         self._validate_ingress_class()
         config_data = self._read_config_map()
@@ -232,6 +239,12 @@ class App:
             self.manager.start(on_exit=self._on_nginx_exit)
         except NginxStartError as e:
             raise StartupError(f"NGINX did not start: {e}") from e
+        try:
+            ensure_worker_access(self.manager.paths, self.manager.master_pid or 0, cache_dir=static.cache_dir,
+                                 tls_passthrough=s.controller.enable_tls_passthrough,
+                                 latency_metrics=s.serving.enable_latency_metrics)
+        except WorkerAccessError as e:
+            raise StartupError(str(e), exit_status=2) from e
         if self.metrics is not None:
             try:
                 self.metrics.start()
@@ -441,7 +454,7 @@ class App:
 
     def _validate_ingress_class(self) -> None:
         """NIC's mustValidateIngressClass."""
-        from ingressctl.k8s.client import ApiError
+        from ingressctl.k8s.errors import ApiError
         from ingressctl.k8s.resource import INGRESSCLASSES
 
         name = self.settings.controller.ingress_class
@@ -460,7 +473,7 @@ class App:
                                f"this controller serves {NGINX_CONTROLLER!r}")
 
     def _read_config_map(self) -> dict[str, str] | None:
-        from ingressctl.k8s.client import ApiError
+        from ingressctl.k8s.errors import ApiError
         from ingressctl.k8s.resource import CONFIGMAPS
 
         ref = self.settings.controller.nginx_configmaps
@@ -480,7 +493,7 @@ class App:
         if not ref:
             return None
         from ingressctl.controller.secrets import tls_file_content, validate_tls_secret
-        from ingressctl.k8s.client import ApiError
+        from ingressctl.k8s.errors import ApiError
         from ingressctl.k8s.resource import SECRETS
         from ingressctl.secret_types import SecretValidationError
 
@@ -601,7 +614,7 @@ def run(settings: Settings) -> int:
         app.start()
     except StartupError as e:
         log.error("cannot start", error=str(e))
-        return 1
+        return e.exit_status
     log.info("ingressctl running", ingress_class=settings.controller.ingress_class)
     while not app.wait(1.0):
         pass

@@ -58,8 +58,10 @@ from ingressctl.configs.upstream_front import front_upstreams
 from ingressctl.keys import INGRESS_KIND, ResourceKey
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses
 from ingressctl.logging import get_logger
-from ingressctl.nginx.manager import STREAM_CONF_D_DIR, Manager, WrittenFile
+from ingressctl.nginx.conf_dir import WrittenFile
+from ingressctl.nginx.manager import Manager
 from ingressctl.nginx.modules import DYNAMIC_PEERS, UPSTREAM_FRONT
+from ingressctl.nginx.paths import STREAM_CONF_D_DIR
 
 log = get_logger(__name__)
 

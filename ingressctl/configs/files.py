@@ -37,8 +37,10 @@ from typing import NamedTuple
 from ingressctl.configs.dynamic_upstreams import DynamicUpstreams, SlotCounts, endpoint_changes
 from ingressctl.keys import ResourceKey
 from ingressctl.logging import get_logger
+from ingressctl.nginx.conf_dir import WrittenFile, content_digest
 from ingressctl.nginx.dynamic_peers import DynamicUpdateError
-from ingressctl.nginx.manager import STREAM_CONF_D_DIR, Manager, ReloadError, WrittenFile, content_digest
+from ingressctl.nginx.manager import Manager, ReloadError
+from ingressctl.nginx.paths import STREAM_CONF_D_DIR
 
 log = get_logger(__name__)
 

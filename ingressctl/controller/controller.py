@@ -57,7 +57,7 @@ from ingressctl.controller.special_secrets import REASON_UPDATED_WITH_ERROR, Spe
 from ingressctl.controller.startup import Startup
 from ingressctl.controller.status import StartupStatusFlush, StatusUpdater, StatusWriters
 from ingressctl.controller.task import RELOAD_TASK, Kind, Task
-from ingressctl.k8s.client import gc_paused
+from ingressctl.k8s.codec import gc_paused
 from ingressctl.k8s.informer import wait_for_cache_sync
 from ingressctl.k8s.resource import CONFIGMAPS
 from ingressctl.k8s.workqueue import RateLimitingQueue

@@ -50,7 +50,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from ingressctl.forked import ForkedCall
 from ingressctl.keys import object_key
 from ingressctl.logging import get_logger
-from ingressctl.nginx.manager import WrittenFile
+from ingressctl.nginx.conf_dir import WrittenFile
 from ingressctl.policies import POLICY_SECRET_TYPES
 from ingressctl.secret_types import (
     SECRET_TYPE_HTPASSWD,

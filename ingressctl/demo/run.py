@@ -30,6 +30,7 @@ import shutil
 import signal
 import socket
 import ssl
+import stat
 import sys
 import tempfile
 import threading
@@ -141,6 +142,10 @@ class Demo:
         # Nothing in the run dir is touched before the lock is held (DemoBusyError otherwise).
         self._lock = RunDirLock(self.run_dir)
         self._lock.acquire()
+        # NGINX's workers (another user when the demo runs as root) open files below it while serving, and
+        # the controller refuses to start when they cannot: traversable, not listable (a mkdtemp one is 0700).
+        if (st := os.stat(self.run_dir)).st_uid == os.geteuid() and st.st_mode & 0o011 != 0o011:
+            os.chmod(self.run_dir, stat.S_IMODE(st.st_mode) | 0o011)
         conf_dir = os.path.abspath(os.path.join(self.run_dir, "nginx", "conf"))
         run_dir = os.path.abspath(os.path.join(self.run_dir, "nginx", "run"))
         for pid in stop_leftover_nginx(self.run_dir, conf_dir, run_dir):
@@ -220,7 +225,7 @@ class Demo:
         """A self-signed certificate for each TLS Secret an Ingress names but the manifests lack, and one for
         the default server (so that HTTPS to an unknown host gets the default server's 404)."""
         from ingressctl.devcluster.tlsutil import generate
-        from ingressctl.k8s.client import ApiError
+        from ingressctl.k8s.errors import ApiError
         from ingressctl.k8s.resource import INGRESSES, SECRETS
 
         wanted: dict[tuple[str, str], str] = {DEFAULT_SERVER_SECRET: "default.ingressctl.demo"}
@@ -336,7 +341,7 @@ class Demo:
         return ok
 
     def _vs_checks(self) -> list[VSCheck]:
-        from ingressctl.k8s.client import ApiError
+        from ingressctl.k8s.errors import ApiError
 
         try:
             return virtual_server_checks(self.client)

@@ -17,7 +17,8 @@ import contextlib
 import fcntl
 import os
 
-from ingressctl.nginx.manager import MAIN_CONFIG_FILE, PID_FILE_NAME, Manager
+from ingressctl.nginx.manager import Manager
+from ingressctl.nginx.paths import MAIN_CONFIG_FILE, PID_FILE_NAME
 
 LOCK_FILE = "demo.lock"
 NGINX_RUN_DIR_FILE = "nginx-run-dir"

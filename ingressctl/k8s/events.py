@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from ingressctl.k8s.client import ApiError
 from ingressctl.k8s.clock import Clock, RealClock
+from ingressctl.k8s.errors import ApiError
 from ingressctl.k8s.resource import EVENTS, ResourceType
 from ingressctl.logging import get_logger
 

@@ -37,8 +37,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ingressctl.k8s.client import KubeClient, gc_paused, pause_gc
+from ingressctl.k8s.client import KubeClient
 from ingressctl.k8s.clock import Clock, RealClock
+from ingressctl.k8s.codec import gc_paused, pause_gc
 from ingressctl.k8s.reflector import Backoff, Reflector, Transform, drop_fields, strip_managed_fields
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.k8s.store import (

@@ -1,4 +1,5 @@
-"""Lease-based leader election (coordination.k8s.io/v1), after client-go's `tools/leaderelection`.
+"""Lease-based leader election (coordination.k8s.io/v1), after client-go's `tools/leaderelection`; the
+Lease record and its wire format are resourcelock.py.
 
 Guarantees:
 - The algorithm is client-go's `tryAcquireOrRenew`: a fast-path renew from the cached Lease, else GET;
@@ -28,104 +29,30 @@ Guarantees:
 
 from __future__ import annotations
 
-import copy
-import json
 import queue
 import random
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
-from ingressctl.k8s.client import ApiError
 from ingressctl.k8s.clock import Clock, RealClock
-from ingressctl.k8s.resource import LEASES, ResourceType
+from ingressctl.k8s.errors import ApiError
+from ingressctl.k8s.resource import LEASES
+from ingressctl.k8s.resourcelock import (
+    EventSink,
+    LeaderElectionRecord,
+    LeaseClient,
+    format_micro_time,
+    with_record,
+)
 from ingressctl.logging import get_logger
 
-__all__ = ["JITTER_FACTOR", "LeaderElectionRecord", "LeaderElector", "LeaseClient", "format_micro_time"]
+__all__ = ["JITTER_FACTOR", "LeaderElector", "StartedLeading"]
 
 log = get_logger(__name__)
 
 JITTER_FACTOR = 1.2
 """client-go's JitterFactor: acquire attempts are `retry_period * [1, 1 + JITTER_FACTOR)` apart."""
-
-# client-go's MicroTime layout: 2006-01-02T15:04:05.000000Z07:00, always six fractional digits.
-_MICRO_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
-
-
-class LeaseClient(Protocol):
-    """The part of `KubeClient` the elector uses."""
-
-    def get(self, rt: ResourceType, namespace: str | None, name: str, /) -> dict[str, Any]: ...
-
-    def create(self, rt: ResourceType, namespace: str | None, body: dict[str, Any], /) -> dict[str, Any]: ...
-
-    def update(self, rt: ResourceType, namespace: str | None, name: str, body: dict[str, Any],
-               /) -> dict[str, Any]: ...
-
-
-class EventSink(Protocol):
-    """The part of `EventRecorder` the elector uses (optional)."""
-
-    def event(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None: ...
-
-
-def format_micro_time(dt: datetime) -> str:
-    """A MicroTime string: UTC, RFC 3339, exactly six fractional digits (`2026-11-21T03:00:00.000000Z`)."""
-    if dt.tzinfo is None:
-        raise ValueError("MicroTime needs a timezone-aware datetime")
-    return dt.astimezone(UTC).strftime(_MICRO_TIME)
-
-
-@dataclass(frozen=True)
-class LeaderElectionRecord:
-    """client-go's LeaderElectionRecord, mapped onto a Lease's spec."""
-
-    holder_identity: str = ""
-    lease_duration_seconds: int = 0
-    acquire_time: str | None = None
-    renew_time: str | None = None
-    leader_transitions: int = 0
-
-    @classmethod
-    def from_lease(cls, lease: dict[str, Any]) -> LeaderElectionRecord:
-        """Read the record from a Lease; raises ValueError on a malformed spec."""
-        spec = lease.get("spec") or {}
-        if not isinstance(spec, dict):
-            raise ValueError(f"Lease spec is not an object: {spec!r:.100}")
-        holder = spec.get("holderIdentity") or ""
-        if not isinstance(holder, str):
-            raise ValueError(f"Lease spec.holderIdentity is not a string: {holder!r:.100}")
-        return cls(
-            holder_identity=holder,
-            lease_duration_seconds=_int_field(spec, "leaseDurationSeconds"),
-            acquire_time=spec.get("acquireTime"),
-            renew_time=spec.get("renewTime"),
-            leader_transitions=_int_field(spec, "leaseTransitions"),
-        )
-
-    def apply_to(self, spec: dict[str, Any]) -> None:
-        """Write the record's fields into a Lease spec, leaving other fields (strategy, ...) alone."""
-        spec["holderIdentity"] = self.holder_identity
-        spec["leaseDurationSeconds"] = self.lease_duration_seconds
-        spec["acquireTime"] = self.acquire_time
-        spec["renewTime"] = self.renew_time
-        spec["leaseTransitions"] = self.leader_transitions
-
-    def raw(self) -> str:
-        """A canonical serialisation: "observed a change" means this string changed."""
-        return json.dumps(asdict(self), sort_keys=True)
-
-
-def _int_field(spec: dict[str, Any], key: str) -> int:
-    value = spec.get(key)
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"Lease spec.{key} is not an integer: {value!r:.100}")
-    return value
-
 
 StartedLeading = Callable[[threading.Event], None]
 
@@ -265,7 +192,7 @@ class LeaderElector:
             record = LeaderElectionRecord(self.identity, ld_seconds, observed.acquire_time, now_text,
                                           observed.leader_transitions)
             try:
-                written = self._client.update(LEASES, self.namespace, self.name, _with_record(cached, record))
+                written = self._client.update(LEASES, self.namespace, self.name, with_record(cached, record))
             except Exception as e:
                 self._log.debug("fast-path renew failed; falling back to get", error=str(e))
             else:
@@ -312,7 +239,7 @@ class LeaderElector:
             new = LeaderElectionRecord(self.identity, ld_seconds, now_text, now_text,
                                        record.leader_transitions + 1)
         try:
-            written = self._client.update(LEASES, self.namespace, self.name, _with_record(lease, new))
+            written = self._client.update(LEASES, self.namespace, self.name, with_record(lease, new))
         except ApiError as e:
             if e.is_conflict:
                 self._log.debug("lease was written concurrently; lost this round")
@@ -381,7 +308,7 @@ class LeaderElector:
             now_text = format_micro_time(self._clock.wall())
             record = LeaderElectionRecord("", 1, now_text, now_text, observed.leader_transitions)
             try:
-                written = self._client.update(LEASES, self.namespace, self.name, _with_record(lease, record))
+                written = self._client.update(LEASES, self.namespace, self.name, with_record(lease, record))
             except ApiError as e:
                 if e.is_conflict and self._clock.now() < deadline:
                     try:
@@ -611,12 +538,3 @@ class LeaderElector:
         with self._cond:
             return self._leading
 
-
-def _with_record(lease: dict[str, Any], record: LeaderElectionRecord) -> dict[str, Any]:
-    """A copy of `lease` (metadata.resourceVersion kept for the optimistic PUT) with `record` in its spec."""
-    body = copy.deepcopy(lease)
-    spec = body.get("spec")
-    if not isinstance(spec, dict):
-        spec = body["spec"] = {}
-    record.apply_to(spec)
-    return body

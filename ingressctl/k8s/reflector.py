@@ -42,8 +42,10 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ingressctl.k8s.client import ApiError, KubeClient, pause_gc
+from ingressctl.k8s.client import KubeClient
 from ingressctl.k8s.clock import Clock, RealClock
+from ingressctl.k8s.codec import pause_gc
+from ingressctl.k8s.errors import ApiError
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.logging import get_logger
 

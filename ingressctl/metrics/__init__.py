@@ -40,7 +40,7 @@ from ingressctl.metrics.server import MetricsServer
 from ingressctl.metrics.startup import StartupMetricsCollector
 from ingressctl.metrics.syslog import SyslogListener
 from ingressctl.metrics.workqueue import WorkqueueMetricsProvider
-from ingressctl.nginx.manager import SYSLOG_SOCKET_NAME
+from ingressctl.nginx.paths import SYSLOG_SOCKET_NAME
 from ingressctl.nginx.stub_status import StubStatus
 
 __all__ = [

@@ -1,32 +1,10 @@
-"""NGINX: config files and the process (`manager`), stub_status (`stub_status`), worker counts (`processes`).
+"""NGINX: its files and its process, and what the controller reads from it.
+
+`paths` (where everything lives, the main config's contract), `conf_dir` (atomic file writes under
+conf_dir), `manager` (the Manager: files plus the NGINX process: start, reload, quit), `master` (the master
+as our child: output, stop, leftovers), `verify` (the config version a reload is verified by), `processes`
+(worker counts from /proc), `stub_status`, `dynamic_peers` (the dynamic-peers module's API), `modules` and
+`capabilities` (what the installed NGINX can do), `debug` (the nginx-debug binary).
 
 Layering: this package never imports ingressctl.k8s, ingressctl.controller or ingressctl.configs.
 """
-
-from ingressctl.nginx.manager import (
-    CONF_D_INCLUDE,
-    CONFIG_VERSION_INCLUDE,
-    Manager,
-    NginxStartError,
-    ReloadError,
-    RuntimePaths,
-    config_version_include_path,
-)
-from ingressctl.nginx.processes import WorkerProcessCounts, count_worker_processes
-from ingressctl.nginx.stub_status import StubStatus, StubStatusError, fetch_stub_status, parse_stub_status
-
-__all__ = [
-    "CONFIG_VERSION_INCLUDE",
-    "CONF_D_INCLUDE",
-    "Manager",
-    "NginxStartError",
-    "ReloadError",
-    "RuntimePaths",
-    "StubStatus",
-    "StubStatusError",
-    "WorkerProcessCounts",
-    "config_version_include_path",
-    "count_worker_processes",
-    "fetch_stub_status",
-    "parse_stub_status",
-]

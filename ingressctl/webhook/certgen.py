@@ -18,7 +18,8 @@ import sys
 from collections.abc import Sequence
 
 from ingressctl.devcluster.tlsutil import generate
-from ingressctl.k8s.client import ApiError, KubeClient, KubeConfigError
+from ingressctl.k8s.client import KubeClient, KubeConfigError
+from ingressctl.k8s.errors import ApiError
 from ingressctl.k8s.resource import SECRETS, ResourceType
 
 VALIDATING_WEBHOOK_CONFIGURATIONS = ResourceType("admissionregistration.k8s.io", "v1",

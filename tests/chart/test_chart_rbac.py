@@ -92,6 +92,7 @@ def _app_objects(backend_port: int) -> list[dict[str, Any]]:
 def short_tmp() -> Iterator[str]:
     """A short directory for NGINX's unix sockets (sun_path is limited to 108 bytes)."""
     d = tempfile.mkdtemp(prefix="ic-rbac-")
+    os.chmod(d, 0o711)   # as /etc and /var/lib: NGINX's workers (another user under root) traverse it
     yield d
     subprocess.run(["rm", "-rf", d], check=False)
 

@@ -181,7 +181,7 @@ class Env:
 
     def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Create, or replace the existing object's spec/data/metadata labels+annotations."""
-        from ingressctl.k8s.client import ApiError
+        from ingressctl.k8s.errors import ApiError
 
         rt = _rt(obj)
         md = obj["metadata"]

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ingressctl.k8s.client import ApiError
+from ingressctl.k8s.errors import ApiError
 from ingressctl.keys import ResourceKey
 from ingressctl.settings import AdmissionWebhookSettings
 from tests.helpers import tls_secret, wait_until

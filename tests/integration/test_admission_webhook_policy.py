@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from ingressctl.k8s.client import ApiError
+from ingressctl.k8s.errors import ApiError
 from ingressctl.kinds.policy.kind import POLICIES
 from ingressctl.settings import AdmissionWebhookSettings
 from tests.integration.harness import NS, Env

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ingressctl.k8s.client import ApiError
+from ingressctl.k8s.errors import ApiError
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.keys import ResourceKey
 from ingressctl.kinds.virtualserver.kind import VIRTUALSERVERROUTES, VIRTUALSERVERS

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from ingressctl.devcluster import DevCluster
-from ingressctl.k8s.client import ApiError, KubeClient
+from ingressctl.k8s.client import KubeClient
+from ingressctl.k8s.errors import ApiError
 from ingressctl.k8s.resource import CONFIGMAPS, INGRESSES, LEASES
 
 pytestmark = pytest.mark.integration

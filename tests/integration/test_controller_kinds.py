@@ -154,7 +154,7 @@ def stub(name: str, host: str, **spec: str) -> dict[str, Any]:
 
 
 def apply_vs(env: Env, body: dict[str, Any]) -> None:
-    from ingressctl.k8s.client import ApiError
+    from ingressctl.k8s.errors import ApiError
 
     try:
         env.kube.create(VIRTUALSERVERS, NS, body)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import requests_unixsocket
 
-from ingressctl.nginx.manager import CONFIG_VERSION_SOCKET_NAME
+from ingressctl.nginx.paths import CONFIG_VERSION_SOCKET_NAME
 from tests.helpers import wait_until
 from tests.integration.harness import NS, Controller, Env, rule
 

@@ -14,7 +14,7 @@ import pytest
 import requests_unixsocket
 
 from ingressctl.configs.configurator import CERTIFICATE_MAP_FILE
-from ingressctl.nginx.manager import CONFIG_VERSION_SOCKET_NAME
+from ingressctl.nginx.paths import CONFIG_VERSION_SOCKET_NAME
 from tests.helpers import free_port, http_get, process_gone, wait_until
 from tests.integration.harness import Env, rule
 

@@ -20,7 +20,8 @@ from kubernetes import client, config, dynamic, watch
 from kubernetes.client.exceptions import ApiException
 
 from ingressctl.devcluster import DevCluster
-from ingressctl.k8s.client import ApiError, KubeClient
+from ingressctl.k8s.client import KubeClient
+from ingressctl.k8s.errors import ApiError
 from ingressctl.k8s.resource import ResourceType
 
 pytestmark = pytest.mark.integration

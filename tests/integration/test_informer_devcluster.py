@@ -17,7 +17,8 @@ import pytest
 import structlog
 
 from ingressctl.devcluster import DevCluster
-from ingressctl.k8s.client import ApiError, KubeClient
+from ingressctl.k8s.client import KubeClient
+from ingressctl.k8s.errors import ApiError
 from ingressctl.k8s.informer import DeletedFinalStateUnknown, SharedInformer, wait_for_cache_sync
 from ingressctl.k8s.reflector import Backoff
 from ingressctl.k8s.resource import CONFIGMAPS, NAMESPACES

@@ -4,7 +4,6 @@ NGINX actually do (reloads, Ingress counts, traffic, upstream latency, NGINX goi
 
 from __future__ import annotations
 
-import os
 import re
 import urllib.request
 from collections import defaultdict
@@ -83,11 +82,9 @@ def metrics_port(c: Controller) -> int:
 def settings(env: Env, **kw: Any) -> Any:
     kw = {"enable_prometheus_metrics": True, "prometheus_metrics_listen_port": 0,
           "enable_latency_metrics": True, "health_status": True, **kw}
-    s = env.settings(**kw)
-    # NGINX's workers run as another user when the tests run as root: they must be able to reach the
-    # syslog socket in the run dir (a private temporary directory by default).
-    os.chmod(s.nginx.run_dir, 0o711)
-    return s
+    # The run dir is a private (0700) temporary directory: the controller lets NGINX's workers (another user
+    # under root) reach the syslog socket in it.
+    return env.settings(**kw)
 
 
 def test_dashboard_metrics_follow_reloads_ingresses_traffic_and_latency(env: Env) -> None:

@@ -24,7 +24,9 @@ import requests
 import requests_unixsocket
 
 from ingressctl.http_serving import POLL_INTERVAL
-from ingressctl.nginx.manager import Manager, NginxStartError, ReloadError, RuntimePaths
+from ingressctl.nginx.manager import Manager, NginxStartError, ReloadError
+from ingressctl.nginx.master import parent_pid
+from ingressctl.nginx.paths import RuntimePaths
 from ingressctl.nginx.processes import count_worker_processes
 from ingressctl.nginx.stub_status import StubStatusError, fetch_stub_status, unix_socket_url
 from tests.helpers import free_port
@@ -387,7 +389,7 @@ def test_an_orphaned_master_from_a_killed_controller_is_replaced(env: Env, tmp_p
     # NGINX creates the file, then writes it: wait for the number, not only the file.
     wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "", "the orphan's pid file")
     orphan = int(pid_file.read_text().strip())
-    assert first._parent_pid(orphan) == 1
+    assert parent_pid("/proc", orphan) == 1
 
     second = env.manager(name="orphan", run_dir=first.run_dir)
     second.create_main_config(main_config(second.paths, port, env.backend_port))

@@ -3,7 +3,6 @@ controller, real NGINX with its stream module, and real TCP and UDP echo servers
 
 from __future__ import annotations
 
-import os
 import ssl
 import subprocess
 from collections.abc import Iterator
@@ -82,9 +81,8 @@ def controller(env: Env, **kw: Any) -> Controller:
     # Statuses written at start-up go through the core's flush, which `--report-ingress-status` gates.
     settings = env.settings(enable_custom_resources=True, global_configuration=f"{NS}/{GC_NAME}",
                             report_ingress_status=True, **kw)
-    # NGINX's workers run as another user when the tests run as root: they must reach the unix sockets of
-    # the TLS passthrough split in the run dir (a private temporary directory by default).
-    os.chmod(settings.nginx.run_dir, 0o711)
+    # The run dir is a private (0700) temporary directory: the controller lets NGINX's workers (another user
+    # under root) reach the unix sockets of the TLS passthrough split in it.
     return env.controller(settings)
 
 
@@ -103,6 +101,7 @@ def test_tcp_and_udp_through_their_listeners_with_one_reload_at_startup(stream_e
     c = controller(env, enable_prometheus_metrics=True, prometheus_metrics_listen_port=0)
     assert c.reloads == 1                              # the 5.5 start-up: every resource, one reload
     metric = "nginx_ingress_controller_transportserver_resources_total"
+    c.wait_idle()   # the resource gauges are set after the task that made the controller ready
     samples = scrape(int(c.app.metrics.server.port))
     assert {lbls["type"]: v for lbls, v in samples[metric]} == {"passthrough": 0, "tcp": 1, "udp": 1}
     assert not any("globalconfiguration" in name for name in samples)

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from ingressctl.k8s.client import ApiError
+from ingressctl.k8s.errors import ApiError
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.kinds.virtualserver.kind import VIRTUALSERVERROUTES, VIRTUALSERVERS
 from tests.helpers import wait_until

@@ -20,8 +20,11 @@ import pytest
 import structlog
 
 from ingressctl.http_serving import POLL_INTERVAL
-from ingressctl.k8s.client import ApiError, KubeClient, KubeConfigError, WatchStream, peek_list_continue
+from ingressctl.k8s.client import KubeClient, KubeConfigError
+from ingressctl.k8s.errors import ApiError
+from ingressctl.k8s.pager import peek_list_continue
 from ingressctl.k8s.resource import CONFIGMAPS, INGRESSCLASSES, INGRESSES, NAMESPACES
+from ingressctl.k8s.watch import WatchStream
 
 # -- the fake server ----------------------------------------------------------------------------------------
 

@@ -22,7 +22,8 @@ from ingressctl.configs.files import _isolate, _isolate_without_base
 from ingressctl.configs.templates import MAIN_TEMPLATE, TEMPLATES_DIR, TemplateExecutor
 from ingressctl.keys import INGRESS_KIND, ResourceKey
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
-from ingressctl.nginx.manager import ReloadError, WrittenFile, content_digest
+from ingressctl.nginx.conf_dir import WrittenFile, content_digest
+from ingressctl.nginx.manager import ReloadError
 
 
 def ikey(ns_name: str) -> ResourceKey:

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from ingressctl.cli import build_parser
-from ingressctl.nginx.manager import RuntimePaths
+from ingressctl.nginx.paths import RuntimePaths
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"

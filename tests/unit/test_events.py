@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from ingressctl.k8s.client import ApiError
 from ingressctl.k8s.clock import FakeClock
+from ingressctl.k8s.errors import ApiError
 from ingressctl.k8s.events import EventRecorder
 from ingressctl.k8s.resource import EVENTS, ResourceType
 

@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from ingressctl.k8s.client import ApiError
 from ingressctl.k8s.clock import FakeClock
-from ingressctl.k8s.leader import LeaderElectionRecord, LeaderElector, format_micro_time
+from ingressctl.k8s.errors import ApiError
+from ingressctl.k8s.leader import LeaderElector
 from ingressctl.k8s.resource import LEASES, ResourceType
+from ingressctl.k8s.resourcelock import LeaderElectionRecord, format_micro_time
 
 NS, NAME = "nginx-ingress", "nginx-ingress-leader-election"
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")

@@ -9,16 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ingressctl.nginx.manager import (
-    CONF_D_INCLUDE,
-    CONFIG_VERSION_INCLUDE,
-    Manager,
-    NginxStartError,
-    ReloadError,
-    config_version_include_path,
-    content_digest,
-    render_config_version,
-)
+from ingressctl.nginx.conf_dir import content_digest
+from ingressctl.nginx.manager import Manager, NginxStartError, ReloadError
+from ingressctl.nginx.paths import CONF_D_INCLUDE, CONFIG_VERSION_INCLUDE, config_version_include_path
+from ingressctl.nginx.verify import render_config_version
 
 
 @pytest.fixture
@@ -85,14 +79,14 @@ def test_a_file_found_in_place_is_compared_byte_for_byte_and_digested_once(
         mgr: Manager, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file another process wrote (no cache entry): same bytes are read once and kept, without digesting
     what was read; another size is rewritten without reading it."""
-    from ingressctl.nginx import manager as manager_module
+    from ingressctl.nginx import conf_dir as conf_dir_module
 
     Path(mgr.config_path("ahead")).write_text("server { }\n")
     Path(mgr.config_path("other")).write_text("server { listen 81; }\n")
     ino = os.stat(mgr.config_path("ahead")).st_ino
     digests: list[bytes] = []
     reads: list[str] = []
-    real_digest, real_read = manager_module.content_digest, Manager._read
+    real_digest, real_read = conf_dir_module.content_digest, Manager._read
 
     def spy_digest(data: bytes) -> bytes:
         digests.append(data)
@@ -102,7 +96,7 @@ def test_a_file_found_in_place_is_compared_byte_for_byte_and_digested_once(
         reads.append(path)
         return real_read(path)
 
-    monkeypatch.setattr(manager_module, "content_digest", spy_digest)
+    monkeypatch.setattr(conf_dir_module, "content_digest", spy_digest)
     monkeypatch.setattr(Manager, "_read", staticmethod(spy_read))
     assert mgr.create_config("ahead", "server { }\n") is False
     assert os.stat(mgr.config_path("ahead")).st_ino == ino

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 import structlog
 
-from ingressctl.k8s.client import ApiError, page_limits, paged_list
 from ingressctl.k8s.clock import FakeClock
+from ingressctl.k8s.errors import ApiError
+from ingressctl.k8s.pager import page_limits, paged_list
 from ingressctl.k8s.reflector import (
     LAST_APPLIED_ANNOTATION,
     Backoff,

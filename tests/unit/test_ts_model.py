@@ -28,8 +28,9 @@ from ingressctl.kinds.transportserver.config import (
 from ingressctl.kinds.transportserver.globalconfiguration import Listeners, parse_listeners
 from ingressctl.kinds.transportserver.model import TransportServerModel
 from ingressctl.kinds.transportserver.validation import validate_transportserver
-from ingressctl.nginx.manager import Manager, render_config_version
+from ingressctl.nginx.manager import Manager
 from ingressctl.nginx.modules import parse_stream_module, stream_module
+from ingressctl.nginx.verify import render_config_version
 
 TCP = Listener("tcp-echo", 5353, "TCP")
 UDP = Listener("udp-echo", 5353, "UDP", ipv4="127.0.0.1")

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ingressctl.controller.kinds import ResourceKind
-from ingressctl.k8s.client import ApiError
+from ingressctl.k8s.errors import ApiError
 from ingressctl.keys import INGRESS_KIND
 from ingressctl.kinds.policy.kind import POLICIES, POLICY_KIND, PolicyStore, policy_kind_factory
 from ingressctl.kinds.policy.refs import IngressPolicyResolver, policy_service_users
