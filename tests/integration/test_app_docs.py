@@ -132,13 +132,9 @@ def table_names(doc: str) -> set[str]:
 
 
 def supported_annotations() -> set[str]:
-    from ingressctl.kinds.ingress import annotations
-    from ingressctl.kinds.ingress.annotation_validation import ANNOTATION_VALIDATIONS
+    from ingressctl.kinds.ingress.annotations_nginx_org import NGINX_ORG
 
-    names = set(ANNOTATION_VALIDATIONS) | set(annotations.ANNOTATIONS_BY_NAME)
-    names |= {annotations.HSTS, *annotations.HSTS_RELATED, annotations.MERGEABLE_INGRESS_TYPE}
-    names |= {name for name, _, _ in annotations._PER_INGRESS}  # per-Ingress annotations (rewrites, ...)
-    return names
+    return set(NGINX_ORG.by_key)
 
 
 def test_every_supported_annotation_is_documented_and_nothing_else() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ingressctl.kinds.ingress.annotation_validation import is_nginx_time
+from ingressctl.kinds.ingress.annotation_validators import is_nginx_time
 from ingressctl.kinds.ingress.validation import validate_ingress
 from ingressctl.validation import ErrorType, FieldError, aggregate_message, go_quote
 

@@ -78,13 +78,8 @@ from ingressctl.configs.config import (
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.directive_values import StickyCookie
 from ingressctl.controller.model import CATCH_ALL_HOST
-from ingressctl.kinds.ingress.annotations import (
-    ADD_HEADER_INHERIT,
-    STICKY_COOKIE_SERVICES,
-    master_annotations,
-    minion_annotations,
-    parse_annotations,
-)
+from ingressctl.kinds.ingress.annotations import master_annotations, minion_annotations, parse_annotations
+from ingressctl.kinds.ingress.annotations_nginx_org import ADD_HEADER_INHERIT, STICKY_COOKIE_SERVICES
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.policies import apply_ingress_policies
 from ingressctl.secret_types import SecretReference

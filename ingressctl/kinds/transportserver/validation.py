@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ingressctl.kinds.ingress.annotation_validation import is_nginx_time
+from ingressctl.kinds.ingress.annotation_validators import is_nginx_time
 from ingressctl.kinds.transportserver.config import PROTOCOL_TCP, PROTOCOL_UDP
 from ingressctl.kinds.transportserver.globalconfiguration import TLS_PASSTHROUGH_LISTENER
 from ingressctl.validation import (
