@@ -122,6 +122,8 @@ class AnnotationTable:
         self.groups = tuple(tuple(r for r in self.rows if r.group == lead) for lead in leaders)
         self.per_ingress = tuple(r for r in self.rows if r.handling is Handling.INGRESS)
         self.proxy_redirect = tuple(r for r in self.rows if r.handling is Handling.PROXY_REDIRECT)
+        if len(self.proxy_redirect) not in (0, 2) or len({r.sets for r in self.proxy_redirect}) > 1:
+            raise ValueError(f"{family}: proxy-redirect is two rows (from, to) that set one field")
         # Validation: key -> the row's checks, for rows that have any.
         self.validators = {r.key: r.checks for r in self.rows if r.checks}
         # Mergeable Ingresses.

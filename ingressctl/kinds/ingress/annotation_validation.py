@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ingressctl.kinds.ingress.annotation_table import AnnotationTable
 from ingressctl.kinds.ingress.annotation_validators import AnnotationContext, AnnotationValidator
 from ingressctl.kinds.ingress.annotations import annotation_error, check_annotations
 from ingressctl.kinds.ingress.annotations_nginx_org import MERGEABLE_INGRESS_TYPE, NGINX_ORG
@@ -59,18 +60,20 @@ def is_minion(ing: Mapping[str, Any]) -> bool:
 ANNOTATION_VALIDATIONS: Mapping[str, tuple[AnnotationValidator, ...]] = NGINX_ORG.validators
 
 
-def validate_annotations(ing: Mapping[str, Any], *, is_plus: bool = False,
-                         snippets_enabled: bool = False) -> list[FieldError]:
-    """Run `ANNOTATION_VALIDATIONS` over the Ingress's annotations, in sorted name order."""
-    return _validate_annotations(ing, get_annotations(ing), is_plus, snippets_enabled)
+def validate_annotations(ing: Mapping[str, Any], *, is_plus: bool = False, snippets_enabled: bool = False,
+                         table: AnnotationTable = NGINX_ORG) -> list[FieldError]:
+    """Run the validators of `table` (`ANNOTATION_VALIDATIONS`) over the Ingress's annotations, in sorted name
+    order."""
+    return _validate_annotations(ing, get_annotations(ing), is_plus, snippets_enabled, table)
 
 
 def _validate_annotations(ing: Mapping[str, Any], annotations: dict[str, str], is_plus: bool,
-                          snippets_enabled: bool) -> list[FieldError]:
+                          snippets_enabled: bool, table: AnnotationTable) -> list[FieldError]:
     errs: list[FieldError] = []
     services: frozenset[str] | None = None   # the spec's Services: read only for an annotation to check
+    validations = table.validators
     for name in sorted(annotations):
-        validators = ANNOTATION_VALIDATIONS.get(name)
+        validators = validations.get(name)
         if not validators:
             continue
         if services is None:
@@ -85,29 +88,30 @@ def _validate_annotations(ing: Mapping[str, Any], annotations: dict[str, str], i
 
 
 def annotation_errors(ing: Mapping[str, Any], annotations: dict[str, str], *, is_plus: bool = False,
-                      snippets_enabled: bool = False) -> list[FieldError]:
+                      snippets_enabled: bool = False, table: AnnotationTable = NGINX_ORG) -> list[FieldError]:
     """Every annotation error of the Ingress (`annotations` are its `get_annotations`), sorted by field; one
     annotation's errors keep their order."""
     if not annotations:
         return []
-    errs = _validate_annotations(ing, annotations, is_plus, snippets_enabled)
+    errs = _validate_annotations(ing, annotations, is_plus, snippets_enabled, table)
     failed = {e.field.removeprefix("annotations.") for e in errs}
-    errs.extend(_validate_annotation_values(annotations, snippets_enabled, failed))
+    errs.extend(_validate_annotation_values(annotations, snippets_enabled, failed, table))
     errs.sort(key=lambda e: e.field)
     return errs
 
 
 def validate_annotation_values(ing: Mapping[str, Any], *, snippets_enabled: bool = False,
-                               skip: Iterable[str] = ()) -> list[FieldError]:
-    """The values the config generator would refuse (`configs.annotations.check_annotations`), as field
+                               skip: Iterable[str] = (),
+                               table: AnnotationTable = NGINX_ORG) -> list[FieldError]:
+    """The values the config generator would refuse (`annotations.check_annotations`), as field
     errors `annotations.<name>: Invalid value: "<value>": <detail>`. Covers what NIC's validation lets through
     and only logs later: every `nginx.org/limit-req-*` value, unknown NGINX variables, zone sizes NGINX
     refuses, ... Annotations named in `skip` (already reported by `validate_annotations`) are left out."""
-    return _validate_annotation_values(get_annotations(ing), snippets_enabled, skip)
+    return _validate_annotation_values(get_annotations(ing), snippets_enabled, skip, table)
 
 
 def _validate_annotation_values(all_annotations: dict[str, str], snippets_enabled: bool,
-                                skip: Iterable[str]) -> list[FieldError]:
+                                skip: Iterable[str], table: AnnotationTable) -> list[FieldError]:
     if not all_annotations:
         return []
     skipped = set(skip)
@@ -115,7 +119,7 @@ def _validate_annotation_values(all_annotations: dict[str, str], snippets_enable
     if not annotations:
         return []
     errs: list[FieldError] = []
-    for msg in check_annotations(annotations, snippets_enabled=snippets_enabled):
+    for msg in check_annotations(annotations, snippets_enabled=snippets_enabled, table=table):
         errs.append(_annotation_value_error(msg, annotations))
     return errs
 

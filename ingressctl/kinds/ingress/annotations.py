@@ -30,14 +30,13 @@ from typing import Any
 
 from ingressctl.configs import directive_values
 from ingressctl.configs.configmaps import ConfigParams
+from ingressctl.kinds.ingress.annotation_table import AnnotationTable
 from ingressctl.kinds.ingress.annotations_nginx_org import NGINX_ORG
 
 _DEFAULT_PARAMS = ConfigParams()  # frozen: shared by every check_annotations call
-TABLE = NGINX_ORG
-_FROM, _TO = TABLE.proxy_redirect  # nginx.org/proxy-redirect-from, -to: one value of two annotations
-MASTER_DENYLIST = TABLE.master_denied
-MINION_DENYLIST = TABLE.minion_denied
-MINION_INHERITANCE_LIST = TABLE.minion_inherited
+MASTER_DENYLIST = NGINX_ORG.master_denied
+MINION_DENYLIST = NGINX_ORG.minion_denied
+MINION_INHERITANCE_LIST = NGINX_ORG.minion_inherited
 
 
 @dataclass(frozen=True)
@@ -60,9 +59,10 @@ def annotation_error(name: str, value: str, detail: str) -> str:
 
 
 def parse_annotations(annotations: Mapping[str, Any] | None, base: ConfigParams, *,
-                      snippets_enabled: bool = False) -> tuple[IngressAnnotations, list[str]]:
-    """Apply an Ingress's annotations to the ConfigMap params; returns the result and warnings. Invalid values
-    are not applied and are listed in `errors` of the result."""
+                      snippets_enabled: bool = False,
+                      table: AnnotationTable = NGINX_ORG) -> tuple[IngressAnnotations, list[str]]:
+    """Apply an Ingress's annotations (those of `table`) to the ConfigMap params; returns the result and
+    warnings. Invalid values are not applied and are listed in `errors` of the result."""
     annotations = annotations or {}
     warnings: list[str] = []
     errors: list[str] = []
@@ -79,7 +79,7 @@ def parse_annotations(annotations: Mapping[str, Any] | None, base: ConfigParams,
             errors.append(annotation_error(name, raw, str(e)))
             return False, None
 
-    fields = TABLE.fields
+    fields = table.fields
     for name in sorted(annotations):
         row = fields.get(name)
         if row is None:
@@ -88,26 +88,29 @@ def parse_annotations(annotations: Mapping[str, Any] | None, base: ConfigParams,
             warnings.append(f"annotation {name} is ignored: snippets are not enabled (--enable-snippets)")
             continue
         ok, value = parse(name, row.parse)  # type: ignore[arg-type]  # a FIELD row has a parser
-        if ok and row.ignored_with not in annotations and (not row.requires or row.requires in annotations):
+        if ok and not (row.ignored_with and row.ignored_with in annotations) and not (
+                row.requires and row.requires not in annotations):
             overrides[row.sets] = value
 
-    for row in TABLE.ignorable:  # e.g. nginx.org/ssl-redirect wins over ingress.kubernetes.io/ssl-redirect
+    for row in table.ignorable:  # e.g. nginx.org/ssl-redirect wins over ingress.kubernetes.io/ssl-redirect
         if row.key in annotations:
             if row.ignored_with in annotations:
                 warnings.append(f"annotation {row.key} is ignored: {row.ignored_with} is set")
             elif row.deprecated:
                 warnings.append(f"annotation {row.key} is deprecated: use {row.ignored_with} instead")
-    if _FROM.key in annotations or _TO.key in annotations:
-        name = _FROM.key if _FROM.key in annotations else _TO.key
-        ok, value = parse(name, lambda _: directive_values.parse_proxy_redirect(
-            annotations.get(_FROM.key), annotations.get(_TO.key)))
-        if ok:
-            overrides[_FROM.sets] = value
-    for row in TABLE.requiring:  # e.g. a realm without nginx.org/basic-auth-secret
+    if table.proxy_redirect:  # nginx.org/proxy-redirect-from and -to: one value of two annotations
+        frm, to = table.proxy_redirect
+        if frm.key in annotations or to.key in annotations:
+            name = frm.key if frm.key in annotations else to.key
+            ok, value = parse(name, lambda _: directive_values.parse_proxy_redirect(
+                annotations.get(frm.key), annotations.get(to.key)))
+            if ok:
+                overrides[frm.sets] = value
+    for row in table.requiring:  # e.g. a realm without nginx.org/basic-auth-secret
         if row.key in annotations and row.requires not in annotations:
             warnings.append(f"annotation {row.key} is ignored: {row.requires} is not set")
 
-    for group in TABLE.groups:  # all or nothing (HSTS)
+    for group in table.groups:  # all or nothing (HSTS)
         leader = group[0].key
         present = [r for r in group if r.key in annotations]
         if not present:
@@ -125,7 +128,7 @@ def parse_annotations(annotations: Mapping[str, Any] | None, base: ConfigParams,
             overrides.update(values)
 
     extra: dict[str, Any] = {}
-    for row in TABLE.per_ingress:
+    for row in table.per_ingress:
         if row.key in annotations:
             ok, value = parse(row.key, row.parse)  # type: ignore[arg-type]  # an INGRESS row has a parser
             if ok:
@@ -134,31 +137,36 @@ def parse_annotations(annotations: Mapping[str, Any] | None, base: ConfigParams,
     return IngressAnnotations(params=params, errors=tuple(errors), **extra), warnings
 
 
-def check_annotations(annotations: Mapping[str, Any] | None, *, snippets_enabled: bool = False) -> list[str]:
+def check_annotations(annotations: Mapping[str, Any] | None, *, snippets_enabled: bool = False,
+                      table: AnnotationTable = NGINX_ORG) -> list[str]:
     """The errors `parse_annotations` would report: one message per invalid annotation value."""
-    anns, _ = parse_annotations(annotations, _DEFAULT_PARAMS, snippets_enabled=snippets_enabled)
+    anns, _ = parse_annotations(annotations, _DEFAULT_PARAMS, snippets_enabled=snippets_enabled, table=table)
     return list(anns.errors)
 
 
-def master_annotations(annotations: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+def master_annotations(annotations: Mapping[str, str],
+                       table: AnnotationTable = NGINX_ORG) -> tuple[dict[str, str], list[str]]:
     """A master's annotations without those a master may not have; and the removed names (sorted)."""
-    removed = sorted(k for k in annotations if k in MASTER_DENYLIST)
-    return {k: v for k, v in annotations.items() if k not in MASTER_DENYLIST}, removed
+    denied = table.master_denied
+    removed = sorted(k for k in annotations if k in denied)
+    return {k: v for k, v in annotations.items() if k not in denied}, removed
 
 
-def minion_annotations(annotations: Mapping[str, str],
-                       master: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+def minion_annotations(annotations: Mapping[str, str], master: Mapping[str, str],
+                       table: AnnotationTable = NGINX_ORG) -> tuple[dict[str, str], list[str]]:
     """A minion's effective annotations: the master's inheritable ones it does not set itself, the merged
     ones combined (`proxy-set-headers`: the minion wins per header), minus those a minion may not have.
     Returns them and the removed names (sorted)."""
     result = dict(annotations)
+    inherited = table.minion_inherited
     for k, v in master.items():
-        if k in MINION_INHERITANCE_LIST and k not in result:
+        if k in inherited and k not in result:
             result[k] = v
-    for k, merge in TABLE.minion_merged.items():  # nginx.org/proxy-set-headers
+    for k, merge in table.minion_merged.items():  # nginx.org/proxy-set-headers
         if k in master:
             result[k] = merge(master[k], annotations.get(k))
-    removed = sorted(k for k in result if k in MINION_DENYLIST)
+    denied = table.minion_denied
+    removed = sorted(k for k in result if k in denied)
     for k in removed:
         del result[k]
     return result, removed
