@@ -7,7 +7,7 @@ Guarantees:
   and its test; the docs tables are generated from the rows (`annotation_docs.py`).
 - The value parsers of this family's own syntaxes (`parse_rewrites`, `parse_service_list`, ...) are here;
   they raise `ValueError` with a detail that does not repeat the value, as `configs.parsing` does.
-- The key constants are the only spelling of these keys in the project's code.
+- Other modules import the key constants here instead of spelling a key again.
 """
 
 from __future__ import annotations
