@@ -1,8 +1,9 @@
-"""The documentation cannot rot: the README's flag table is the parser's, every annotation, ConfigMap key and
-metric the code supports is documented (and nothing it does not support), and the README's demo curl lines
-work against the real demo (devcluster + controller + NGINX).
+"""The documentation cannot rot: the README's flag table is the parser's, docs/annotations.md's tables are the
+annotation table's, every annotation, ConfigMap key and metric the code supports is documented (and nothing
+it does not support), and the README's demo curl lines work against the real demo (devcluster + controller +
+NGINX).
 
-Regenerate the README's flag tables and docs/policies.md's type table with
+Regenerate the README's flag tables, docs/policies.md's type table and docs/annotations.md's tables with
 `python -m tests.integration.test_app_docs --write`.
 """
 
@@ -154,13 +155,19 @@ def table_names(doc: str) -> set[str]:
 
 
 def supported_annotations() -> set[str]:
-    from ingressctl.kinds.ingress import annotations
-    from ingressctl.kinds.ingress.annotation_validation import ANNOTATION_VALIDATIONS
+    from ingressctl.kinds.ingress.annotations_nginx_org import NGINX_ORG
 
-    names = set(ANNOTATION_VALIDATIONS) | set(annotations.ANNOTATIONS_BY_NAME)
-    names |= {annotations.HSTS, *annotations.HSTS_RELATED, annotations.MERGEABLE_INGRESS_TYPE}
-    names |= {name for name, _, _ in annotations._PER_INGRESS}  # per-Ingress annotations (rewrites, ...)
-    return names
+    return set(NGINX_ORG.by_key)
+
+
+def test_annotation_docs_tables_match_the_annotation_table() -> None:
+    """Each generated block of docs/annotations.md (one table per section, and the mergeable lists) is what
+    the rows of the annotation table make of it now."""
+    from ingressctl.kinds.ingress.annotation_docs import blocks, read_blocks
+    from ingressctl.kinds.ingress.annotations_nginx_org import NGINX_ORG
+
+    assert read_blocks(read("docs/annotations.md"), NGINX_ORG) == blocks(NGINX_ORG), \
+        "docs/annotations.md tables are stale: run python -m tests.integration.test_app_docs --write"
 
 
 def test_every_supported_annotation_is_documented_and_nothing_else() -> None:
@@ -275,6 +282,9 @@ def test_readme_demo_curl_lines_work_against_the_demo() -> None:
 
 
 def _write() -> None:
+    from ingressctl.kinds.ingress.annotation_docs import replace_blocks
+    from ingressctl.kinds.ingress.annotations_nginx_org import NGINX_ORG
+
     text = read("README.md")
     for begin, end, table in ((BEGIN, END, flag_table()), (NIC_BEGIN, NIC_END, nic_flag_table())):
         start, stop = text.index(begin) + len(begin), text.index(end)
@@ -285,7 +295,10 @@ def _write() -> None:
     start, stop = policies.index(POLICY_BEGIN) + len(POLICY_BEGIN), policies.index(POLICY_END)
     with open(os.path.join(REPO, "docs", "policies.md"), "w", encoding="utf-8") as f:
         f.write(policies[:start] + "\n" + policy_type_table() + "\n" + policies[stop:])
-    print("README.md flag tables and docs/policies.md's type table updated")
+    docs = replace_blocks(read("docs/annotations.md"), NGINX_ORG)
+    with open(os.path.join(REPO, "docs", "annotations.md"), "w", encoding="utf-8") as f:
+        f.write(docs)
+    print("README.md flag tables, docs/policies.md's type table and docs/annotations.md's tables updated")
 
 
 if __name__ == "__main__":

@@ -26,9 +26,8 @@ from ingressctl.configs.configmaps import (
 )
 from ingressctl.configs.parsing import size_bytes
 from ingressctl.configs.templates import TemplateExecutor
-from ingressctl.kinds.ingress.annotation_validation import ANNOTATION_VALIDATIONS
+from ingressctl.kinds.ingress.annotation_table import Handling
 from ingressctl.kinds.ingress.annotations import (
-    ANNOTATIONS,
     MASTER_DENYLIST,
     MINION_DENYLIST,
     MINION_INHERITANCE_LIST,
@@ -37,6 +36,7 @@ from ingressctl.kinds.ingress.annotations import (
     minion_annotations,
     parse_annotations,
 )
+from ingressctl.kinds.ingress.annotations_nginx_org import NGINX_ORG
 from ingressctl.kinds.ingress.config import AnnotationError, generate_nginx_config
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
 from ingressctl.kinds.ingress.validation import validate_ingress
@@ -76,14 +76,13 @@ def valid(annotations: dict[str, str], **kw: Any) -> None:
 # ------------------------------------------------------------------------------------------- annotations
 
 def test_every_validated_oss_annotation_is_rendered() -> None:
-    handled = {a.name for a in ANNOTATIONS} | {
-        "nginx.org/mergeable-ingress-type", "nginx.org/hsts", "nginx.org/hsts-max-age",
-        "nginx.org/hsts-include-subdomains", "nginx.org/hsts-behind-proxy", "nginx.org/rewrites",
-        "nginx.org/websocket-services", "nginx.org/ssl-services", "nginx.org/grpc-services",
-        "nginx.org/path-regex", "nginx.org/proxy-redirect-from", "nginx.org/proxy-redirect-to",
-        "nginx.org/policies"}  # rendered by configs.ingress_policies
-    oss = {n for n in ANNOTATION_VALIDATIONS if not n.startswith("nginx.com/")}
-    assert oss <= handled, oss - handled
+    """Every open-source annotation NIC validates is read by something: the parser, the Ingress's Policies
+    (nginx.org/policies) or the model (nginx.org/mergeable-ingress-type)."""
+    oss = [r for r in NGINX_ORG.rows if r.checks and not r.needs_plus]
+    assert len(oss) > 40
+    assert [r.key for r in oss if r.handling is Handling.NONE] == []
+    assert {r.key for r in oss if r.handling in (Handling.POLICIES, Handling.MERGEABLE)} == {
+        "nginx.org/policies", "nginx.org/mergeable-ingress-type"}
 
 
 def test_proxy_timeouts_body_size_and_buffers() -> None:

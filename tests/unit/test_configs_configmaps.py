@@ -12,7 +12,8 @@ from ingressctl.configs.configmaps import (
     parse_config_map,
 )
 from ingressctl.configs.parsing import parse_lb_method, parse_size, parse_time
-from ingressctl.kinds.ingress.annotations import ANNOTATIONS, parse_annotations, parse_rewrites
+from ingressctl.kinds.ingress.annotations import parse_annotations
+from ingressctl.kinds.ingress.annotations_nginx_org import NGINX_ORG, parse_rewrites
 from ingressctl.settings import NginxSettings, Settings
 
 
@@ -93,7 +94,7 @@ def test_sizes_and_lb_methods() -> None:
 
 
 def test_annotation_table_and_overrides() -> None:
-    assert {a.name for a in ANNOTATIONS} >= {
+    assert set(NGINX_ORG.fields) >= {
         "nginx.org/proxy-connect-timeout", "nginx.org/proxy-read-timeout", "nginx.org/client-max-body-size",
         "nginx.org/redirect-to-https"}
     base = ConfigParams(proxy_read_timeout="30s")

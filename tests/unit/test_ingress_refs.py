@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from ingressctl.kinds.ingress.refs import BASIC_AUTH_SECRET, IngressSecrets, ingress_secrets
+from ingressctl.kinds.ingress.annotations_nginx_org import BASIC_AUTH_SECRET
+from ingressctl.kinds.ingress.refs import IngressSecrets, ingress_secrets
 
 
 def test_tls_secrets_in_order_then_basic_auth_unique() -> None:

@@ -34,7 +34,8 @@ from ingressctl.configs.configmaps import (
 )
 from ingressctl.configs.parsing import LB_METHODS
 from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
-from ingressctl.kinds.ingress.annotations import ANNOTATIONS
+from ingressctl.kinds.ingress.annotation_table import Handling
+from ingressctl.kinds.ingress.annotations_nginx_org import NGINX_ORG
 from ingressctl.kinds.ingress.config import (
     AnnotationError,
     generate_nginx_config,
@@ -50,12 +51,9 @@ TEMPLATES = TemplateExecutor()
 HOST = "fuzz.example.com"
 NOT_FUZZED_CONFIG_MAP_KEYS = {"main-template", "ingress-template", "main-snippets", "http-snippets",
                               "server-snippets", "location-snippets"}
-ANNOTATION_NAMES = sorted({a.name for a in ANNOTATIONS} | {
-    "nginx.org/hsts", "nginx.org/hsts-max-age", "nginx.org/hsts-include-subdomains",
-    "nginx.org/hsts-behind-proxy",
-    "nginx.org/rewrites", "nginx.org/websocket-services", "nginx.org/ssl-services", "nginx.org/grpc-services",
-    "nginx.org/path-regex", "nginx.org/mergeable-ingress-type", "nginx.org/proxy-redirect-from",
-    "nginx.org/proxy-redirect-to"})
+# Every annotation the parser or the model reads (not the Policies, which have fuzz tests of their own).
+ANNOTATION_NAMES = sorted(r.key for r in NGINX_ORG.rows if r.handling in (
+    Handling.FIELD, Handling.INGRESS, Handling.PROXY_REDIRECT, Handling.MERGEABLE))
 CONFIG_MAP_NAMES = sorted(set(CONFIG_MAP_KEYS) - NOT_FUZZED_CONFIG_MAP_KEYS)
 
 # Values that pass validation, so that fuzzed variations reach the generator and the templates.

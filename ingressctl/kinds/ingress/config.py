@@ -73,10 +73,7 @@ from ingressctl.configs.config import (
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.controller.model import CATCH_ALL_HOST
 from ingressctl.controller.secrets import ERROR_SECRET_MISSING
-from ingressctl.kinds.ingress.annotations import (
-    master_annotations,
-    minion_annotations,
-)
+from ingressctl.kinds.ingress.annotations import master_annotations, minion_annotations
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.locations import (
     ENDPOINT,

@@ -29,6 +29,7 @@ from ingressctl.controller.model import Resource
 from ingressctl.controller.status import KindStatusWriter
 from ingressctl.k8s.resource import INGRESSES
 from ingressctl.keys import INGRESS_KIND, ResourceKey
+from ingressctl.kinds.ingress.annotations_nginx_org import USE_CLUSTER_IP
 from ingressctl.kinds.ingress.endpoint_warnings import (
     REASON_NO_ENDPOINTS,
     EndpointWarnings,
@@ -40,8 +41,6 @@ from ingressctl.kinds.ingress.refs import ingress_backends, ingress_secrets
 from ingressctl.kinds.policy.refs import REASON_REJECTED, IngressPolicyResolver
 from ingressctl.secret_types import SecretReference
 from ingressctl.validation import parse_go_bool
-
-USE_CLUSTER_IP_ANNOTATION = "nginx.org/use-cluster-ip"
 
 
 def referenced_secret_keys(ingresses: Iterable[Mapping[str, Any]],
@@ -170,7 +169,7 @@ class IngressBuilder:
         ns = str(meta.get("namespace") or "")
         annotations = meta.get("annotations") or {}
         # Go's strconv.ParseBool, as validation checks it (an invalid value never gets this far).
-        use_cluster_ip = parse_go_bool(str(annotations.get(USE_CLUSTER_IP_ANNOTATION, ""))) is True
+        use_cluster_ip = parse_go_bool(str(annotations.get(USE_CLUSTER_IP, ""))) is True
         warnings: list[str] = []
         endpoints: dict[str, list[str]] = {}
         seen: set[str] = set()

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from ingressctl.configs.config import IngressNginxConfig, Location, Server
 from ingressctl.configs.configmaps import StaticConfigParams
 from ingressctl.configs.quoting import quote, token
+from ingressctl.kinds.ingress.annotations_nginx_org import POLICIES
 from ingressctl.kinds.ingress.ingress_ex import IngressEx
 from ingressctl.policies import policy_type_of
 from ingressctl.policies.base import (
@@ -44,7 +45,7 @@ from ingressctl.policies.base import (
 )
 from ingressctl.policies.generator import generate_policies, policy_context_params
 
-POLICIES_ANNOTATION = "nginx.org/policies"
+POLICIES_ANNOTATION = POLICIES
 INGRESS_POLICY_TYPES = frozenset({"accessControl", "cors", "egressMTLS", "externalAuth", "ingressMTLS"})
 INGRESS_OWNER = "ingress"
 

@@ -14,9 +14,9 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, NamedTuple
+from typing import Any, NamedTuple
 
-BASIC_AUTH_SECRET: Final = "nginx.org/basic-auth-secret"
+from ingressctl.kinds.ingress.annotations_nginx_org import BASIC_AUTH_SECRET
 
 Backend = tuple[str, int | str]
 

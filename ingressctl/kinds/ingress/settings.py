@@ -34,11 +34,8 @@ from ingressctl.configs.config import (
 )
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.directive_values import StickyCookie
-from ingressctl.kinds.ingress.annotations import (
-    ADD_HEADER_INHERIT,
-    STICKY_COOKIE_SERVICES,
-    parse_annotations,
-)
+from ingressctl.kinds.ingress.annotations import parse_annotations
+from ingressctl.kinds.ingress.annotations_nginx_org import ADD_HEADER_INHERIT, STICKY_COOKIE_SERVICES
 
 
 def location_settings(p: ConfigParams, buffers_ok: bool, proxy_set_headers: tuple[ProxySetHeader, ...],

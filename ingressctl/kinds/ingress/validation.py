@@ -20,10 +20,11 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ingressctl.kinds.ingress.annotation_validation import (
+from ingressctl.kinds.ingress.annotation_validation import annotation_errors, get_annotations
+from ingressctl.kinds.ingress.annotations_nginx_org import (
+    LISTEN_PORTS,
+    LISTEN_PORTS_SSL,
     MERGEABLE_INGRESS_TYPE,
-    annotation_errors,
-    get_annotations,
 )
 from ingressctl.validation import (
     DNS1035_LABEL_RE,
@@ -296,7 +297,7 @@ def _empty_host_errors(ing: Mapping[str, Any], field: str) -> list[FieldError]:
     share the default server across namespaces)."""
     errs: list[FieldError] = []
     annotations = get_annotations(ing)
-    for name in ("nginx.org/listen-ports", "nginx.org/listen-ports-ssl"):
+    for name in (LISTEN_PORTS, LISTEN_PORTS_SSL):
         if name in annotations:
             errs.append(forbidden(f"annotations.{name}", "not allowed with a rule without a host"))
     for i, raw_tls in enumerate(_as_list(_as_dict(ing.get("spec")).get("tls"))):
