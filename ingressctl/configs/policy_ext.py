@@ -12,7 +12,8 @@ Guarantees (for validated policies):
   uses only the kind it proxies with). First per context wins (warning).
 - cache: the zone `proxy_cache_path` at http level (one per owner and zone name), `proxy_cache...` in the
   context. First per context wins (warning).
-- cors: the origin map at http level when needed; the `add_header` and preflight lines always go in the
+- cors: the origin map at http level when needed (one http item, so that the owner's de-duplication of
+  http items never merges two maps' lines); the `add_header` and preflight lines always go in the
   locations (NIC copies a spec-level CORS policy onto every route without one: `PolicyResult.inherited`).
   First per context wins (warning).
 - externalAuth: the auth upstream at http level (the auth Service's endpoints from the context, the 502
@@ -136,7 +137,9 @@ def render_cors(spec: Mapping[str, Any], ctx: PolicyContext) -> PolicyResult:
     owner_type = "ing" if ctx.owner_kind == INGRESS_OWNER else "vs"
     variable = cors_origin_variable(ctx.owner_namespace, ctx.owner_name, owner_type, ctx.policy_namespace,
                                     ctx.policy_name, _vsr(ctx))
-    origin, http = cors_origin(spec, variable)
+    origin, map_lines = cors_origin(spec, variable)
+    # The map is one http-level item: owners deduplicate http items, and two maps share lines (`}`).
+    http = ["\n".join(map_lines)] if map_lines else []
     lines = cors_lines(spec, origin)
     if ctx.is_server_level:
         return PolicyResult(http=http, inherited={"cors": lines})
