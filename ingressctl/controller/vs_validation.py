@@ -5,8 +5,9 @@ Guarantees:
   (`spec.upstreams[1].name: Duplicate value: "tea"`); an object with any error is not configured.
 - Every string field that reaches the NGINX configuration is checked here: names and paths against NIC's
   patterns, strings with variables (redirect URLs, return bodies, header values) against NIC's variable
-  allow-lists (`${name}` only, no unescaped `"`), and no field may carry a control character. Together with
-  the template's quoting filters no field can add an NGINX directive.
+  allow-lists (`${name}` only, no unescaped `"`), and no field may carry a control character (but a return
+  body a newline, tab or carriage return, as in NIC; it is rendered as its NGINX escape). Together with the
+  template's quoting filters no field can add an NGINX directive.
 - `plus_only_warnings(obj)` lists the NGINX Plus fields the object uses; they are accepted and ignored with
   a warning ("... requires NGINX Plus"), so the resource's state is Warning.
 - Cross-resource checks (missing Service, Secret or Policy) are never validation errors.
@@ -49,6 +50,9 @@ _VAR = re.compile(r"\$\{([^}]*)\}")
 _ARG_NAME = re.compile(r"[_A-Za-z0-9]+")
 _RETURN_TYPE = re.compile(r'[^"{};\\]*')
 _REWRITE = re.compile(r'(?:[^$"\\{};\s]|\$[0-9])*')
+# A return body: NIC's escaped string; raw LF, TAB and CR allowed, no `\` before a control character.
+_BODY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_BODY_ESCAPED = re.compile(r'(?:[^"\\]|\\[^\x00-\x1f\x7f])*')
 
 REDIRECT_CODES = (301, 302, 307, 308)
 NEXT_UPSTREAM = ("error", "timeout", "invalid_header", "http_500", "http_502", "http_503", "http_504",
@@ -81,19 +85,20 @@ PLUS_UPSTREAM_FIELDS = ("healthCheck", "slow-start", "queue", "ntlm", "backup", 
 _d, _l, _s = as_dict, as_list, as_str
 
 
-def _control(field: str, value: str) -> list[FieldError]:
-    if _CONTROL.search(value):
+def _control(field: str, value: str, control: re.Pattern[str] = _CONTROL) -> list[FieldError]:
+    if control.search(value):
         return [invalid(field, value, "must not contain control characters")]
     return []
 
 
 def validate_variables(field: str, value: str, allowed: frozenset[str], *,
-                       prefixes: tuple[str, ...] = VAR_PREFIXES) -> list[FieldError]:
-    """NIC's `validateStringWithVariables`: `${name}` only, from the allow-list, `"` escaped."""
-    errs = _control(field, value)
+                       prefixes: tuple[str, ...] = VAR_PREFIXES, body: bool = False) -> list[FieldError]:
+    """NIC's `validateStringWithVariables`: `${name}` only, from the allow-list, `"` escaped (`body`: the
+    control characters and escapes of a return body)."""
+    errs = _control(field, value, _BODY_CONTROL if body else _CONTROL)
     if value.endswith("$"):
         errs.append(invalid(field, value, "must not end with $"))
-    if not _ESCAPED.fullmatch(value):
+    if not (_BODY_ESCAPED if body else _ESCAPED).fullmatch(value):
         errs.append(invalid(field, value, 'a valid string must have all \'"\' escaped'))
     rest = _VAR.sub("", value)
     if "$" in rest.rstrip("$"):
@@ -278,7 +283,7 @@ def _validate_return(field: str, r: Mapping[str, Any], body_vars: frozenset[str]
     if not isinstance(body, str) or body == "":
         errs.append(required(f"{field}.body"))
     else:
-        errs.extend(validate_variables(f"{field}.body", body, body_vars, prefixes=prefixes))
+        errs.extend(validate_variables(f"{field}.body", body, body_vars, prefixes=prefixes, body=True))
     errs.extend(_validate_headers(f"{field}.headers", _l(r.get("headers")), values=header_vars))
     return errs
 
