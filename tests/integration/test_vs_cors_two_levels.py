@@ -2,7 +2,8 @@
 (a wildcard and a literal origin), applied with kubectl from one multi-document file in the form NIC 5.5's
 custom-resources/cors example publishes (comments, `---`): both origin maps load, each route answers
 preflights and simple requests with its own policy's headers, the wildcard matches on its route only, and
-an origin no policy allows gets no Access-Control-Allow-Origin."""
+an origin no policy allows gets no Access-Control-Allow-Origin. The same two policies on a mergeable
+Ingress master and one of its minions."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import NS, Env
+from ingressctl.controller.vs_kind import VIRTUALSERVERS
+from tests.integration.harness import NS, Env, rule
 from tests.integration.policy_helpers import policy_env, wait_policy_state
 from tests.integration.policy_servers import Response, call
 from tests.integration.vs_helpers import wait_vs_state
@@ -83,3 +85,31 @@ def test_cors_policies_on_the_virtual_server_and_on_a_route_from_published_manif
         get = call(port, HOST, "/prod/", headers={"Origin": origin})
         assert get.backend == "webapp", origin
         _assert_cors(get, ROUTE_HEADERS, origin if allowed else None, f"GET /prod {origin}")
+
+
+def test_cors_policies_on_a_mergeable_master_and_its_minion(env: Env) -> None:
+    """The same two policies on the Ingress side: the master's (three origins) for the server, the minion's
+    (wildcard) on its paths; both maps are in the master's file."""
+    policy_env(env)
+    env.service("webapp-svc")
+    env.endpoints("webapp-svc", [env.backend("webapp")])
+    applied = Kubectl(env.kubeconfig, env.tmp).run("apply", "-n", NS, "-f", str(MANIFESTS))
+    assert applied.returncode == 0, applied.stderr
+    env.kube.delete(VIRTUALSERVERS, NS, "webapp")
+    host = "ing.example.com"
+    env.ingress("master", [{"host": host}], annotations={
+        "nginx.org/mergeable-ingress-type": "master", "nginx.org/policies": "cors-policy"})
+    for name, path, extra in (("test", "/test", {}),
+                              ("prod", "/prod", {"nginx.org/policies": "wildcard-cors-policy"})):
+        env.ingress(name, [rule(host, (path, "webapp-svc"))],
+                    annotations={"nginx.org/mergeable-ingress-type": "minion", **extra})
+    c = env.controller()
+    c.wait_backend(host, "/prod", "webapp")
+    pre = call(c.http_port, host, "/test", method="OPTIONS", headers={"Origin": "https://admin.example.com"})
+    assert pre.status == 204 and pre.headers.get("access-control-allow-origin") == "https://admin.example.com"
+    assert pre.headers["access-control-max-age"] == "3600"
+    pre = call(c.http_port, host, "/prod", method="OPTIONS", headers={"Origin": "https://shop.example.com"})
+    assert pre.status == 204 and pre.headers.get("access-control-allow-origin") == "https://shop.example.com"
+    assert pre.headers["access-control-max-age"] == "86400"
+    r = call(c.http_port, host, "/prod", headers={"Origin": "https://example.com"})
+    assert r.backend == "webapp" and "access-control-allow-origin" not in r.headers
