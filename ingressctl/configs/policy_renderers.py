@@ -21,7 +21,7 @@ Guarantees (for validated policies; every user value goes through `configs.quoti
   SHA-256, which needs njs) for rate-limit keys and tiers. Both variables exist everywhere (empty
   outside such contexts: the main configuration defines them). A second apiKey in one context is an
   error (500).
-- jwt, oidc: NGINX Plus only: the context fails closed (500) with the warning "... requires NGINX Plus".
+- jwt, oidc, waf: NGINX Plus only: the context fails closed (500) with the warning "... requires NGINX Plus".
 """
 
 from __future__ import annotations
@@ -210,3 +210,4 @@ register_policy_renderer("basicAuth", render_basic_auth, {"secret": SECRET_TYPE_
 register_policy_renderer("apiKey", render_api_key, {"clientSecret": SECRET_TYPE_APIKEY})
 register_policy_renderer("jwt", _plus_only("JWT"))
 register_policy_renderer("oidc", _plus_only("OIDC"))
+register_policy_renderer("waf", _plus_only("WAF"))

@@ -1,5 +1,5 @@
-"""Validators of the policy types accessControl, rateLimit, basicAuth, apiKey, jwt and oidc (NIC's rules and
-messages), registered in `policy_validation.POLICY_TYPE_VALIDATORS` on import.
+"""Validators of the policy types accessControl, rateLimit, basicAuth, apiKey, jwt, oidc and waf (NIC's rules
+and messages), registered in `policy_validation.POLICY_TYPE_VALIDATORS` on import.
 
 Guarantees:
 - accessControl: exactly one of `allow` / `deny`, every entry an IPv4/IPv6 address or CIDR.
@@ -11,12 +11,13 @@ Guarantees:
   exactly one of `variables` (one entry, `$request_method` or `$apikey_client_name`, a `match` without
   whitespace or quotes, a valid regex after `~`) and `jwt` (NGINX Plus only: forbidden otherwise).
   The `apikey_` variables a key may use are the two an apiKey policy sets: `apikey_client_name` and
-  `apikey_auth_token`.
+  `apikey_auth_token`; `${jwt_claim_*}` and `${jwt_header_*}` are NGINX Plus only (NIC's `Forbidden: is
+  only supported in NGINX Plus` otherwise).
 - basicAuth: `secret` a DNS-1123 subdomain, `realm` without `$`, unescaped `"` or control characters.
 - apiKey: at least one header or query name; header names are HTTP tokens, query names `[_A-Za-z0-9]+`;
   `clientSecret` a DNS-1123 subdomain.
-- jwt / oidc (NGINX Plus features, accepted here and never rendered): the required fields and the
-  shape of every string.
+- jwt / oidc / waf (NGINX Plus features, accepted here and never rendered): the required fields and the
+  shape of every string (waf: `apPolicy` and `apBundle` are mutually exclusive, as in NIC).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ ZONE_SIZE = re.compile(r"(\d+)([kKmM]?)")
 RATE_LIMIT_KEY_VARS = frozenset({"binary_remote_addr", "request_uri", "uri", "args", "request_method",
                                  "apikey_client_name", "apikey_auth_token"})
 RATE_LIMIT_KEY_PREFIXES = ("arg_", "http_", "cookie_")
+PLUS_KEY_VAR = re.compile(r"\$\{(jwt_(?:claim|header)_[_A-Za-z0-9]+)\}")
 LOG_LEVELS = ("info", "notice", "warn", "error")
 QUERY_NAME = re.compile(r"[_A-Za-z0-9]+")
 REALM = re.compile(r'([^"$\\]|\\[^$])*')
@@ -122,7 +124,10 @@ def validate_rate_limit(field: str, spec: Mapping[str, Any],
     if not key:
         errs.append(required(f"{field}.key"))
     else:
-        errs.extend(validate_variables(f"{field}.key", key, RATE_LIMIT_KEY_VARS,
+        plus_only = frozenset(PLUS_KEY_VAR.findall(key))
+        if plus_only and not config.is_plus:
+            errs.append(forbidden(f"{field}.key", "is only supported in NGINX Plus"))
+        errs.extend(validate_variables(f"{field}.key", key, RATE_LIMIT_KEY_VARS | plus_only,
                                        prefixes=RATE_LIMIT_KEY_PREFIXES))
     errs.extend(_zone_size(f"{field}.zoneSize", spec.get("zoneSize")))
     errs.extend(positive_int(f"{field}.burst", spec.get("burst")))
@@ -266,6 +271,16 @@ def validate_jwt(field: str, spec: Mapping[str, Any], config: PolicyValidationCo
     return errs
 
 
+def validate_waf(field: str, spec: Mapping[str, Any], config: PolicyValidationConfig) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if _s(spec.get("apPolicy")) and _s(spec.get("apBundle")):
+        msg = "apPolicy and apBundle fields in the WAF policy are mutually exclusive"
+        errs += [invalid(f"{field}.{name}", spec[name], msg) for name in ("apPolicy", "apBundle")]
+    for name in ("apPolicy", "apBundle"):
+        errs.extend(control(f"{field}.{name}", _s(spec.get(name))))
+    return errs
+
+
 def validate_oidc(field: str, spec: Mapping[str, Any], config: PolicyValidationConfig) -> list[FieldError]:
     errs: list[FieldError] = []
     client_id = _s(spec.get("clientID"))
@@ -297,3 +312,4 @@ register_policy_type("basicAuth", validate_basic_auth)
 register_policy_type("apiKey", validate_api_key)
 register_policy_type("jwt", validate_jwt)
 register_policy_type("oidc", validate_oidc)
+register_policy_type("waf", validate_waf)

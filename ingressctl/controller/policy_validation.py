@@ -48,7 +48,7 @@ PolicyTypeValidator = Callable[[str, Mapping[str, Any], PolicyValidationConfig],
 
 # NIC's order of the types in the "exactly one of" message (OSS types, then the NGINX Plus ones).
 POLICY_TYPE_ORDER: tuple[str, ...] = ("accessControl", "rateLimit", "ingressMTLS", "egressMTLS", "basicAuth",
-                                      "apiKey", "cache", "cors", "externalAuth", "jwt", "oidc")
+                                      "apiKey", "cache", "cors", "externalAuth", "jwt", "oidc", "waf")
 POLICY_TYPE_VALIDATORS: dict[str, PolicyTypeValidator] = {}
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
