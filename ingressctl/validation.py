@@ -266,6 +266,9 @@ ESCAPED = re.compile(r'([^"\\]|\\.)*')              # every `"` escaped
 VAR_PREFIXES = ("arg_", "http_", "cookie_")
 _VAR = re.compile(r"\$\{([^}]*)\}")
 _ARG_NAME = re.compile(r"[_A-Za-z0-9]+")
+# A return body: NIC's escaped string; raw LF, TAB and CR allowed, no `\` before a control character.
+_BODY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_BODY_ESCAPED = re.compile(r'(?:[^"\\]|\\[^\x00-\x1f\x7f])*')
 
 
 def as_dict(v: Any) -> dict[str, Any]:
@@ -282,12 +285,13 @@ def as_str(v: Any) -> str:
 
 
 def validate_variables(field: str, value: str, allowed: frozenset[str], *,
-                       prefixes: tuple[str, ...] = VAR_PREFIXES) -> list[FieldError]:
-    """NIC's `validateStringWithVariables`: `${name}` only, from the allow-list, `"` escaped."""
-    errs = control(field, value)
+                       prefixes: tuple[str, ...] = VAR_PREFIXES, body: bool = False) -> list[FieldError]:
+    """NIC's `validateStringWithVariables`: `${name}` only, from the allow-list, `"` escaped (`body`: the
+    control characters and escapes of a VirtualServer return body, which may hold LF, TAB and CR)."""
+    errs = control(field, value, _BODY_CONTROL if body else CONTROL)
     if value.endswith("$"):
         errs.append(invalid(field, value, "must not end with $"))
-    if not ESCAPED.fullmatch(value):
+    if not (_BODY_ESCAPED if body else ESCAPED).fullmatch(value):
         errs.append(invalid(field, value, 'a valid string must have all \'"\' escaped'))
     rest = _VAR.sub("", value)
     if "$" in rest.rstrip("$"):
@@ -304,9 +308,9 @@ def validate_variables(field: str, value: str, allowed: frozenset[str], *,
     return errs
 
 
-def control(field: str, value: str) -> list[FieldError]:
+def control(field: str, value: str, characters: re.Pattern[str] = CONTROL) -> list[FieldError]:
     """An error when `value` holds a control character (they could end a directive)."""
-    if CONTROL.search(value):
+    if characters.search(value):
         return [invalid(field, value, "must not contain control characters")]
     return []
 

@@ -29,6 +29,7 @@ from ingressctl.policies import (
     jwt,
     oidc,
     rate_limit,
+    waf,
 )
 from ingressctl.policies.base import PolicyType
 from ingressctl.secret_types import SecretType
@@ -45,6 +46,7 @@ POLICY_TYPES: tuple[PolicyType, ...] = (
     external_auth.TYPE,
     jwt.TYPE,
     oidc.TYPE,
+    waf.TYPE,
 )
 POLICY_TYPES_BY_KEY: Mapping[str, PolicyType] = {t.key: t for t in POLICY_TYPES}
 POLICY_SECRET_TYPES: tuple[SecretType, ...] = tuple(

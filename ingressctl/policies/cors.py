@@ -22,7 +22,8 @@ Rendering (NIC 5.4/5.5's OSS rendering):
   `-Max-Age` (86400 by default)) and the preflight: `if ($request_method = 'OPTIONS') { <the same lines>
   add_header Content-Type text/plain; add_header Content-Length 0; return 204; }`.
 - Every value passes a quoting filter: no input can add a directive.
-- cors: the origin map at http level when needed; the `add_header` and preflight lines always go in the
+- cors: the origin map at http level when needed (one http item, so that the owner's de-duplication of
+  http items never merges two maps' lines); the `add_header` and preflight lines always go in the
   locations (NIC copies a spec-level CORS policy onto every route without one: `PolicyResult.inherited`).
   First per context wins (warning).
 """
@@ -228,7 +229,9 @@ def render_cors(spec: Mapping[str, Any], ctx: PolicyContext) -> PolicyResult:
     owner_type = "ing" if ctx.owner_kind == INGRESS_OWNER else "vs"
     variable = cors_origin_variable(ctx.owner_namespace, ctx.owner_name, owner_type, ctx.policy_namespace,
                                     ctx.policy_name, vsr_of(ctx))
-    origin, http = cors_origin(spec, variable)
+    origin, map_lines = cors_origin(spec, variable)
+    # The map is one http-level item: owners deduplicate http items, and two maps share lines (`}`).
+    http = ["\n".join(map_lines)] if map_lines else []
     lines = cors_lines(spec, origin)
     if ctx.is_server_level:
         return PolicyResult(http=http, inherited={"cors": lines})

@@ -9,7 +9,8 @@ Validation:
   exactly one of `variables` (one entry, `$request_method` or `$apikey_client_name`, a `match` without
   whitespace or quotes, a valid regex after `~`) and `jwt` (NGINX Plus only: forbidden otherwise).
   The `apikey_` variables a key may use are the two an apiKey policy sets: `apikey_client_name` and
-  `apikey_auth_token`.
+  `apikey_auth_token`; `${jwt_claim_*}` and `${jwt_header_*}` are NGINX Plus only (NIC's `Forbidden: is
+  only supported in NGINX Plus` otherwise).
 Rendering (every user value goes through `configs.quoting`):
 - rateLimit: one `limit_req_zone <key> zone=pol_rl_<polNs>_<polName>_<ownerNs>_<ownerName>:<size>
   rate=<rate>;` per (policy, owner) at http level, one `limit_req` per policy of the context; dry run, log
@@ -64,6 +65,7 @@ ZONE_SIZE = re.compile(r"(\d+)([kKmM]?)")
 RATE_LIMIT_KEY_VARS = frozenset({"binary_remote_addr", "request_uri", "uri", "args", "request_method",
                                  "apikey_client_name", "apikey_auth_token"})
 RATE_LIMIT_KEY_PREFIXES = ("arg_", "http_", "cookie_")
+PLUS_KEY_VAR = re.compile(r"\$\{(jwt_(?:claim|header)_[_A-Za-z0-9]+)\}")
 LOG_LEVELS = ("info", "notice", "warn", "error")
 TIER_MATCH = re.compile(r"[^\s\"'\x00-\x1f\x7f]+")
 
@@ -98,7 +100,10 @@ def validate_rate_limit(field: str, spec: Mapping[str, Any],
     if not key:
         errs.append(required(f"{field}.key"))
     else:
-        errs.extend(validate_variables(f"{field}.key", key, RATE_LIMIT_KEY_VARS,
+        plus_only = frozenset(PLUS_KEY_VAR.findall(key))
+        if plus_only and not config.is_plus:
+            errs.append(forbidden(f"{field}.key", "is only supported in NGINX Plus"))
+        errs.extend(validate_variables(f"{field}.key", key, RATE_LIMIT_KEY_VARS | plus_only,
                                        prefixes=RATE_LIMIT_KEY_PREFIXES))
     errs.extend(_zone_size(f"{field}.zoneSize", spec.get("zoneSize")))
     errs.extend(positive_int(f"{field}.burst", spec.get("burst")))

@@ -124,7 +124,9 @@ VALID: dict[str, list[str]] = {
     "otel-service-name": ["ingressctl:nginx"], "otel-trace-in-http": ["true"],
 }
 INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nreturn 200;", " ", ";", "\r",
-              "} server { listen 1;", '" ; root /etc ; "', "\x00", "${x}"]
+              "} server { listen 1;", '" ; root /etc ; "', "\x00", "${x}",
+              # Escapes: a backslash before the closing quote, an escaped backslash then a quote, `\$`.
+              '\\"', '\\\\"', "\\$", "\\${host}", "\\n", "\\\n", '\\"; evil on; \\"', "\\\\"]
 HOSTILE = st.text(alphabet=st.sampled_from(list(' \t\n\r;{}"\'\\#$/a=~*^()[],:0123456789sk')), max_size=40)
 
 

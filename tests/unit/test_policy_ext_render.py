@@ -101,8 +101,8 @@ def test_cors_origin_forms_and_spec_level_goes_to_the_locations() -> None:
     assert r.http == [] and 'add_header Vary "Origin" always;' in r.location
     assert 'add_header Access-Control-Allow-Origin "https://a.example.com" always;' in r.location
     r = generate_policies([ref("c", {"cors": {"allowOrigin": ["https://*.example.com"]}})], ctx(LEVEL_SPEC))
-    assert r.http == ["map $http_origin $cors_origin_ns_cafe_vs_ns_c {", '    default "";',
-                      '    "~^https://[^.]+\\\\.example\\\\.com$" $http_origin;', "}"]
+    assert r.http == ["\n".join(["map $http_origin $cors_origin_ns_cafe_vs_ns_c {", '    default "";',
+                                 '    "~^https://[^.]+\\\\.example\\\\.com$" $http_origin;', "}"])]
     assert r.server == [] and r.location == []
     origin = "add_header Access-Control-Allow-Origin $cors_origin_ns_cafe_vs_ns_c always;"
     assert origin in r.inherited["cors"]

@@ -31,7 +31,7 @@ def errors(obj: dict[str, Any]) -> list[str]:
 def test_exactly_one_type_lists_the_registered_types_in_nics_order() -> None:
     msg = ('spec: Invalid value: "": must specify exactly one of: `accessControl`, `rateLimit`, '
            '`ingressMTLS`, `egressMTLS`, `basicAuth`, `apiKey`, `cache`, `cors`, `externalAuth`, `jwt`, '
-           '`oidc`')
+           '`oidc`, `waf`')
     assert errors(policy()) == [msg]
     assert errors(policy(accessControl={"allow": ["10.0.0.1"]}, basicAuth={"secret": "s"})) == [msg]
     assert errors({"metadata": {}, "spec": "nonsense"}) == [msg]

@@ -76,7 +76,7 @@ def test_a_valid_virtual_server_has_no_errors() -> None:
      "spec.routes[0].errorPages[0].codes[0]: Invalid value: 200: must be in the range [300, 599]"),
     ({"tls": {"secret": "s", "redirect": {"basedOn": "header"}}},
      'spec.tls.redirect.basedOn: Unsupported value: "header"'),
-    ({"routes": [{"path": "/", "action": {"return": {"body": "a\nb"}}}]},
+    ({"routes": [{"path": "/", "action": {"return": {"body": "a\x07b"}}}]},
      "must not contain control characters"),
 ])
 def test_nic_field_errors(spec: dict[str, Any], message: str) -> None:

@@ -13,7 +13,8 @@ Guarantees:
   policies in each location of the route (its split and match locations too), http-level lines before the
   server. A context whose policies fail (missing, invalid, bad Secret, NGINX Plus only) answers 500 there (the
   whole server for spec policies) with a warning. Snippets are used only with `enable_snippets`.
-- Redirect and return actions and error pages are NGINX `return` and `error_page` constructs; splits are
+- Redirect and return actions and error pages are NGINX `return` and `error_page` constructs (a return
+  body is written with NGINX's escapes as the user wrote them, as NIC does: `\\n` is a newline); splits are
   `split_clients` on `$request_id`; matches are chained `map`s (all conditions of a match must hold; the
   first matching match wins; otherwise the route's default).
 """
@@ -211,7 +212,7 @@ class _Generator:
                        for h in _l(r.get("headers"))]
             code = int(r.get("code") or 0)
             self.named_returns.append(NamedReturn(name, 200, str(r.get("type") or "text/html"),
-                                                  unescape(r.get("body")), headers))
+                                                  str(r.get("body") or ""), headers))
             if code:
                 out.append((" ".join(map(str, codes)), f"={code}", name))
             else:   # keep the original status: one line per code
@@ -238,7 +239,7 @@ class _Generator:
         if action.get("return") is not None:
             r = _d(action["return"])
             loc.return_ = (int(r.get("code") or 200), str(r.get("type") or "text/plain"),
-                           unescape(r.get("body")))
+                           str(r.get("body") or ""))
             loc.return_headers = [Header(str(_d(h).get("name")), unescape(_d(h).get("value")), True)
                                   for h in _l(r.get("headers"))]
             return loc

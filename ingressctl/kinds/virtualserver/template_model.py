@@ -103,7 +103,7 @@ class VSLocation:
     error_pages: list[tuple[str, str, str]] = field(default_factory=list)   # (codes, "=code" part, target)
     # Actions.
     redirect: tuple[int, str] | None = None
-    return_: tuple[int, str, str] | None = None                              # (code, type, body)
+    return_: tuple[int, str, str] | None = None      # (code, type, body in NGINX's escapes, as NIC has it)
     return_headers: list[Header] = field(default_factory=list)
     # Proxy.
     proxy_pass: str = ""
@@ -133,7 +133,8 @@ class VSLocation:
 
 @dataclass(frozen=True)
 class NamedReturn:
-    """`location @name { default_type; add_header; return code "body"; }` (error pages)."""
+    """`location @name { default_type; add_header; return code "body"; }` (error pages; the body in NGINX's
+    escapes, as NIC renders it)."""
 
     name: str
     code: int

@@ -5,8 +5,9 @@ Guarantees:
   (`spec.upstreams[1].name: Duplicate value: "tea"`); an object with any error is not configured.
 - Every string field that reaches the NGINX configuration is checked here: names and paths against NIC's
   patterns, strings with variables (redirect URLs, return bodies, header values) against NIC's variable
-  allow-lists (`${name}` only, no unescaped `"`), and no field may carry a control character. Together with
-  the template's quoting filters no field can add an NGINX directive.
+  allow-lists (`${name}` only, no unescaped `"`), and no field may carry a control character (but a return
+  body a newline, tab or carriage return, as in NIC; it is rendered as its NGINX escape). Together with the
+  template's quoting filters no field can add an NGINX directive.
 - `plus_only_warnings(obj)` lists the NGINX Plus fields the object uses; they are accepted and ignored with
   a warning ("... requires NGINX Plus"), so the resource's state is Warning.
 - Cross-resource checks (missing Service, Secret or Policy) are never validation errors.
@@ -51,6 +52,9 @@ from ingressctl.validation import ESCAPED as _ESCAPED
 
 _RETURN_TYPE = re.compile(r'[^"{};\\]*')
 _REWRITE = re.compile(r'(?:[^$"\\{};\s]|\$[0-9])*')
+# A return body: NIC's escaped string; raw LF, TAB and CR allowed, no `\` before a control character.
+_BODY_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_BODY_ESCAPED = re.compile(r'(?:[^"\\]|\\[^\x00-\x1f\x7f])*')
 
 REDIRECT_CODES = (301, 302, 307, 308)
 NEXT_UPSTREAM = ("error", "timeout", "invalid_header", "http_500", "http_502", "http_503", "http_504",
@@ -251,7 +255,7 @@ def _validate_return(field: str, r: Mapping[str, Any], body_vars: frozenset[str]
     if not isinstance(body, str) or body == "":
         errs.append(required(f"{field}.body"))
     else:
-        errs.extend(validate_variables(f"{field}.body", body, body_vars, prefixes=prefixes))
+        errs.extend(validate_variables(f"{field}.body", body, body_vars, prefixes=prefixes, body=True))
     errs.extend(_validate_headers(f"{field}.headers", _l(r.get("headers")), values=header_vars))
     return errs
 
