@@ -26,9 +26,10 @@ import yaml
 
 from ingressctl.devcluster import errors
 from ingressctl.devcluster.errors import StatusError
+from ingressctl.devcluster.objects import Stored, WriteResult
 from ingressctl.devcluster.patch import FieldMeta
 from ingressctl.devcluster.resources import Obj, ResourceKind, now_rfc3339
-from ingressctl.devcluster.store import Store, Stored, WriteResult
+from ingressctl.devcluster.store import Store
 
 CONTENT_TYPE = "application/apply-patch+yaml"
 _RETRIES = 5

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ingressctl.devcluster import jsonpath, schema
+from ingressctl.devcluster.objects import DELETED, Event
 from ingressctl.devcluster.resources import (
     AGE,
     ALL_VERBS,
@@ -41,7 +42,7 @@ from ingressctl.devcluster.resources import (
     now_rfc3339,
 )
 from ingressctl.devcluster.schema import FieldError, go_value
-from ingressctl.devcluster.store import DELETED, Event, Store
+from ingressctl.devcluster.store import Store
 
 GROUP = "apiextensions.k8s.io"
 PLURAL = "customresourcedefinitions"

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ingressctl.devcluster.errors import StatusError
+from ingressctl.devcluster.objects import DELETED, MODIFIED, Matcher, decode_continue
 from ingressctl.devcluster.resources import (
     CONFIGMAPS,
     DEFAULT_KINDS,
@@ -19,7 +20,7 @@ from ingressctl.devcluster.resources import (
     Registry,
 )
 from ingressctl.devcluster.selectors import parse_field_selector, parse_label_selector
-from ingressctl.devcluster.store import DELETED, MODIFIED, Matcher, Store, decode_continue
+from ingressctl.devcluster.store import Store
 
 ALL = Matcher(parse_label_selector(""), parse_field_selector("", {}))
 
