@@ -25,7 +25,9 @@ from typing import Any
 import yaml
 
 from ingressctl.devcluster import errors
+from ingressctl.devcluster.decode import BodyIssues, loads_yaml
 from ingressctl.devcluster.errors import StatusError
+from ingressctl.devcluster.fields import TypedFields
 from ingressctl.devcluster.objects import Stored, WriteResult
 from ingressctl.devcluster.patch import FieldMeta
 from ingressctl.devcluster.resources import Obj, ResourceKind, now_rfc3339
@@ -203,24 +205,50 @@ def _conflict(conflicts: list[tuple[str, str, Path]]) -> StatusError:
     return StatusError(409, "Conflict", message, {"causes": causes})
 
 
-def parse_applied(raw: bytes) -> Obj:
+def parse_applied(raw: bytes) -> tuple[Obj, BodyIssues]:
+    """The applied configuration and the keys it sets twice (as Go's strict YAML decoder reports them)."""
+    prefix = "error converting YAML to JSON: yaml: unmarshal errors:"
     try:
-        body = yaml.safe_load(raw) if raw.strip() else None
+        body, issues = loads_yaml(raw, strict_prefix=prefix) if raw.strip() else (None, BodyIssues())
     except yaml.YAMLError as e:
         raise errors.bad_request(f"error decoding YAML: {e}") from None
     if not isinstance(body, dict):
         raise errors.bad_request("the apply patch must be an object")
-    return body
+    return body, issues
+
+
+def undeclared_fields(kind: ResourceKind, applied: Obj, meta: FieldMeta) -> StatusError | None:
+    """The error kube-apiserver's field manager gives an applied configuration that sets fields the kind's
+    schema does not declare (HTTP 500 in kube-apiserver 1.32, whatever the fieldValidation directive)."""
+    if kind.typed:
+        paths = TypedFields.of(kind.typed).apply_paths(applied, meta)
+    elif kind.unknown_fields is not None:
+        paths = ["." + p for p in kind.unknown_fields(applied)]
+    else:
+        return None
+    if not paths:
+        return None
+    meta_obj = applied.get("metadata") or {}
+    target = f"{meta_obj.get('namespace') or ''}/{meta_obj.get('name') or ''}"
+    group_version = kind.api_version if kind.group else f"/{kind.version}"
+    lines = [f"{p}: field not declared in schema" for p in paths]
+    detail = lines[0] if len(lines) == 1 else "errors:\n" + "\n".join(f"  {line}" for line in lines)
+    return StatusError(500, "", f"failed to create typed patch object ({target}; {group_version}, "
+                       f"Kind={kind.kind}): {detail}", None)
 
 
 def server_side_apply(store: Store, kind: ResourceKind, namespace: str, name: str, raw: bytes, *,
                       manager: str, force: bool = False, subresource: str = "", dry_run: bool = False,
-                      view: Callable[[Stored], Obj] | None = None) -> tuple[WriteResult, bool]:
-    """Apply `raw` (YAML or JSON) as `manager`; returns the write and whether it created the object."""
+                      view: Callable[[Stored], Obj] | None = None,
+                      field_validation: str = "") -> tuple[WriteResult, bool]:
+    """Apply `raw` (YAML or JSON) as `manager`; returns the write and whether it created the object.
+
+    Fields the kind's schema does not declare refuse the apply (500, as kube-apiserver's field manager);
+    keys set twice refuse it with fieldValidation=Strict (400) and warn otherwise (except Ignore)."""
     if not manager:
         raise errors.invalid("PatchOptions", "meta.k8s.io", "", [
             ("fieldManager", "FieldValueRequired", "Required value: is required for apply patch")])
-    applied = parse_applied(raw)
+    applied, issues = parse_applied(raw)
     meta = applied.get("metadata")
     if not isinstance(meta, dict):
         raise errors.bad_request("metadata: the apply patch must have metadata")
@@ -230,6 +258,14 @@ def server_side_apply(store: Store, kind: ResourceKind, namespace: str, name: st
     if not applied.get("apiVersion") or not applied.get("kind"):
         raise errors.bad_request("the apply patch must set apiVersion and kind")
     patch_meta = store.bucket(kind).kind.patch_meta
+    if not subresource:
+        undeclared = undeclared_fields(kind, applied, patch_meta)
+        if undeclared is not None:
+            raise undeclared
+    directive = field_validation or "Warn"
+    if issues.strict and directive == "Strict":
+        raise errors.bad_request("error strict decoding YAML: " + "".join(issues.strict))
+    warnings = issues.warnings if directive == "Warn" else []
     body = {k: v for k, v in applied.items() if k not in ("apiVersion", "kind")}
     new_fields = fields_of(body, patch_meta)
     entry = {"manager": manager, "operation": "Apply", "apiVersion": kind.api_version, "time": now_rfc3339(),
@@ -242,7 +278,9 @@ def server_side_apply(store: Store, kind: ResourceKind, namespace: str, name: st
                 raise
             created = {**applied, "metadata": {**meta, "name": name, "managedFields": [entry]}}
             try:
-                return store.create(kind, namespace, created, dry_run=dry_run), True
+                result = store.create(kind, namespace, created, dry_run=dry_run)
+                result.warnings[:0] = warnings
+                return result, True
             except StatusError as e2:
                 if e2.reason != "AlreadyExists":
                     raise
@@ -270,8 +308,10 @@ def server_side_apply(store: Store, kind: ResourceKind, namespace: str, name: st
         patch["metadata"] = {**(patch.get("metadata") or {}), "resourceVersion": str(current.rv),
                              "managedFields": [*others, entry]}
         try:
-            return store.patch(kind, namespace, name, "strategic", patch, subresource=subresource,
-                               dry_run=dry_run, view=view), False
+            result = store.patch(kind, namespace, name, "strategic", patch, subresource=subresource,
+                                 dry_run=dry_run, view=view)
+            result.warnings[:0] = warnings
+            return result, False
         except StatusError as e:
             if e.code != 409:
                 raise

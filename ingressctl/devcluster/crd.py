@@ -337,7 +337,7 @@ class CustomResourceDefinitions:
             GROUP, "v1", PLURAL, "CustomResourceDefinition", namespaced=False,
             singular="customresourcedefinition", short_names=("crd", "crds"), categories=("api-extensions",),
             verbs=ALL_VERBS, has_status=True, generation=True, default=self._default,
-            validate=validate_crd, delete_finalizer=CLEANUP,
+            validate=validate_crd, delete_finalizer=CLEANUP, typed="V1CustomResourceDefinition",
             columns=(NAME, Column("Created At", lambda o: o.get("metadata", {}).get("creationTimestamp"),
                                   type="date", description="CreationTimestamp is a timestamp representing "
                                   "the server time when this object was created.")))

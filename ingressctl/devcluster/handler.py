@@ -10,13 +10,15 @@ framed right.
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
 import ssl
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from ingressctl.devcluster import errors, protobuf
+from ingressctl.devcluster.decode import BodyIssues, loads_json, loads_yaml
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.objects import dumps
 from ingressctl.devcluster.protobuf import ProtobufError
@@ -47,6 +49,7 @@ class BaseHandler(BaseHTTPRequestHandler):
     _warnings: list[str]
     _status: int
     _body_read: bool
+    _body_issues: BodyIssues
 
     # ------------------------------------------------------------------------------------------- plumbing
     def setup(self) -> None:
@@ -131,13 +134,15 @@ class BaseHandler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def _json_body(self, raw: bytes) -> Any:
+        """The decoded body; what a strict decoder finds in it (duplicate fields) goes to `_body_issues`."""
+        self._body_issues = BodyIssues()
         ctype = self.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
         if ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
-            import yaml
             try:
-                return yaml.safe_load(raw)
+                body, self._body_issues = loads_yaml(raw)
             except yaml.YAMLError as e:
                 raise errors.bad_request(f"error decoding YAML: {e}") from None
+            return body
         if ctype == protobuf.CONTENT_TYPE:
             try:
                 return protobuf.decode(raw)
@@ -148,9 +153,10 @@ class BaseHandler(BaseHTTPRequestHandler):
         if not raw.strip():
             raise errors.bad_request("the request body is empty")
         try:
-            return json.loads(raw)
+            body, self._body_issues = loads_json(raw)
         except (ValueError, UnicodeDecodeError) as e:
             raise errors.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+        return body
 
     def _discard_body(self) -> None:
         """Keep the connection's framing intact when a request fails before its body was read."""

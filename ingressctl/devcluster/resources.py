@@ -19,7 +19,15 @@ from typing import Any
 
 from ingressctl.devcluster.patch import FieldMeta
 from ingressctl.devcluster.selectors import FieldGetter
-from ingressctl.devcluster.validation import validate_ingress, validate_secret
+from ingressctl.devcluster.strategy import (
+    normalize_cluster_ips,
+    secret_to_storage,
+    validate_configmap,
+    validate_ingressclass,
+    validate_secret_update,
+    validate_service,
+)
+from ingressctl.devcluster.validation import validate_ingress
 
 Obj = dict[str, Any]
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -79,6 +87,9 @@ class ResourceKind:
     # The fields of a request body the kind's schema does not know (paths), for fieldValidation=Strict/Warn;
     # None: the kind has no schema here and every field is accepted.
     unknown_fields: Callable[[Obj], list[str]] | None = None
+    # A built-in kind's Go type as the kubernetes client's models name it ("V1Service"): its declared fields
+    # (`fields.TypedFields`) are the schema fieldValidation checks and unknown fields are dropped against.
+    typed: str = ""
     storage: str = ""                      # the stored kind's "<group>/<plural>" when this is another version
     to_storage: Callable[[Obj], Obj] | None = None
     from_storage: Callable[[Obj], Obj] | None = None
@@ -260,9 +271,13 @@ def _default_service(obj: Obj, old: Obj | None) -> None:
     svc_type = spec.setdefault("type", "ClusterIP")
     if svc_type != "ExternalName":
         old_spec = _dict((old or {}).get("spec"))
-        if not spec.get("clusterIP") and old_spec.get("clusterIP"):
-            spec["clusterIP"] = old_spec["clusterIP"]
-            spec.setdefault("clusterIPs", old_spec.get("clusterIPs") or [old_spec["clusterIP"]])
+        if old is not None and old_spec.get("type") != "ExternalName":
+            normalize_cluster_ips(spec, old_spec)
+            # What the update leaves out keeps its allocated value (kube-apiserver's patchAllocatedValues).
+            if not spec.get("clusterIP") and old_spec.get("clusterIP"):
+                spec["clusterIP"] = old_spec["clusterIP"]
+            if not spec.get("clusterIPs") and old_spec.get("clusterIPs"):
+                spec["clusterIPs"] = list(old_spec["clusterIPs"])
         if not spec.get("clusterIP"):
             spec["clusterIP"] = _allocate_cluster_ip()
         spec.setdefault("clusterIPs", [spec["clusterIP"]])
@@ -423,6 +438,7 @@ def _event_last_seen(obj: Obj) -> str:
 # --------------------------------------------------------------------------------------- the table
 NAMESPACES = ResourceKind(
     "", "v1", "namespaces", "Namespace", namespaced=False, singular="namespace", short_names=("ns",),
+    typed="V1Namespace",
     verbs=("create", "delete", "get", "list", "patch", "update", "watch"), has_status=True,
     return_deleted_object=True, default=_default_namespace,
     field_selectors={"status.phase": _path("status", "phase")},
@@ -430,6 +446,7 @@ NAMESPACES = ResourceKind(
              AGE))
 SERVICES = ResourceKind(
     "", "v1", "services", "Service", singular="service", short_names=("svc",), categories=("all",),
+    typed="V1Service", validate=validate_service,
     verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
     has_status=True, generation=True, return_deleted_object=True, default=_default_service,
     patch_meta=object_patch_meta(spec=FieldMeta(fields={"ports": FieldMeta(merge_key="port")}),
@@ -440,23 +457,26 @@ SERVICES = ResourceKind(
              Column("Selector", lambda o: _join(f"{k}={v}" for k, v in (o.get("spec", {}).get("selector")
                                                                          or {}).items()), priority=1)))
 ENDPOINTS = ResourceKind(
-    "", "v1", "endpoints", "Endpoints", singular="endpoints", short_names=("ep",),
+    "", "v1", "endpoints", "Endpoints", singular="endpoints", short_names=("ep",), typed="V1Endpoints",
     columns=(NAME, Column("Endpoints", lambda o: _join(
         f"{a.get('ip')}:{p.get('port')}" for s in o.get("subsets") or [] if isinstance(s, dict)
         for a in s.get("addresses") or [] for p in s.get("ports") or [{}])), AGE))
 SECRETS = ResourceKind(
-    "", "v1", "secrets", "Secret", singular="secret", default=_default_secret, validate=validate_secret,
+    "", "v1", "secrets", "Secret", singular="secret", default=_default_secret,
+    validate=validate_secret_update, to_storage=secret_to_storage,
+    typed="V1Secret",
     field_selectors={"type": _path("type")},
     columns=(NAME, Column("Type", _path("type")),
-             Column("Data", lambda o: len(o.get("data") or {}) + len(o.get("stringData") or {}),
-                    type="integer"),
+             Column("Data", lambda o: len(o.get("data") or {}), type="integer"),
              AGE))
 CONFIGMAPS = ResourceKind(
-    "", "v1", "configmaps", "ConfigMap", singular="configmap", short_names=("cm",),
+    "", "v1", "configmaps", "ConfigMap", singular="configmap", short_names=("cm",), typed="V1ConfigMap",
+    validate=validate_configmap,
     columns=(NAME, Column("Data", lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {}),
                           type="integer"), AGE))
 PODS = ResourceKind(
     "", "v1", "pods", "Pod", singular="pod", short_names=("po",), categories=("all",), has_status=True,
+    typed="V1Pod",
     generation=True, return_deleted_object=True, default=_default_pod,
     patch_meta=object_patch_meta(spec=POD_SPEC_META, status=FieldMeta(fields={
         "conditions": _CONDITIONS, "podIPs": FieldMeta(merge_key="ip"),
@@ -484,24 +504,27 @@ _EVENT_FIELDS: dict[str, FieldGetter] = {
 }
 EVENTS = ResourceKind(
     "", "v1", "events", "Event", singular="event", short_names=("ev",), allow_create_on_update=True,
+    typed="CoreV1Event",
     reset_status_on_create=False, default=_default_event, field_selectors=_EVENT_FIELDS,
     columns=(Column("Last Seen", _event_last_seen), Column("Type", _path("type")),
              Column("Reason", _path("reason")), Column("Object", _event_object),
              Column("Message", _path("message")),
              ))
 EVENTS_V1 = ResourceKind(
-    "events.k8s.io", "v1", "events", "Event", singular="event", short_names=("ev",),
+    "events.k8s.io", "v1", "events", "Event", singular="event", short_names=("ev",), typed="EventsV1Event",
     allow_create_on_update=True, reset_status_on_create=False, default=_default_event, storage="/events",
     to_storage=events_v1_to_event, from_storage=event_to_events_v1,
     field_selectors={k.replace("involvedObject", "regarding"): v for k, v in _EVENT_FIELDS.items()},
     columns=(NAME, AGE))
 ENDPOINTSLICES = ResourceKind(
     "discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", singular="endpointslice",
+    typed="V1EndpointSlice",
     default=_default_endpointslice, field_selectors={"addressType": _path("addressType")},
     columns=(NAME, Column("AddressType", _path("addressType")), Column("Ports", _slice_ports),
              Column("Endpoints", _slice_endpoints), AGE))
 INGRESSES = ResourceKind(
     "networking.k8s.io", "v1", "ingresses", "Ingress", singular="ingress", short_names=("ing",),
+    typed="V1Ingress",
     has_status=True, generation=True, default=_default_ingress, validate=validate_ingress,
     columns=(NAME, Column("Class", lambda o: o.get("spec", {}).get("ingressClassName") or "<none>"),
              Column("Hosts", _ingress_hosts), Column("Address", _lb_addresses),
@@ -509,15 +532,18 @@ INGRESSES = ResourceKind(
              AGE))
 INGRESSCLASSES = ResourceKind(
     "networking.k8s.io", "v1", "ingressclasses", "IngressClass", namespaced=False, singular="ingressclass",
+    typed="V1IngressClass", validate=validate_ingressclass,
     generation=True,
     columns=(NAME, Column("Controller", _path("spec", "controller")),
              Column("Parameters", lambda o: _join([(o.get("spec", {}).get("parameters") or {}).get("name")])),
              AGE))
 LEASES = ResourceKind(
     "coordination.k8s.io", "v1", "leases", "Lease", singular="lease", allow_create_on_update=True,
+    typed="V1Lease",
     columns=(NAME, Column("Holder", _path("spec", "holderIdentity")), AGE))
 VALIDATING_WEBHOOK_CONFIGURATIONS = ResourceKind(
     "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration",
+    typed="V1ValidatingWebhookConfiguration",
     namespaced=False, singular="validatingwebhookconfiguration", categories=("api-extensions",),
     columns=(NAME, Column("Webhooks", lambda o: len(o.get("webhooks") or []),
                                            type="integer"), AGE))

@@ -360,8 +360,10 @@ class Handler(ResourceHandler):
                                       "paths": {}, "definitions": {}})
         elif parts == ["openapi", "v3"]:
             self._send_json(200, openapi.root_document(self.server.store))
-        elif len(parts) == 5 and parts[:3] == ["openapi", "v3", "apis"]:
-            doc = openapi.group_version_document(self.server.store, parts[3], parts[4])
+        elif (len(parts) == 5 and parts[:3] == ["openapi", "v3", "apis"]) or (
+                len(parts) == 4 and parts[:3] == ["openapi", "v3", "api"]):
+            group, version = (parts[3], parts[4]) if len(parts) == 5 else ("", parts[3])
+            doc = openapi.group_version_document(self.server.store, group, version)
             if doc is None:
                 raise errors.resource_not_found()
             self._send_json(200, doc)

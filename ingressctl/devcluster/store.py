@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ingressctl.devcluster import default_class, errors
-from ingressctl.devcluster.decode import check_body, validate_name
+from ingressctl.devcluster.decode import BodyIssues, check_body, go_map, validate_name
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.objects import (
     ADDED,
@@ -150,9 +150,10 @@ class Store(Storage):
 
     # ------------------------------------------------------------------------------------------- writes
     def create(self, kind: ResourceKind, namespace: str, body: Any, *, dry_run: bool = False,
-               reset_status: bool = True, field_validation: str = "") -> WriteResult:
+               reset_status: bool = True, field_validation: str = "",
+               issues: BodyIssues | None = None) -> WriteResult:
         warnings: list[str] = []
-        obj = check_body(kind, body, field_validation=field_validation, warnings=warnings)
+        obj = check_body(kind, body, field_validation=field_validation, warnings=warnings, issues=issues)
         with self.lock:
             result = self._create_locked(kind, namespace, obj, dry_run=dry_run, reset_status=reset_status)
         result.warnings = warnings
@@ -200,9 +201,10 @@ class Store(Storage):
         return WriteResult(self._commit(bucket, ADDED, key, obj, None).stored, created=True)
 
     def update(self, kind: ResourceKind, namespace: str, name: str, body: Any, *, subresource: str = "",
-               dry_run: bool = False, field_validation: str = "") -> WriteResult:
+               dry_run: bool = False, field_validation: str = "",
+               issues: BodyIssues | None = None) -> WriteResult:
         warnings: list[str] = []
-        obj = check_body(kind, body, field_validation=field_validation, warnings=warnings)
+        obj = check_body(kind, body, field_validation=field_validation, warnings=warnings, issues=issues)
         with self.lock:
             result = self._update_locked(kind, namespace, name, obj, subresource=subresource, dry_run=dry_run)
         result.warnings = warnings
@@ -282,7 +284,8 @@ class Store(Storage):
 
     def patch(self, kind: ResourceKind, namespace: str, name: str, patch_type: str, patch: Any, *,
               subresource: str = "", dry_run: bool = False,
-              view: Callable[[Stored], Obj] | None = None, field_validation: str = "") -> WriteResult:
+              view: Callable[[Stored], Obj] | None = None, field_validation: str = "",
+              issues: BodyIssues | None = None) -> WriteResult:
         """Apply a patch to the current object and store the result like an update (optimistic concurrency
         included). patch_type: "merge", "json" or "strategic". `view` converts the stored object to the
         requested version.
@@ -310,7 +313,13 @@ class Store(Storage):
             if not isinstance(result, dict):
                 raise errors.unprocessable("the patch did not produce a JSON object")
             warnings: list[str] = []
-            obj = check_body(kind, result, field_validation=field_validation, warnings=warnings)
+            patched = result
+
+            def shown() -> str:     # the patch as kube-apiserver's error shows it (SMP: the patch map)
+                return go_map(patch) if patch_type == "strategic" else dumps(patched).decode()
+
+            obj = check_body(kind, result, field_validation=field_validation, warnings=warnings,
+                             issues=issues, patch=shown)
             written = self._update_locked(kind, namespace, name, obj, subresource=subresource,
                                           dry_run=dry_run)
         written.warnings = warnings

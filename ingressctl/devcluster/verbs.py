@@ -17,6 +17,7 @@ from typing import Any
 from ingressctl.devcluster import apply, errors, printing
 from ingressctl.devcluster.admission import AdmissionAttributes, WebhookAdmission
 from ingressctl.devcluster.auth import ADMIN
+from ingressctl.devcluster.decode import BodyIssues, json_patch_issues, loads_json
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.faults import Call
 from ingressctl.devcluster.handler import BaseHandler
@@ -176,13 +177,13 @@ class ResourceHandler(BaseHandler):
         adm = self._admission(req, "CREATE")
         if adm is not None:
             preview = self.server.store.create(req.kind, req.namespace, body, dry_run=True,
-                                               field_validation=validation).stored
+                                               field_validation=validation, issues=self._body_issues).stored
             self._admit(adm, req, "CREATE", preview, None, dry_run)
             if isinstance(body, dict) and not (body.get("metadata") or {}).get("name"):
                 # generateName: store the name the webhooks saw
                 body = {**body, "metadata": {**(body.get("metadata") or {}), "name": preview.name}}
         result = self.server.store.create(req.kind, req.namespace, body, dry_run=dry_run,
-                                          field_validation=validation)
+                                          field_validation=validation, issues=self._body_issues)
         self._respond_object(201, req, result.stored, self._warning_headers(result.warnings))
 
     def _verb_update(self, req: ResourceRequest, raw: bytes) -> None:
@@ -192,12 +193,14 @@ class ResourceHandler(BaseHandler):
             old = self._current(req)
             preview = self.server.store.update(req.kind, req.namespace, req.name, body,
                                                subresource=req.subresource, dry_run=True,
-                                               field_validation=field_validation(req.query)).stored
+                                               field_validation=field_validation(req.query),
+                                               issues=self._body_issues).stored
             self._admit(adm, req, "UPDATE" if old is not None else "CREATE", preview, old, self._dry_run(req))
         result = self.server.store.update(req.kind, req.namespace, req.name, body,
                                           subresource=req.subresource,
                                           dry_run=self._dry_run(req),
-                                          field_validation=field_validation(req.query))
+                                          field_validation=field_validation(req.query),
+                                          issues=self._body_issues)
         self._respond_object(201 if result.created else 200, req, result.stored,
                              self._warning_headers(result.warnings))
 
@@ -214,23 +217,26 @@ class ResourceHandler(BaseHandler):
                               "format - accepted media types include: application/json-patch+json, "
                               "application/merge-patch+json, application/apply-patch+yaml", {})
         try:
-            patch = json.loads(raw) if raw.strip() else None
+            patch, issues = loads_json(raw) if raw.strip() else (None, BodyIssues())
         except (ValueError, UnicodeDecodeError) as e:
             raise errors.bad_request(f"error decoding patch: {e}") from None
         if patch is None:
             raise errors.bad_request("the patch body is empty")
+        if patch_type == "json":
+            issues = json_patch_issues(patch, issues)
         adm = self._admission(req, "UPDATE")
         if adm is not None:
             old = self._current(req)
             preview = self.server.store.patch(req.kind, req.namespace, req.name, patch_type, patch,
                                               subresource=req.subresource, dry_run=True,
                                               view=self._view(req.kind),
-                                              field_validation=field_validation(req.query)).stored
+                                              field_validation=field_validation(req.query),
+                                              issues=issues).stored
             self._admit(adm, req, "UPDATE", preview, old, self._dry_run(req))
         result = self.server.store.patch(req.kind, req.namespace, req.name, patch_type, patch,
                                          subresource=req.subresource, dry_run=self._dry_run(req),
                                          view=self._view(req.kind),
-                                         field_validation=field_validation(req.query))
+                                         field_validation=field_validation(req.query), issues=issues)
         self._respond_object(200, req, result.stored, self._warning_headers(result.warnings))
 
     def _server_side_apply(self, req: ResourceRequest, raw: bytes) -> None:
@@ -238,7 +244,8 @@ class ResourceHandler(BaseHandler):
             return apply.server_side_apply(
                 self.server.store, req.kind, req.namespace, req.name, raw,
                 manager=req.query.get("fieldManager", ""), force=bool_param(req.query, "force") is True,
-                subresource=req.subresource, dry_run=dry_run, view=self._view(req.kind))
+                subresource=req.subresource, dry_run=dry_run, view=self._view(req.kind),
+                field_validation=field_validation(req.query))
 
         old = self._current(req)
         adm = self._admission(req, "CREATE" if old is None else "UPDATE")

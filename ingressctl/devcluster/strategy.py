@@ -1,0 +1,149 @@
+"""Write semantics of built-in kinds that kube-apiserver implements in their conversion and strategies
+(`pkg/apis/core/v1` conversion, `pkg/registry/*/strategy.go`), where a user, kubectl, Helm or the controller
+can observe them.
+
+- Secret `stringData` is write-only: on every write (create, update, each patch type, server-side apply) its
+  entries are merged into `data` (base64, `stringData` winning per key) and `stringData` itself is never
+  stored or returned; `data` values must be base64 (400 otherwise, as the decoder answers).
+- Immutable fields refuse an update with 422 naming the field, worded as kube-apiserver's validation:
+  a Secret's or ConfigMap's data once `immutable: true` (and the flag itself), a Service's cluster IPs
+  once allocated (`spec.clusterIPs[0]: ... may not change once set`, after kube-apiserver's normalisation of
+  `clusterIP`/`clusterIPs`), an IngressClass's `spec.controller`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from ingressctl.devcluster import errors
+from ingressctl.devcluster.schema import FieldError, go_value
+from ingressctl.devcluster.validation import validate_secret
+
+Obj = dict[str, Any]
+
+
+def _decode_error(kind: str, detail: str) -> errors.StatusError:
+    return errors.bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: {detail}')
+
+
+def secret_to_storage(obj: Obj) -> Obj:
+    """A Secret in its stored form: `stringData` merged into `data`, `data` checked to be base64."""
+    data = obj.get("data")
+    if data is not None and not isinstance(data, dict):
+        raise _decode_error("Secret", "json: cannot unmarshal into Go struct field Secret.data of type "
+                            "map[string][]uint8")
+    for value in (data or {}).values():
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise _decode_error("Secret", "json: cannot unmarshal into Go struct field Secret.data of type "
+                                "[]uint8")
+        try:
+            base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError) as e:
+            raise _decode_error("Secret", f"illegal base64 data: {e}") from None
+    if "stringData" not in obj:
+        return obj
+    out = dict(obj)
+    string_data = out.pop("stringData")
+    if string_data is None:
+        return out
+    if not isinstance(string_data, dict) or not all(isinstance(v, str) for v in string_data.values()):
+        raise _decode_error("Secret", "json: cannot unmarshal into Go struct field Secret.stringData of type "
+                            "map[string]string")
+    if string_data:
+        merged = dict(data or {})
+        merged.update((k, base64.b64encode(v.encode()).decode()) for k, v in string_data.items())
+        out["data"] = merged
+    return out
+
+
+def _immutable(path: str, value: Any) -> FieldError:
+    return (path, "FieldValueInvalid", f"Invalid value: {go_value(value)}: field is immutable")
+
+
+def immutable_data_errors(obj: Obj, old: Obj | None, data_fields: tuple[str, ...]) -> list[FieldError]:
+    """A Secret's or ConfigMap's `immutable: true`: its data and the flag cannot change any more."""
+    if old is None or old.get("immutable") is not True:
+        return []
+    forbidden = "Forbidden: field is immutable when `immutable` is set"
+    errs: list[FieldError] = []
+    if obj.get("immutable") is not True:
+        errs.append(("immutable", "FieldValueForbidden", forbidden))
+    for name in data_fields:
+        if (obj.get(name) or {}) != (old.get(name) or {}):
+            errs.append((name, "FieldValueForbidden", forbidden))
+    return errs
+
+
+def validate_secret_update(obj: Obj, old: Obj | None, subresource: str) -> list[FieldError]:
+    return validate_secret(obj, old, subresource) + immutable_data_errors(obj, old, ("data",))
+
+
+def validate_configmap(obj: Obj, old: Obj | None, subresource: str) -> list[FieldError]:
+    return immutable_data_errors(obj, old, ("data", "binaryData"))
+
+
+def normalize_cluster_ips(spec: Obj, old_spec: Obj) -> None:
+    """What an update meant with the linked `clusterIP` and `clusterIPs` (kube-apiserver's
+    normalizeClusterIPs): an old client that left `clusterIPs` out keeps them; a changed `clusterIP` with
+    unchanged `clusterIPs` moves them along (and validation then refuses the change)."""
+    old_ip, new_ip = old_spec.get("clusterIP") or "", spec.get("clusterIP") or ""
+    old_ips = old_spec.get("clusterIPs") or []
+    if old_ips and not spec.get("clusterIPs") and old_ip == new_ip:
+        spec["clusterIPs"] = list(old_ips)
+    if old_ip != new_ip:
+        same = (spec.get("clusterIPs") or []) == old_ips
+        if old_ip and not new_ip:
+            if same:
+                spec.pop("clusterIPs", None)
+        elif same:
+            spec["clusterIPs"] = [new_ip]
+
+
+def _ips(value: list[Any]) -> str:
+    return "[]string{" + ", ".join(go_value(str(ip)) for ip in value) + "}"
+
+
+def validate_service(obj: Obj, old: Obj | None, subresource: str) -> list[FieldError]:
+    """A Service's cluster IPs: `clusterIPs[0]` is `clusterIP`, and once allocated they may not change."""
+    if subresource:
+        return []
+    spec = obj.get("spec") or {}
+    if spec.get("type") == "ExternalName":
+        return []
+    ips = [ip for ip in spec.get("clusterIPs") or [] if isinstance(ip, str)]
+    errs: list[FieldError] = []
+    old_spec = (old or {}).get("spec") or {}
+    old_ips = [ip for ip in old_spec.get("clusterIPs") or [] if isinstance(ip, str)]
+    headless = spec.get("clusterIP") == "None" and old_spec.get("clusterIP") == "None"
+    if old is not None and old_spec.get("type") != "ExternalName" and not headless:
+        if len(old_ips) == len(ips):
+            errs.extend((f"spec.clusterIPs[{i}]", "FieldValueInvalid",
+                         f"Invalid value: {_ips(ips)}: may not change once set")
+                        for i, ip in enumerate(old_ips) if ip != ips[i])
+        elif len(old_ips) > len(ips):
+            if not ips:
+                errs.append(("spec.clusterIPs[0]", "FieldValueInvalid",
+                             f"Invalid value: {_ips(ips)}: primary clusterIP can not be unset"))
+            elif ips[0] != old_ips[0]:
+                errs.append(("spec.clusterIPs[0]", "FieldValueInvalid",
+                             f"Invalid value: {_ips(ips)}: may not change once set"))
+    cluster_ip = spec.get("clusterIP") or ""
+    if cluster_ip and not ips:
+        errs.append(("spec.clusterIPs", "FieldValueRequired", "Required value"))
+    elif cluster_ip and ips[0] != cluster_ip:
+        errs.append(("spec.clusterIPs", "FieldValueInvalid",
+                     f"Invalid value: {_ips(ips)}: first value must match `clusterIP`"))
+    return errs
+
+
+def validate_ingressclass(obj: Obj, old: Obj | None, subresource: str) -> list[FieldError]:
+    if old is None:
+        return []
+    new_ctrl = (obj.get("spec") or {}).get("controller")
+    if new_ctrl != (old.get("spec") or {}).get("controller"):
+        return [_immutable("spec.controller", new_ctrl)]
+    return []

@@ -1,0 +1,229 @@
+"""kube-apiserver's write semantics that a kubectl user sees, through real kubectl against devcluster.
+
+Secret `stringData` (as NIC's basic-auth example writes its htpasswd Secret) is merged into `data` on every
+write path and never stored or shown; fields a kind does not declare are refused (`--validate=strict`, the
+default), warned about (`--validate=warn`) or dropped silently (`--validate=false`), for built-in kinds and
+custom resources, on create and on the patch a second `kubectl apply` sends; server-side apply refuses them
+whatever the directive; immutable fields refuse an update with kube-apiserver's 422.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ingressctl.devcluster import DevCluster
+from tests.integration.test_devcluster_crds_kubectl import CRDS, Kubectl, vs
+
+pytestmark = pytest.mark.integration
+
+HTPASSWD = "foo:$apr1$Xn0oQUXc$ba7TbmzdE4.MZsHPdXHmx/\n"
+
+
+@pytest.fixture
+def kubectl(tmp_path: Path) -> Iterator[Kubectl]:
+    with DevCluster(bookmark_interval=0.2) as dc:
+        yield Kubectl(dc, tmp_path)
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def htpasswd_secret(**string_data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "htpasswd-secret", "namespace": "default"},
+            "type": "nginx.org/htpasswd", "stringData": string_data or {"htpasswd": HTPASSWD}}
+
+
+def stored(kubectl: Kubectl, *what: str) -> Any:
+    return kubectl.json(*what, "-n", "default")
+
+
+def test_string_data_is_merged_into_data_on_every_kubectl_write(kubectl: Kubectl) -> None:
+    created = kubectl.run("apply", "-o", "json", "-f", "-", stdin=yaml.safe_dump(htpasswd_secret()))
+    response = json.loads(created.stdout)                 # the write's own response
+    assert "stringData" not in response and response["data"] == {"htpasswd": b64(HTPASSWD)}
+    secret = stored(kubectl, "secret", "htpasswd-secret")
+    assert "stringData" not in secret and secret["data"] == {"htpasswd": b64(HTPASSWD)}
+    assert "stringData" not in stored(kubectl, "secrets")["items"][0]
+    # A second apply sends a strategic merge patch of stringData: the merged data changes.
+    kubectl.apply(htpasswd_secret(htpasswd="bar:x\n"))
+    assert stored(kubectl, "secret", "htpasswd-secret")["data"] == {"htpasswd": b64("bar:x\n")}
+    # stringData wins over data per key; other data keys stay.
+    both = {**htpasswd_secret(htpasswd="baz:y\n"), "data": {"htpasswd": b64("lost"), "extra": b64("kept")}}
+    kubectl.run("replace", "-f", "-", stdin=yaml.safe_dump(both))
+    assert stored(kubectl, "secret", "htpasswd-secret")["data"] == {"htpasswd": b64("baz:y\n"),
+                                                                   "extra": b64("kept")}
+    # Each patch type.
+    for patch_type, patch in (("merge", {"stringData": {"m": "merge"}}),
+                              ("strategic", {"stringData": {"s": "strategic"}}),
+                              ("json", [{"op": "add", "path": "/stringData", "value": {"j": "json"}}])):
+        out = kubectl.run("patch", "secret", "htpasswd-secret", "-n", "default", "--type", patch_type,
+                          "-p", json.dumps(patch), "-o", "json")
+        assert "stringData" not in json.loads(out.stdout)
+    data = stored(kubectl, "secret", "htpasswd-secret")["data"]
+    assert (data["m"], data["s"], data["j"]) == (b64("merge"), b64("strategic"), b64("json"))
+    # Server-side apply, creating and updating.
+    doc = htpasswd_secret(htpasswd="ssa\n")
+    doc["metadata"]["name"] = "ssa-secret"
+    kubectl.run("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump(doc))
+    doc["stringData"]["second"] = "two"
+    out = kubectl.run("apply", "--server-side", "-o", "json", "-f", "-", stdin=yaml.safe_dump(doc))
+    assert "stringData" not in json.loads(out.stdout)
+    got = stored(kubectl, "secret", "ssa-secret")
+    assert "stringData" not in got and got["data"] == {"htpasswd": b64("ssa\n"), "second": b64("two")}
+    assert got["type"] == "nginx.org/htpasswd"
+
+
+def test_secret_data_must_be_base64(kubectl: Kubectl) -> None:
+    bad = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bad", "namespace": "default"},
+           "data": {"k": "not base64!"}}
+    out = kubectl.apply(bad, check=False)
+    assert out.returncode == 1
+    assert out.stderr.startswith('Error from server (BadRequest): error when creating "STDIN": Secret in '
+                                 'version "v1" cannot be handled as a Secret: illegal base64 data')
+
+
+def service(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}], **spec}}
+
+
+def test_unknown_fields_of_a_builtin_kind_by_validate_mode(kubectl: Kubectl) -> None:
+    body = service(notAField=1)
+    body["spec"]["ports"][0]["colour"] = "blue"
+    strict = kubectl.apply(body, check=False)
+    assert strict.returncode == 1
+    assert strict.stderr.strip() == (
+        'Error from server (BadRequest): error when creating "STDIN": Service in version "v1" cannot be '
+        'handled as a Service: strict decoding error: unknown field "spec.notAField", unknown field '
+        '"spec.ports[0].colour"')
+    assert stored(kubectl, "services")["items"] == []
+    warn = kubectl.run("apply", "--validate=warn", "-f", "-", stdin=yaml.safe_dump(body))
+    assert warn.stderr.splitlines() == ['Warning: unknown field "spec.notAField"',
+                                        'Warning: unknown field "spec.ports[0].colour"']
+    got = stored(kubectl, "service", "web")
+    assert "notAField" not in got["spec"] and "colour" not in got["spec"]["ports"][0]
+    assert got["spec"]["ports"][0] == {"port": 80, "protocol": "TCP", "targetPort": 80}
+    kubectl.run("delete", "service", "web", "-n", "default")
+    ignored = kubectl.run("apply", "--validate=false", "-f", "-", stdin=yaml.safe_dump(body))
+    assert ignored.stderr == ""
+    assert "notAField" not in stored(kubectl, "service", "web")["spec"]
+    # The object exists: a second apply patches it, and the patch's result is checked the same way.
+    body["spec"]["alsoNotAField"] = True
+    patched = kubectl.apply(body, check=False)
+    assert patched.returncode == 1
+    # (kubectl's patch sets the fields the live object lacks again; the paths come sorted, as for a map)
+    assert patched.stderr.strip().endswith(
+        'strict decoding error: unknown field "spec.alsoNotAField", unknown field "spec.notAField", unknown '
+        'field "spec.ports[0].colour"')
+    assert patched.stderr.startswith('The request is invalid: patch: Invalid value: "map[metadata:map[')
+    warned = kubectl.run("apply", "--validate=warn", "-f", "-", stdin=yaml.safe_dump(body))
+    assert 'Warning: unknown field "spec.alsoNotAField"' in warned.stderr.splitlines()
+    assert "alsoNotAField" not in stored(kubectl, "service", "web")["spec"]
+
+
+def test_unknown_fields_in_metadata_and_other_builtin_kinds(kubectl: Kubectl) -> None:
+    ingress = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+               "metadata": {"name": "cafe", "namespace": "default", "colour": "red"},
+               "spec": {"rules": [{"host": "cafe.example.com", "http": {"paths": [
+                   {"path": "/", "pathType": "Prefix", "weight": 3,
+                    "backend": {"service": {"name": "tea", "port": {"number": 80}}}}]}}]}}
+    out = kubectl.apply(ingress, check=False)
+    assert out.stderr.strip().endswith(
+        'Ingress in version "v1" cannot be handled as a Ingress: strict decoding error: unknown field '
+        '"metadata.colour", unknown field "spec.rules[0].http.paths[0].weight"')
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default"},
+              "stringdata": {"k": "v"}}                     # a misspelt stringData is not declared
+    out = kubectl.apply(secret, check=False)
+    assert out.stderr.strip().endswith('strict decoding error: unknown field "stringdata"')
+
+
+def test_server_side_apply_refuses_undeclared_fields_whatever_the_directive(kubectl: Kubectl) -> None:
+    body = service(notAField=1)
+    for flags in ((), ("--validate=warn",), ("--validate=false",)):
+        out = kubectl.run("apply", "--server-side", *flags, "-f", "-", stdin=yaml.safe_dump(body),
+                          check=False)
+        assert out.returncode == 1
+        assert out.stderr.strip() == (
+            "Error from server: failed to create typed patch object (default/web; /v1, Kind=Service): "
+            ".spec.notAField: field not declared in schema"), flags
+    assert stored(kubectl, "services")["items"] == []
+    del body["spec"]["notAField"]
+    kubectl.run("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump(body))
+    body["spec"]["ports"][0]["colour"] = "blue"      # a keyed list item is named by its key
+    out = kubectl.run("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump(body), check=False)
+    assert out.stderr.strip().endswith(".spec.ports[port=80].colour: field not declared in schema")
+
+
+def test_custom_resources_by_validate_mode_and_server_side_apply(kubectl: Kubectl) -> None:
+    kubectl.run("apply", "-f", str(CRDS))
+    kubectl.run("create", "namespace", "cafe")
+    body = vs()
+    body["spec"]["notAField"] = 1
+    strict = kubectl.apply(body, check=False)
+    assert strict.stderr.strip().endswith(
+        'VirtualServer in version "v1" cannot be handled as a VirtualServer: strict decoding error: unknown '
+        'field "spec.notAField"')
+    warn = kubectl.run("apply", "--validate=warn", "-f", "-", stdin=yaml.safe_dump(body))
+    assert warn.stderr.splitlines() == ['Warning: unknown field "spec.notAField"']
+    assert "notAField" not in kubectl.json("vs", "cafe", "-n", "cafe")["spec"]
+    ssa = kubectl.run("apply", "--server-side", "--validate=false", "-f", "-", stdin=yaml.safe_dump(body),
+                      check=False)
+    assert ssa.stderr.strip() == (
+        "Error from server: failed to create typed patch object (cafe/cafe; k8s.nginx.org/v1, "
+        "Kind=VirtualServer): .spec.notAField: field not declared in schema")
+
+
+def test_immutable_secrets_and_configmaps(kubectl: Kubectl) -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "frozen", "namespace": "default"},
+              "immutable": True, "stringData": {"k": "v"}}
+    kubectl.apply(secret)
+    secret["stringData"] = {"k": "changed"}
+    out = kubectl.apply(secret, check=False)
+    assert out.returncode == 1
+    assert out.stderr.strip() == (
+        'The Secret "frozen" is invalid: data: Forbidden: field is immutable when `immutable` is set')
+    assert stored(kubectl, "secret", "frozen")["data"] == {"k": b64("v")}
+    unfreeze = kubectl.run("patch", "secret", "frozen", "-n", "default", "--type=merge",
+                           "-p", '{"immutable":false}', check=False)
+    assert unfreeze.stderr.strip() == (
+        'The Secret "frozen" is invalid: immutable: Forbidden: field is immutable when `immutable` is set')
+    kubectl.run("annotate", "secret", "frozen", "-n", "default", "note=metadata-still-changes")
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "frozen", "namespace": "default"},
+          "immutable": True, "data": {"k": "v"}}
+    kubectl.apply(cm)
+    cm["data"] = {"k": "changed"}
+    out = kubectl.apply(cm, check=False)
+    assert out.stderr.strip() == (
+        'The ConfigMap "frozen" is invalid: data: Forbidden: field is immutable when `immutable` is set')
+    kubectl.run("delete", "configmap", "frozen", "-n", "default")   # deleting is how it changes
+    kubectl.apply(cm)
+    assert stored(kubectl, "configmap", "frozen")["data"] == {"k": "changed"}
+
+
+def test_immutable_service_cluster_ip_and_ingressclass_controller(kubectl: Kubectl) -> None:
+    kubectl.apply(service())
+    allocated = stored(kubectl, "service", "web")["spec"]["clusterIP"]
+    kubectl.apply(service(type="NodePort"))                     # an apply that omits clusterIP keeps it
+    assert stored(kubectl, "service", "web")["spec"]["clusterIPs"] == [allocated]
+    out = kubectl.apply(service(clusterIP="10.96.250.250"), check=False)
+    assert out.returncode == 1
+    assert out.stderr.strip() == (
+        'The Service "web" is invalid: spec.clusterIPs[0]: Invalid value: []string{"10.96.250.250"}: may not '
+        'change once set')
+    ic = {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": {"name": "nginx"},
+          "spec": {"controller": "nginx.org/ingress-controller"}}
+    kubectl.apply(ic)
+    ic["spec"]["controller"] = "example.com/other"
+    out = kubectl.apply(ic, check=False)
+    assert out.stderr.strip() == (
+        'The IngressClass "nginx" is invalid: spec.controller: Invalid value: "example.com/other": field is '
+        'immutable')
