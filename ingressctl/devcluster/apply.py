@@ -276,7 +276,8 @@ def server_side_apply(store: Store, kind: ResourceKind, namespace: str, name: st
         except StatusError as e:
             if e.code != 404 or subresource:
                 raise
-            created = {**applied, "metadata": {**meta, "name": name, "managedFields": [entry]}}
+            created = {**applied, "metadata": {**{k: v for k, v in meta.items() if k != "resourceVersion"},
+                                               "name": name, "managedFields": [entry]}}
             try:
                 result = store.create(kind, namespace, created, dry_run=dry_run)
                 result.warnings[:0] = warnings

@@ -4,14 +4,13 @@
   (labels and annotations maps of strings, string names, a list of string finalizers); `fieldValidation`
   applies to kinds that know their fields. Returns the object in storage form with private top-level and
   metadata dicts.
-- `validate_name`: an object name a kind accepts (DNS-1123 label for Namespaces and Services, subdomain for
-  the rest), refused with 422 naming `metadata.name`.
+- `validate_name`: an object name a kind accepts (`metavalidation.name_messages`), refused with 422 naming
+  `metadata.name`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,10 +19,8 @@ import yaml
 
 from ingressctl.devcluster import errors
 from ingressctl.devcluster.fields import TypedFields
+from ingressctl.devcluster.metavalidation import name_messages
 from ingressctl.devcluster.resources import Obj, ResourceKind
-
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 @dataclass
@@ -210,14 +207,9 @@ def check_body(kind: ResourceKind, body: Any, *, field_validation: str = "",
 
 
 def validate_name(kind: ResourceKind, name: str) -> None:
-    label_only = kind.storage_id in ("/namespaces", "/services")
-    pattern = _DNS_LABEL if label_only else _DNS_SUBDOMAIN
-    limit = 63 if label_only else 253
-    if len(name) > limit or not pattern.match(name):
-        what = "RFC 1123 label" if label_only else "lowercase RFC 1123 subdomain"
-        chars = "'-'" if label_only else "'-' or '.'"
-        raise errors.invalid(kind.kind, kind.group, name, [(
-            "metadata.name", "FieldValueInvalid",
-            f'Invalid value: "{name}": a {what} must consist of lower case alphanumeric characters, '
-            f"{chars}, and must start and end with an alphanumeric character "
-            f"(at most {limit} characters)")])
+    """Refuse (422 on `metadata.name`) a name the kind does not accept, worded as kube-apiserver's."""
+    messages = name_messages(kind.storage_id, name)
+    if messages:
+        raise errors.invalid(kind.kind, kind.group, name, [
+            ("metadata.name", "FieldValueInvalid", f"Invalid value: {json.dumps(name)}: {m}")
+            for m in messages])

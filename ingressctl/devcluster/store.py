@@ -22,6 +22,7 @@ from typing import Any
 from ingressctl.devcluster import default_class, errors
 from ingressctl.devcluster.decode import BodyIssues, check_body, go_map, validate_name
 from ingressctl.devcluster.errors import StatusError
+from ingressctl.devcluster.metavalidation import object_meta_errors
 from ingressctl.devcluster.objects import (
     ADDED,
     DELETED,
@@ -44,6 +45,7 @@ from ingressctl.devcluster.patch import (
 )
 from ingressctl.devcluster.resources import Obj, ResourceKind
 from ingressctl.devcluster.storage import Storage
+from ingressctl.devcluster.strategy import allocate_node_ports
 
 IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"
@@ -106,12 +108,19 @@ class Store(Storage):
             self._update_locked(kind, "", name, obj, subresource="", dry_run=False, validate=False)
 
     def _admit(self, kind: ResourceKind, obj: Obj, old: Obj | None, subresource: str) -> None:
-        """The kind's validation (after defaulting): any field error refuses the write with 422 Invalid."""
-        if kind.validate is None:
-            return
-        causes = kind.validate(obj, old, subresource)
+        """ObjectMeta's validation and the kind's (after defaulting): any field error refuses the write with
+        422 Invalid. Names are checked on create only (they cannot change)."""
+        causes = [] if subresource else \
+            object_meta_errors(kind.storage_id, obj["metadata"], names=old is None)
+        if kind.validate is not None:
+            causes += kind.validate(obj, old, subresource)
         if causes:
             raise errors.invalid(kind.kind, kind.group, obj["metadata"].get("name", ""), causes)
+
+    def _allocate(self, stored_kind: ResourceKind, obj: Obj, old: Obj | None) -> None:
+        """Values kube-apiserver's allocators assign (a Service's node ports); lock held."""
+        if stored_kind.storage_id == "/services":
+            allocate_node_ports(obj, old, lambda: self._parsed_objects("/services"), self._rng)
 
     def _parsed_objects(self, storage_id: str) -> list[Obj]:
         """Private copies of every object of a stored kind (for admission; lock held)."""
@@ -154,6 +163,10 @@ class Store(Storage):
                issues: BodyIssues | None = None) -> WriteResult:
         warnings: list[str] = []
         obj = check_body(kind, body, field_validation=field_validation, warnings=warnings, issues=issues)
+        rv = str(obj["metadata"].get("resourceVersion") or "")
+        if rv.isdigit() and int(rv) > 0:
+            # etcd3's ErrResourceVersionSetOnCreate, which kube-apiserver answers as a plain error (500)
+            raise StatusError(500, "", "resourceVersion should not be set on objects to be created", None)
         with self.lock:
             result = self._create_locked(kind, namespace, obj, dry_run=dry_run, reset_status=reset_status)
         result.warnings = warnings
@@ -171,9 +184,9 @@ class Store(Storage):
                 raise errors.invalid(kind.kind, kind.group, "", [(
                     "metadata.name", "FieldValueRequired",
                     "Required value: name or generateName is required")])
-            validate_name(kind, prefix + "x")
             name = meta["name"] = self._generate_name(bucket, namespace, prefix)
-        validate_name(kind, name)
+        if not validate:
+            validate_name(kind, name)     # validation proper (_admit) checks names with the rest
         if namespace:
             self._require_namespace(namespace)
         key = object_key(namespace, name)
@@ -193,6 +206,7 @@ class Store(Storage):
         default_class.admit_create(stored_kind.storage_id, obj, self._parsed_objects)
         if stored_kind.default is not None:
             stored_kind.default(obj, None)
+        self._allocate(stored_kind, obj, None)
         if validate:
             self._admit(kind, obj, None, "")
         obj = normalise(obj)
@@ -266,6 +280,7 @@ class Store(Storage):
                     new.pop("status", None)
             if stored_kind.default is not None:
                 stored_kind.default(new, cur_obj)
+            self._allocate(stored_kind, new, cur_obj)
             if stored_kind.generation and new.get("spec") != cur_obj.get("spec"):
                 meta["generation"] = int(cur_meta.get("generation", 0)) + 1
         new["metadata"]["resourceVersion"] = cur_meta["resourceVersion"]

@@ -9,12 +9,16 @@ can observe them.
   a Secret's or ConfigMap's data once `immutable: true` (and the flag itself), a Service's cluster IPs
   once allocated (`spec.clusterIPs[0]: ... may not change once set`, after kube-apiserver's normalisation of
   `clusterIP`/`clusterIPs`), an IngressClass's `spec.controller`.
+- Service node ports are allocated (`allocate_node_ports`) as kube-apiserver's allocator does, and the
+  defaults kubectl and Helm see are set (`allocateLoadBalancerNodePorts: true` for LoadBalancer).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import random
+from collections.abc import Callable
 from typing import Any
 
 from ingressctl.devcluster import errors
@@ -147,3 +151,90 @@ def validate_ingressclass(obj: Obj, old: Obj | None, subresource: str) -> list[F
     if new_ctrl != (old.get("spec") or {}).get("controller"):
         return [_immutable("spec.controller", new_ctrl)]
     return []
+
+
+# ------------------------------------------------------------------------------------------- node ports
+NODE_PORT_RANGE = (30000, 32767)
+
+
+def _needs_node_ports(spec: Obj) -> bool:
+    kind = spec.get("type")
+    if kind == "LoadBalancer":
+        return spec.get("allocateLoadBalancerNodePorts") is not False
+    return kind == "NodePort"
+
+
+def _node_ports(spec: Obj) -> list[int]:
+    out = [p.get("nodePort") for p in spec.get("ports") or [] if isinstance(p, dict)]
+    if spec.get("healthCheckNodePort"):
+        out.append(spec["healthCheckNodePort"])
+    return [p for p in out if isinstance(p, int) and p]
+
+
+def allocate_node_ports(obj: Obj, old: Obj | None, services: Callable[[], list[Obj]],
+                        rng: random.Random) -> None:
+    """A Service's node ports as kube-apiserver's allocator gives them: each port of a NodePort (or
+    LoadBalancer, unless `allocateLoadBalancerNodePorts: false`) Service gets a free port of 30000-32767, an
+    update keeps the ports it leaves out (matched by port name), a type that needs none drops the ones kept
+    from before, and a requested port that is taken or out of range refuses the write (422)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("ports"), list):
+        return
+    spec["ports"] = ports = [dict(p) if isinstance(p, dict) else p for p in spec["ports"]]
+    old_spec = (old or {}).get("spec") or {}
+    name = obj["metadata"].get("name", "")
+    if not _needs_node_ports(spec):
+        if old is not None and _needs_node_ports(old_spec) and sorted(_node_ports(spec)) == sorted(
+                _node_ports(old_spec)):
+            for port in ports:                  # the type changed and the ports kept theirs: released
+                if isinstance(port, dict):
+                    port.pop("nodePort", None)
+        return
+    if old is not None and _needs_node_ports(old_spec):
+        by_name = {p.get("name", ""): p.get("nodePort") for p in old_spec.get("ports") or []
+                   if isinstance(p, dict)}
+        used_now = set(_node_ports(spec))
+        for port in ports:
+            if isinstance(port, dict) and not port.get("nodePort"):
+                previous = by_name.get(port.get("name", ""))
+                if previous and previous not in used_now:
+                    port["nodePort"] = previous
+    namespace = obj["metadata"].get("namespace", "")
+    taken = {p for svc in services() for p in _node_ports(svc.get("spec") or {})
+             if (svc["metadata"].get("namespace"), svc["metadata"].get("name")) != (namespace, name)}
+    low, high = NODE_PORT_RANGE
+    errs: list[FieldError] = []
+    own = set(_node_ports(old_spec)) if old is not None else set()
+    for i, port in enumerate(ports):
+        wanted = port.get("nodePort") if isinstance(port, dict) else None
+        if not isinstance(wanted, int) or not wanted:
+            continue
+        if not low <= wanted <= high:
+            errs.append((f"spec.ports[{i}].nodePort", "FieldValueInvalid",
+                         f"Invalid value: {wanted}: provided port is not in the valid range. The range of "
+                         f"valid ports is {low}-{high}"))
+        elif wanted in taken and wanted not in own:
+            errs.append((f"spec.ports[{i}].nodePort", "FieldValueInvalid",
+                         f"Invalid value: {wanted}: provided port is already allocated"))
+        taken.add(wanted)
+    if errs:
+        raise errors.invalid("Service", "", name, errs)
+    for port in ports:
+        if isinstance(port, dict) and not port.get("nodePort"):
+            port["nodePort"] = _free_port(taken, rng)
+            taken.add(port["nodePort"])
+    if spec.get("type") == "LoadBalancer":
+        spec.setdefault("allocateLoadBalancerNodePorts", True)
+        if spec.get("externalTrafficPolicy") == "Local" and not spec.get("healthCheckNodePort"):
+            kept = old_spec.get("healthCheckNodePort")
+            spec["healthCheckNodePort"] = kept if kept else _free_port(taken, rng)
+
+
+def _free_port(taken: set[int], rng: random.Random) -> int:
+    low, high = NODE_PORT_RANGE
+    if len(taken) >= high - low + 1:
+        raise errors.internal_error("range is full")
+    while True:
+        port = rng.randint(low, high)
+        if port not in taken:
+            return port

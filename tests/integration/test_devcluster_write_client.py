@@ -181,3 +181,19 @@ def test_server_side_apply_duplicate_keys_per_directive(cluster: DevCluster) -> 
     assert undeclared.body["message"] == (
         "failed to create typed patch object (/applied; /v1, Kind=ConfigMap): .bogus: field not declared in "
         "schema")
+
+
+def test_create_refuses_a_resource_version(core: client.CoreV1Api) -> None:
+    # kubectl clears it before creating; an API client that re-creates an object it read does not.
+    read = core.create_namespaced_config_map("default", {"metadata": {"name": "exported"},
+                                                         "data": {"k": "v"}})
+    core.delete_namespaced_config_map("exported", "default")
+    body = core.api_client.sanitize_for_serialization(read)
+    with pytest.raises(client.ApiException) as exc:
+        core.create_namespaced_config_map("default", body)
+    assert exc.value.status == 500
+    assert json.loads(exc.value.body) == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "resourceVersion should not be set on objects to be created", "code": 500}
+    body["metadata"]["resourceVersion"] = "0"        # not a resourceVersion: accepted, as kube-apiserver does
+    assert core.create_namespaced_config_map("default", body).metadata.resource_version != "0"

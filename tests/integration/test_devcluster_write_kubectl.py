@@ -227,3 +227,63 @@ def test_immutable_service_cluster_ip_and_ingressclass_controller(kubectl: Kubec
     assert out.stderr.strip() == (
         'The IngressClass "nginx" is invalid: spec.controller: Invalid value: "example.com/other": field is '
         'immutable')
+
+
+def test_labels_annotations_and_names_are_validated(kubectl: Kubectl) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap",
+          "metadata": {"name": "labelled", "namespace": "default", "labels": {"version": "1.0+build"}}}
+    out = kubectl.apply(cm, check=False)
+    assert out.returncode == 1
+    assert out.stderr.strip() == (
+        'The ConfigMap "labelled" is invalid: metadata.labels: Invalid value: "1.0+build": a valid label '
+        "must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and "
+        "end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+        "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+    cm["metadata"]["labels"] = {"example.com/ok": "yes"}
+    cm["metadata"]["annotations"] = {"bad key": "x"}
+    out = kubectl.apply(cm, check=False)
+    assert out.stderr.strip().startswith(
+        'The ConfigMap "labelled" is invalid: metadata.annotations: Invalid value: "bad key": name part must '
+        "consist of alphanumeric characters")
+    del cm["metadata"]["annotations"]
+    kubectl.apply(cm)
+    out = kubectl.apply(service() | {"metadata": {"name": "1web", "namespace": "default"}}, check=False)
+    assert out.stderr.strip().startswith(
+        'The Service "1web" is invalid: metadata.name: Invalid value: "1web": a DNS-1035 label must consist '
+        "of lower case alphanumeric characters or '-', start with an alphabetic character")
+    generated = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-", "namespace":
+                                                                       "default"}}
+    name = kubectl.run("create", "-f", "-", "-o", "name", stdin=yaml.safe_dump(generated)).stdout.strip()
+    assert name.startswith("configmap/gen-") and len(name) == len("configmap/gen-") + 5
+    generated["metadata"]["generateName"] = "Gen_"
+    out = kubectl.run("create", "-f", "-", stdin=yaml.safe_dump(generated), check=False)
+    assert 'metadata.generateName: Invalid value: "Gen_": a lowercase RFC 1123 subdomain' in out.stderr
+
+
+def test_node_ports_are_allocated_kept_and_checked(kubectl: Kubectl) -> None:
+    kubectl.apply(service(type="NodePort"))
+    port = stored(kubectl, "service", "web")["spec"]["ports"][0]
+    assert 30000 <= port["nodePort"] <= 32767
+    table = kubectl.run("get", "service", "web", "-n", "default").stdout
+    assert f"80:{port['nodePort']}/TCP" in table
+    kubectl.apply(service(type="NodePort", sessionAffinity="ClientIP"))     # the apply leaves nodePort out
+    assert stored(kubectl, "service", "web")["spec"]["ports"][0]["nodePort"] == port["nodePort"]
+    taken = service(type="NodePort", ports=[{"port": 80, "nodePort": port["nodePort"]}])
+    taken["metadata"]["name"] = "other"
+    out = kubectl.apply(taken, check=False)
+    assert out.stderr.strip() == (f'The Service "other" is invalid: spec.ports[0].nodePort: Invalid value: '
+                                  f'{port["nodePort"]}: provided port is already allocated')
+    taken["spec"]["ports"][0]["nodePort"] = 80
+    out = kubectl.apply(taken, check=False)
+    assert out.stderr.strip().endswith("spec.ports[0].nodePort: Invalid value: 80: provided port is not in "
+                                       "the valid range. The range of valid ports is 30000-32767")
+    kubectl.apply(service())                                   # back to ClusterIP: the node port is released
+    assert "nodePort" not in stored(kubectl, "service", "web")["spec"]["ports"][0]
+    taken["spec"]["ports"][0]["nodePort"] = port["nodePort"]
+    kubectl.apply(taken)
+    lb = service(type="LoadBalancer")
+    lb["metadata"]["name"] = "lb"
+    kubectl.apply(lb)
+    spec = stored(kubectl, "service", "lb")["spec"]
+    assert spec["allocateLoadBalancerNodePorts"] is True and spec["externalTrafficPolicy"] == "Cluster"
+    assert spec["ports"][0]["nodePort"] != port["nodePort"]
