@@ -35,7 +35,8 @@ from ingressctl.devcluster.crd import CustomResourceDefinitions
 from ingressctl.devcluster.faults import FaultInjector, RequestStats
 from ingressctl.devcluster.manifests import read_manifests
 from ingressctl.devcluster.objects import object_key
-from ingressctl.devcluster.resources import Registry, ResourceKind
+from ingressctl.devcluster.registry import Registry
+from ingressctl.devcluster.resources import ResourceKind
 from ingressctl.devcluster.server import DevHTTPServer, ServerConfig
 from ingressctl.devcluster.store import Store
 from ingressctl.devcluster.tlsutil import ServingCertificate, generate

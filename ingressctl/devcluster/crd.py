@@ -30,13 +30,13 @@ from typing import Any
 
 from ingressctl.devcluster import jsonpath, schema
 from ingressctl.devcluster.objects import DELETED, Event
+from ingressctl.devcluster.registry import Registry
 from ingressctl.devcluster.resources import (
     AGE,
     ALL_VERBS,
     NAME,
     Column,
     Obj,
-    Registry,
     ResourceKind,
     human_duration,
     now_rfc3339,

@@ -37,8 +37,9 @@ from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.faults import FaultInjector, RequestStats
 from ingressctl.devcluster.handler import MAX_BODY_BYTES
 from ingressctl.devcluster.rbac import Attributes, UserInfo
+from ingressctl.devcluster.registry import Registry
 from ingressctl.devcluster.request import ResourceRequest, bool_param
-from ingressctl.devcluster.resources import Obj, Registry
+from ingressctl.devcluster.resources import Obj
 from ingressctl.devcluster.store import Store
 from ingressctl.devcluster.verbs import ResourceHandler
 from ingressctl.logging import get_logger

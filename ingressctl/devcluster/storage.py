@@ -36,7 +36,8 @@ from ingressctl.devcluster.objects import (
     object_key,
     parse_resource_version,
 )
-from ingressctl.devcluster.resources import Obj, Registry, ResourceKind
+from ingressctl.devcluster.registry import Registry
+from ingressctl.devcluster.resources import Obj, ResourceKind
 
 
 class Storage:

@@ -11,13 +11,13 @@ import pytest
 
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.objects import DELETED, MODIFIED, Matcher, decode_continue
+from ingressctl.devcluster.registry import Registry
 from ingressctl.devcluster.resources import (
     CONFIGMAPS,
     DEFAULT_KINDS,
     INGRESSES,
     NAMESPACES,
     SERVICES,
-    Registry,
 )
 from ingressctl.devcluster.selectors import parse_field_selector, parse_label_selector
 from ingressctl.devcluster.store import Store
