@@ -41,10 +41,9 @@ Validating admission webhooks are called as kube-apiserver calls them (`admissio
 Known differences from a real API server: authentication by bearer token only (the admin token, ServiceAccount
 tokens), RBAC without ClusterRole aggregation and without escalation checks on RBAC writes, no mutating
 admission webhooks, no CEL rules (`x-kubernetes-validations`) or conversion webhooks for CRDs, most built-in
-kinds' values unvalidated (their field names are checked), server-side apply whose field ownership ignores
-non-apply writes, OpenAPI schemas for custom resources only (`openapi.py`; built-in group/versions publish
-their operations only, so kubectl computes strategic merge patches from its compiled-in types), protobuf
-accepted only for the bodies kubectl's create generators send,
+kinds' values unvalidated (their field names are checked), OpenAPI schemas for custom resources only
+(`openapi.py`; built-in group/versions publish their operations only, so kubectl computes strategic merge
+patches from its compiled-in types), protobuf accepted only for the bodies kubectl's create generators send,
 and bookmarks every `bookmark_interval` seconds (default 2) rather than every minute.
 """
 

@@ -12,8 +12,8 @@ Guarantees:
 - Applying a value different from the live one to a field another manager applied is a 409 Conflict naming
   the manager and the fields, as kube-apiserver words it; with `force=true` the applier takes the fields over.
 - The write is an update with optimistic concurrency, retried on a concurrent change.
-Difference from kube-apiserver: managers of non-apply writes (update, patch) are not recorded, so they own
-nothing and never conflict.
+- Non-apply writers own the fields they set (`managed.py`), so applying another value to one conflicts with
+  them too; `force=true` takes it over.
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from typing import Any
 
 import yaml
 
-from ingressctl.devcluster import errors
+from ingressctl.devcluster import errors, managed
 from ingressctl.devcluster.decode import BodyIssues, loads_yaml
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.fields import TypedFields
+from ingressctl.devcluster.managed import fields_of, tracked
 from ingressctl.devcluster.objects import Stored, WriteResult
 from ingressctl.devcluster.patch import FieldMeta
 from ingressctl.devcluster.resources import Obj, ResourceKind, now_rfc3339
@@ -35,23 +36,6 @@ from ingressctl.devcluster.store import Store
 
 CONTENT_TYPE = "application/apply-patch+yaml"
 _RETRIES = 5
-
-
-def fields_of(value: Any, meta: FieldMeta) -> dict[str, Any]:
-    """The FieldsV1 set of a value: the fields it sets, keyed the way managedFields records them."""
-    if isinstance(value, dict):
-        return {f"f:{k}": fields_of(v, meta.child(k)) for k, v in value.items()}
-    if isinstance(value, list) and meta.merge_key:
-        element = FieldMeta(fields=meta.fields)
-        return {_item_key(meta.merge_key, item): {".": {}, **fields_of(item, element)} for item in value
-                if isinstance(item, dict) and meta.merge_key in item}
-    if isinstance(value, list) and meta.merge_primitives:
-        return {f"v:{json.dumps(item, separators=(',', ':'))}": {} for item in value}
-    return {}
-
-
-def _item_key(merge_key: str, item: Obj) -> str:
-    return "k:" + json.dumps({merge_key: item[merge_key]}, separators=(",", ":"))
 
 
 def _add_removals(patch: Obj, old: Any, new: dict[str, Any], meta: FieldMeta, shared: Any = None) -> None:
@@ -88,7 +72,7 @@ def _add_removals(patch: Obj, old: Any, new: dict[str, Any], meta: FieldMeta, sh
                         sub.append({"$patch": "delete", **ident})
                     continue
                 match = next(i for i in sub if isinstance(i, dict) and child_meta.merge_key in i
-                             and _item_key(child_meta.merge_key, i) == item_key)
+                             and managed.item_key(child_meta.merge_key, i) == item_key)
                 _add_removals(match, old_item, new[key][item_key], element,
                               child_shared.get(item_key) if isinstance(child_shared, dict) else None)
         elif isinstance(sub, list) and child_meta.merge_primitives:
@@ -267,7 +251,7 @@ def server_side_apply(store: Store, kind: ResourceKind, namespace: str, name: st
         raise errors.bad_request("error strict decoding YAML: " + "".join(issues.strict))
     warnings = issues.warnings if directive == "Warn" else []
     body = {k: v for k, v in applied.items() if k not in ("apiVersion", "kind")}
-    new_fields = fields_of(body, patch_meta)
+    new_fields = fields_of(tracked(applied, status=False), patch_meta)   # not name, namespace, ...
     entry = {"manager": manager, "operation": "Apply", "apiVersion": kind.api_version, "time": now_rfc3339(),
              "fieldsType": "FieldsV1", "fieldsV1": new_fields}
     for _ in range(_RETRIES):

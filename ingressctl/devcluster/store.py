@@ -22,6 +22,7 @@ from typing import Any
 from ingressctl.devcluster import default_class, errors
 from ingressctl.devcluster.decode import BodyIssues, check_body, go_map, validate_name
 from ingressctl.devcluster.errors import StatusError
+from ingressctl.devcluster.managed import record_update
 from ingressctl.devcluster.metavalidation import object_meta_errors
 from ingressctl.devcluster.objects import (
     ADDED,
@@ -160,7 +161,8 @@ class Store(Storage):
     # ------------------------------------------------------------------------------------------- writes
     def create(self, kind: ResourceKind, namespace: str, body: Any, *, dry_run: bool = False,
                reset_status: bool = True, field_validation: str = "",
-               issues: BodyIssues | None = None) -> WriteResult:
+               issues: BodyIssues | None = None, manager: str | None = None) -> WriteResult:
+        """Create an object; `manager` (a non-apply writer's field manager) records its managedFields."""
         warnings: list[str] = []
         obj = check_body(kind, body, field_validation=field_validation, warnings=warnings, issues=issues)
         rv = str(obj["metadata"].get("resourceVersion") or "")
@@ -168,12 +170,13 @@ class Store(Storage):
             # etcd3's ErrResourceVersionSetOnCreate, which kube-apiserver answers as a plain error (500)
             raise StatusError(500, "", "resourceVersion should not be set on objects to be created", None)
         with self.lock:
-            result = self._create_locked(kind, namespace, obj, dry_run=dry_run, reset_status=reset_status)
+            result = self._create_locked(kind, namespace, obj, dry_run=dry_run, reset_status=reset_status,
+                                         manager=manager)
         result.warnings = warnings
         return result
 
     def _create_locked(self, kind: ResourceKind, namespace: str, obj: Obj, *, dry_run: bool,
-                       reset_status: bool, validate: bool = True) -> WriteResult:
+                       reset_status: bool, validate: bool = True, manager: str | None = None) -> WriteResult:
         bucket = self.bucket(kind)
         meta = obj["metadata"]
         namespace = self._namespace_of(kind, namespace, meta)
@@ -204,6 +207,9 @@ class Store(Storage):
         if stored_kind.has_status and reset_status and stored_kind.reset_status_on_create:
             obj.pop("status", None)
         default_class.admit_create(stored_kind.storage_id, obj, self._parsed_objects)
+        if manager is not None:
+            record_update(obj, None, manager=manager, api_version=kind.api_version, subresource="",
+                          meta=stored_kind.patch_meta, has_status=stored_kind.has_status)
         if stored_kind.default is not None:
             stored_kind.default(obj, None)
         self._allocate(stored_kind, obj, None)
@@ -216,11 +222,12 @@ class Store(Storage):
 
     def update(self, kind: ResourceKind, namespace: str, name: str, body: Any, *, subresource: str = "",
                dry_run: bool = False, field_validation: str = "",
-               issues: BodyIssues | None = None) -> WriteResult:
+               issues: BodyIssues | None = None, manager: str | None = None) -> WriteResult:
         warnings: list[str] = []
         obj = check_body(kind, body, field_validation=field_validation, warnings=warnings, issues=issues)
         with self.lock:
-            result = self._update_locked(kind, namespace, name, obj, subresource=subresource, dry_run=dry_run)
+            result = self._update_locked(kind, namespace, name, obj, subresource=subresource, dry_run=dry_run,
+                                         manager=manager)
         result.warnings = warnings
         return result
 
@@ -239,7 +246,7 @@ class Store(Storage):
             meta.pop("namespace", None)
 
     def _update_locked(self, kind: ResourceKind, namespace: str, name: str, obj: Obj, *, subresource: str,
-                       dry_run: bool, validate: bool = True) -> WriteResult:
+                       dry_run: bool, validate: bool = True, manager: str | None = None) -> WriteResult:
         bucket = self.bucket(kind)
         stored_kind = bucket.kind
         meta = obj["metadata"]
@@ -249,7 +256,7 @@ class Store(Storage):
         if cur is None:
             if stored_kind.allow_create_on_update and not subresource:
                 return self._create_locked(kind, namespace, obj, dry_run=dry_run, reset_status=True,
-                                           validate=validate)
+                                           validate=validate, manager=manager)
             raise errors.not_found(kind.plural, kind.group, name)
         want_rv = meta.get("resourceVersion")
         if want_rv and want_rv != str(cur.rv):
@@ -266,6 +273,9 @@ class Store(Storage):
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+            if manager is not None:
+                record_update(new, cur_obj, manager=manager, api_version=kind.api_version,
+                              subresource="status", meta=stored_kind.patch_meta, has_status=True)
         else:
             new = obj
             for k in _SYSTEM_META:
@@ -273,11 +283,16 @@ class Store(Storage):
                     meta[k] = cur_meta[k]
                 else:
                     meta.pop(k, None)
+            if "managedFields" not in meta and "managedFields" in cur_meta:
+                meta["managedFields"] = cur_meta["managedFields"]   # a write that sends none keeps them
             if stored_kind.has_status:
                 if "status" in cur_obj:
                     new["status"] = cur_obj["status"]
                 else:
                     new.pop("status", None)
+            if manager is not None:
+                record_update(new, cur_obj, manager=manager, api_version=kind.api_version, subresource="",
+                              meta=stored_kind.patch_meta, has_status=stored_kind.has_status)
             if stored_kind.default is not None:
                 stored_kind.default(new, cur_obj)
             self._allocate(stored_kind, new, cur_obj)
@@ -300,7 +315,7 @@ class Store(Storage):
     def patch(self, kind: ResourceKind, namespace: str, name: str, patch_type: str, patch: Any, *,
               subresource: str = "", dry_run: bool = False,
               view: Callable[[Stored], Obj] | None = None, field_validation: str = "",
-              issues: BodyIssues | None = None) -> WriteResult:
+              issues: BodyIssues | None = None, manager: str | None = None) -> WriteResult:
         """Apply a patch to the current object and store the result like an update (optimistic concurrency
         included). patch_type: "merge", "json" or "strategic". `view` converts the stored object to the
         requested version.
@@ -336,7 +351,7 @@ class Store(Storage):
             obj = check_body(kind, result, field_validation=field_validation, warnings=warnings,
                              issues=issues, patch=shown)
             written = self._update_locked(kind, namespace, name, obj, subresource=subresource,
-                                          dry_run=dry_run)
+                                          dry_run=dry_run, manager=manager)
         written.warnings = warnings
         return written
 

@@ -21,6 +21,7 @@ from ingressctl.devcluster.decode import BodyIssues, json_patch_issues, loads_js
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.faults import Call
 from ingressctl.devcluster.handler import BaseHandler
+from ingressctl.devcluster.managed import manager_of
 from ingressctl.devcluster.objects import Matcher, Stored, WriteResult, dumps
 from ingressctl.devcluster.request import (
     PATCH_TYPES,
@@ -84,6 +85,10 @@ class ResourceHandler(BaseHandler):
                 getattr(self, "_verb_" + req.verb)(req, raw)
         finally:
             end()
+
+    def _manager(self, req: ResourceRequest) -> str:
+        """The field manager of a non-apply write (fieldManager, else the User-Agent's product)."""
+        return manager_of(req.query.get("fieldManager", ""), self.headers.get("User-Agent", ""))
 
     def _dry_run(self, req: ResourceRequest) -> bool:
         value = req.query.get("dryRun", "")
@@ -177,13 +182,15 @@ class ResourceHandler(BaseHandler):
         adm = self._admission(req, "CREATE")
         if adm is not None:
             preview = self.server.store.create(req.kind, req.namespace, body, dry_run=True,
-                                               field_validation=validation, issues=self._body_issues).stored
+                                               field_validation=validation, issues=self._body_issues,
+                                          manager=self._manager(req)).stored
             self._admit(adm, req, "CREATE", preview, None, dry_run)
             if isinstance(body, dict) and not (body.get("metadata") or {}).get("name"):
                 # generateName: store the name the webhooks saw
                 body = {**body, "metadata": {**(body.get("metadata") or {}), "name": preview.name}}
         result = self.server.store.create(req.kind, req.namespace, body, dry_run=dry_run,
-                                          field_validation=validation, issues=self._body_issues)
+                                          field_validation=validation, issues=self._body_issues,
+                                          manager=self._manager(req))
         self._respond_object(201, req, result.stored, self._warning_headers(result.warnings))
 
     def _verb_update(self, req: ResourceRequest, raw: bytes) -> None:
@@ -194,13 +201,13 @@ class ResourceHandler(BaseHandler):
             preview = self.server.store.update(req.kind, req.namespace, req.name, body,
                                                subresource=req.subresource, dry_run=True,
                                                field_validation=field_validation(req.query),
-                                               issues=self._body_issues).stored
+                                               issues=self._body_issues, manager=self._manager(req)).stored
             self._admit(adm, req, "UPDATE" if old is not None else "CREATE", preview, old, self._dry_run(req))
         result = self.server.store.update(req.kind, req.namespace, req.name, body,
                                           subresource=req.subresource,
                                           dry_run=self._dry_run(req),
                                           field_validation=field_validation(req.query),
-                                          issues=self._body_issues)
+                                          issues=self._body_issues, manager=self._manager(req))
         self._respond_object(201 if result.created else 200, req, result.stored,
                              self._warning_headers(result.warnings))
 
@@ -231,12 +238,13 @@ class ResourceHandler(BaseHandler):
                                               subresource=req.subresource, dry_run=True,
                                               view=self._view(req.kind),
                                               field_validation=field_validation(req.query),
-                                              issues=issues).stored
+                                              issues=issues, manager=self._manager(req)).stored
             self._admit(adm, req, "UPDATE", preview, old, self._dry_run(req))
         result = self.server.store.patch(req.kind, req.namespace, req.name, patch_type, patch,
                                          subresource=req.subresource, dry_run=self._dry_run(req),
                                          view=self._view(req.kind),
-                                         field_validation=field_validation(req.query), issues=issues)
+                                         field_validation=field_validation(req.query), issues=issues,
+                                         manager=self._manager(req))
         self._respond_object(200, req, result.stored, self._warning_headers(result.warnings))
 
     def _server_side_apply(self, req: ResourceRequest, raw: bytes) -> None:

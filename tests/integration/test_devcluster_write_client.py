@@ -197,3 +197,21 @@ def test_create_refuses_a_resource_version(core: client.CoreV1Api) -> None:
         "message": "resourceVersion should not be set on objects to be created", "code": 500}
     body["metadata"]["resourceVersion"] = "0"        # not a resourceVersion: accepted, as kube-apiserver does
     assert core.create_namespaced_config_map("default", body).metadata.resource_version != "0"
+
+
+def test_managed_fields_kept_by_a_write_that_sends_none_and_cleared_by_an_empty_list(
+        core: client.CoreV1Api) -> None:
+    core.create_namespaced_config_map("default", {"metadata": {"name": "cm"}, "data": {"k": "v"}},
+                                      field_manager="creator")
+    got = core.read_namespaced_config_map("cm", "default")
+    assert [(m.manager, m.operation) for m in got.metadata.managed_fields] == [("creator", "Update")]
+    got.metadata.managed_fields = None                      # not sent: the stored entries stay
+    got.data = {"k": "v", "more": "x"}
+    replaced = core.replace_namespaced_config_map("cm", "default", got, field_manager="editor")
+    assert {m.manager: m.fields_v1 for m in replaced.metadata.managed_fields} == {
+        "creator": {"f:data": {"f:k": {}}}, "editor": {"f:data": {"f:more": {}}}}
+    # A client's own timestamp format does not make a no-op write a change.
+    again = core.replace_namespaced_config_map("cm", "default", replaced, field_manager="editor")
+    assert again.metadata.resource_version == replaced.metadata.resource_version
+    cleared = core.patch_namespaced_config_map("cm", "default", {"metadata": {"managedFields": []}})
+    assert cleared.metadata.managed_fields is None

@@ -287,3 +287,57 @@ def test_node_ports_are_allocated_kept_and_checked(kubectl: Kubectl) -> None:
     spec = stored(kubectl, "service", "lb")["spec"]
     assert spec["allocateLoadBalancerNodePorts"] is True and spec["externalTrafficPolicy"] == "Cluster"
     assert spec["ports"][0]["nodePort"] != port["nodePort"]
+
+
+def managed_fields(kubectl: Kubectl, *what: str) -> list[dict[str, Any]]:
+    out = kubectl.run("get", "-o", "json", "--show-managed-fields", *what, "-n", "default").stdout
+    entries: list[dict[str, Any]] = json.loads(out)["metadata"].get("managedFields") or []
+    return entries
+
+
+def managers(kubectl: Kubectl, *what: str) -> dict[tuple[str, str], Any]:
+    entries = managed_fields(kubectl, *what)
+    return {(e["manager"], e["operation"]): e["fieldsV1"] for e in entries}
+
+
+def test_non_apply_writes_own_fields_and_conflict_with_server_side_apply(kubectl: Kubectl) -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap",
+          "metadata": {"name": "settings", "namespace": "default", "labels": {"app": "web"}},
+          "data": {"a": "1", "b": "2"}}
+    kubectl.apply(cm)                                   # client-side apply: an Update by its own manager
+    owned = managers(kubectl, "configmap", "settings")
+    assert owned[("kubectl-client-side-apply", "Update")]["f:data"] == {"f:a": {}, "f:b": {}}
+    kubectl.run("patch", "configmap", "settings", "-n", "default", "--type=merge", "-p", '{"data":{"a":"9"}}')
+    kubectl.run("label", "configmap", "settings", "-n", "default", "owner=ops")
+    owned = managers(kubectl, "configmap", "settings")
+    assert owned[("kubectl-patch", "Update")] == {"f:data": {"f:a": {}}}     # the changed field moved
+    assert owned[("kubectl-client-side-apply", "Update")]["f:data"] == {"f:b": {}}
+    assert owned[("kubectl-label", "Update")] == {"f:metadata": {"f:labels": {"f:owner": {}}}}
+    # A server-side apply of another value for a field a non-apply writer owns conflicts, as on a cluster.
+    cm["data"]["a"] = "5"
+    out = kubectl.run("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump(cm), check=False)
+    assert out.returncode == 1
+    assert 'Apply failed with 1 conflict: conflict with "kubectl-patch" using v1: .data.a' in out.stderr
+    kubectl.run("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump(cm))
+    owned = managers(kubectl, "configmap", "settings")
+    assert ("kubectl-patch", "Update") not in owned                         # it owned nothing else
+    assert owned[("kubectl", "Apply")]["f:data"] == {"f:a": {}, "f:b": {}}
+    assert owned[("kubectl-label", "Update")] == {"f:metadata": {"f:labels": {"f:owner": {}}}}
+    assert stored(kubectl, "configmap", "settings")["data"] == {"a": "5", "b": "2"}
+
+
+def test_create_and_status_writers_are_recorded(kubectl: Kubectl) -> None:
+    kubectl.run("create", "configmap", "made", "-n", "default", "--from-literal=k=v")
+    assert managers(kubectl, "configmap", "made") == {("kubectl-create", "Update"): {"f:data": {"f:k": {}}}}
+    ing = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web",
+                                                                                 "namespace": "default"},
+           "spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}}
+    kubectl.run("create", "-f", "-", stdin=yaml.safe_dump(ing))
+    kubectl.run("patch", "ingress", "web", "-n", "default", "--subresource=status", "--type=merge",
+                "-p", '{"status":{"loadBalancer":{"ingress":[{"ip":"10.0.0.1"}]}}}')
+    entries = managed_fields(kubectl, "ingress", "web")
+    status = next(e for e in entries if e.get("subresource") == "status")
+    assert (status["manager"], status["operation"]) == ("kubectl-patch", "Update")
+    assert status["fieldsV1"] == {"f:status": {"f:loadBalancer": {"f:ingress": {}}}}
+    create = next(e for e in entries if e["manager"] == "kubectl-create")
+    assert "f:status" not in create["fieldsV1"] and "f:spec" in create["fieldsV1"]
