@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingressctl.devcluster.patch import FieldMeta
+from ingressctl.devcluster.podspec import default_pod_spec
 from ingressctl.devcluster.resources import (
     AGE,
     NAME,
@@ -22,7 +23,6 @@ from ingressctl.devcluster.resources import (
     Obj,
     ResourceKind,
     Subresource,
-    default_pod_spec,
     object_patch_meta,
 )
 from ingressctl.devcluster.resources import (

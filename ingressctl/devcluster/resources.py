@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ingressctl.devcluster.patch import FieldMeta
+from ingressctl.devcluster.podspec import default_pod_spec
 from ingressctl.devcluster.selectors import FieldGetter
 from ingressctl.devcluster.strategy import (
     normalize_cluster_ips,
@@ -292,18 +293,12 @@ def _default_service(obj: Obj, old: Obj | None) -> None:
     obj.setdefault("status", {"loadBalancer": {}})
 
 
-def default_pod_spec(spec: Obj) -> None:
-    """The PodSpec defaults a real API server fills in (for Pods and workloads' pod templates)."""
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("securityContext", {})
-
-
 def _default_pod(obj: Obj, old: Obj | None) -> None:
     spec = obj["spec"] = _dict(obj.get("spec"))
     default_pod_spec(spec)
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("serviceAccountName", "default")     # the ServiceAccount admission plug-in's
+    spec.setdefault("serviceAccount", spec["serviceAccountName"])
     status = obj["status"] = _dict(obj.get("status"))
     status.setdefault("phase", "Pending")
 

@@ -9,6 +9,8 @@ can observe them.
   a Secret's or ConfigMap's data once `immutable: true` (and the flag itself), a Service's cluster IPs
   once allocated (`spec.clusterIPs[0]: ... may not change once set`, after kube-apiserver's normalisation of
   `clusterIP`/`clusterIPs`), an IngressClass's `spec.controller`.
+- A Service's type and ports are validated as kube-apiserver does (names required with several ports, DNS-1123
+  label names, unique names and (protocol, port) pairs, port numbers, protocols, target port names).
 - Service node ports are allocated (`allocate_node_ports`) as kube-apiserver's allocator does, and the
   defaults kubectl and Helm see are set (`allocateLoadBalancerNodePorts: true` for LoadBalancer).
 """
@@ -22,8 +24,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ingressctl.devcluster import errors
+from ingressctl.devcluster.metavalidation import name_messages
 from ingressctl.devcluster.schema import FieldError, go_value
-from ingressctl.devcluster.validation import validate_secret
+from ingressctl.devcluster.validation import port_name_errors, validate_secret
 
 Obj = dict[str, Any]
 
@@ -111,15 +114,76 @@ def _ips(value: list[Any]) -> str:
     return "[]string{" + ", ".join(go_value(str(ip)) for ip in value) + "}"
 
 
+_SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
+_PROTOCOLS = ("SCTP", "TCP", "UDP")
+
+
+def _supported(path: str, value: Any, supported: tuple[str, ...]) -> FieldError:
+    return (path, "FieldValueNotSupported", f"Unsupported value: {go_value(value)}: supported values: "
+            + ", ".join(f'"{s}"' for s in supported))
+
+
+def _port_number_errors(path: str, value: Any) -> list[FieldError]:
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535:
+        return []
+    return [(path, "FieldValueInvalid", f"Invalid value: {go_value(value)}: must be between 1 and 65535, "
+             "inclusive")]
+
+
+def _service_port_errors(spec: Obj) -> list[FieldError]:
+    """kube-apiserver's validateServicePort for each port, then the (protocol, port) duplicates."""
+    errs: list[FieldError] = []
+    ports = [p for p in spec.get("ports") or [] if isinstance(p, dict)]
+    headless = spec.get("clusterIP") == "None"
+    if not ports and not headless and spec.get("type") != "ExternalName":
+        errs.append(("spec.ports", "FieldValueRequired", "Required value"))
+    names: set[str] = set()
+    for i, port in enumerate(ports):
+        here = f"spec.ports[{i}]"
+        name = port.get("name") or ""
+        if not name and len(ports) > 1:
+            errs.append((f"{here}.name", "FieldValueRequired", "Required value"))
+        elif name:
+            errs.extend((f"{here}.name", "FieldValueInvalid", f"Invalid value: {go_value(name)}: {m}")
+                        for m in name_messages("/namespaces", str(name)))
+            if name in names:
+                errs.append((f"{here}.name", "FieldValueDuplicate", f"Duplicate value: {go_value(name)}"))
+            names.add(str(name))
+        errs.extend(_port_number_errors(f"{here}.port", port.get("port")))
+        protocol = port.get("protocol")
+        if protocol not in _PROTOCOLS:
+            errs.append(_supported(f"{here}.protocol", protocol, _PROTOCOLS))
+        target = port.get("targetPort")
+        if isinstance(target, str):
+            errs.extend((f"{here}.targetPort", "FieldValueInvalid", f"Invalid value: {go_value(target)}: {m}")
+                        for m in port_name_errors(target))
+        elif target is not None:
+            errs.extend(_port_number_errors(f"{here}.targetPort", target))
+    seen: set[tuple[Any, Any]] = set()
+    for i, port in enumerate(ports):
+        key = (port.get("protocol"), port.get("port"))
+        if key in seen:
+            errs.append((f"spec.ports[{i}]", "FieldValueDuplicate",
+                         f'Duplicate value: core.ServicePort{{Name:"", Protocol:{go_value(key[0] or "")}, '
+                         f"AppProtocol:(*string)(nil), Port:{key[1]}, TargetPort:intstr.IntOrString{{Type:0, "
+                         'IntVal:0, StrVal:""}, NodePort:0}'))
+        seen.add(key)
+    return errs
+
+
 def validate_service(obj: Obj, old: Obj | None, subresource: str) -> list[FieldError]:
-    """A Service's cluster IPs: `clusterIPs[0]` is `clusterIP`, and once allocated they may not change."""
+    """A Service's type and ports, and its cluster IPs: `clusterIPs[0]` is `clusterIP`, and once allocated
+    they may not change."""
     if subresource:
         return []
     spec = obj.get("spec") or {}
-    if spec.get("type") == "ExternalName":
-        return []
-    ips = [ip for ip in spec.get("clusterIPs") or [] if isinstance(ip, str)]
     errs: list[FieldError] = []
+    if spec.get("type") not in _SERVICE_TYPES:
+        errs.append(_supported("spec.type", spec.get("type"), _SERVICE_TYPES))
+    errs.extend(_service_port_errors(spec))
+    if spec.get("type") == "ExternalName":
+        return errs
+    ips = [ip for ip in spec.get("clusterIPs") or [] if isinstance(ip, str)]
     old_spec = (old or {}).get("spec") or {}
     old_ips = [ip for ip in old_spec.get("clusterIPs") or [] if isinstance(ip, str)]
     headless = spec.get("clusterIP") == "None" and old_spec.get("clusterIP") == "None"

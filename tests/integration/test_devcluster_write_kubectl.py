@@ -341,3 +341,51 @@ def test_create_and_status_writers_are_recorded(kubectl: Kubectl) -> None:
     assert status["fieldsV1"] == {"f:status": {"f:loadBalancer": {"f:ingress": {}}}}
     create = next(e for e in entries if e["manager"] == "kubectl-create")
     assert "f:status" not in create["fieldsV1"] and "f:spec" in create["fieldsV1"]
+
+
+def test_pod_template_defaults_as_kubectl_shows_them(kubectl: Kubectl) -> None:
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"serviceAccountName": "nginx-ingress",
+                     "containers": [
+                         {"name": "web", "image": "nginx:1.27", "ports": [{"containerPort": 80}],
+                          "readinessProbe": {"httpGet": {"port": 8081}}},
+                         {"name": "latest", "image": "registry.example.com:5000/tools"}],
+                     "volumes": [{"name": "certs", "secret": {"secretName": "tls"}}]}}}}
+    kubectl.apply(deployment)
+    pod = stored(kubectl, "deployment", "web")["spec"]["template"]["spec"]
+    web, latest = pod["containers"]
+    assert (web["imagePullPolicy"], latest["imagePullPolicy"]) == ("IfNotPresent", "Always")
+    assert web["terminationMessagePath"] == "/dev/termination-log" and web["resources"] == {}
+    assert web["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    assert web["readinessProbe"] == {"httpGet": {"port": 8081, "path": "/", "scheme": "HTTP"},
+                                     "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1,
+                                     "failureThreshold": 3}
+    assert pod["serviceAccount"] == "nginx-ingress"              # the deprecated mirror of the name
+    assert pod["volumes"] == [{"name": "certs", "secret": {"secretName": "tls", "defaultMode": 420}}]
+    # An unchanged apply stays a no-op: the defaults do not look like changes.
+    before = stored(kubectl, "deployment", "web")["metadata"]["resourceVersion"]
+    assert kubectl.apply(deployment).stdout.strip() == "deployment.apps/web unchanged"
+    assert stored(kubectl, "deployment", "web")["metadata"]["resourceVersion"] == before
+
+
+def test_service_ports_and_type_are_validated(kubectl: Kubectl) -> None:
+    two = service(ports=[{"port": 80}, {"port": 443}])
+    out = kubectl.apply(two, check=False)
+    assert out.stderr.strip().splitlines() == ['The Service "web" is invalid: ',
+                                               "* spec.ports[0].name: Required value",
+                                               "* spec.ports[1].name: Required value"]
+    bad = service(type="Bogus", ports=[{"name": "HTTP", "port": 0, "protocol": "HTTP", "targetPort": "a--b"}])
+    out = kubectl.apply(bad, check=False)
+    message = out.stderr.strip()
+    for part in ('spec.type: Unsupported value: "Bogus": supported values: "ClusterIP", "ExternalName", '
+                 '"LoadBalancer", "NodePort"',
+                 'spec.ports[0].name: Invalid value: "HTTP": a lowercase RFC 1123 label must consist of',
+                 "spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive",
+                 'spec.ports[0].protocol: Unsupported value: "HTTP": supported values: "SCTP", "TCP", "UDP"',
+                 'spec.ports[0].targetPort: Invalid value: "a--b": must not contain consecutive hyphens'):
+        assert part in message, part
+    assert stored(kubectl, "services")["items"] == []
+    kubectl.apply(service(ports=[{"name": "http", "port": 80}, {"name": "https", "port": 443}]))
