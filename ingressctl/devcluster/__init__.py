@@ -29,17 +29,20 @@ Python:
         dc.write_kubeconfig(path, token=token)           # requests as system:serviceaccount:ns:sa
         dc.access_log.allowed("system:serviceaccount:ns:sa"); dc.access_log.denied(...)
 
-Built-in kinds are validated where the controller's users could tell (`validation.py`: Ingress, Secret);
-`load` skips validation, like a restore of the API server's storage.
+Built-in kinds are validated where the controller's users could tell (`validation.py`: Ingress, Secret;
+`strategy.py`: immutable fields, Secret `stringData` merged into `data` and never stored); `load` skips
+validation, like a restore of the API server's storage. Every write decodes as kube-apiserver's does
+(`decode.py`): fields a kind does not declare (`fields.py` for built-in kinds, the structural schema for
+custom resources) and duplicate fields are refused, warned about or dropped per `fieldValidation` (Warn when
+absent), and server-side apply refuses undeclared fields.
 
 Validating admission webhooks are called as kube-apiserver calls them (`admission.py`).
 
 Known differences from a real API server: authentication by bearer token only (the admin token, ServiceAccount
 tokens), RBAC without ClusterRole aggregation and without escalation checks on RBAC writes, no mutating
 admission webhooks, no CEL rules (`x-kubernetes-validations`) or conversion webhooks for CRDs, most built-in
-kinds unvalidated and, having no schemas for them, `fieldValidation=Strict` applied to custom resources only,
-server-side apply whose field ownership ignores non-apply writes, OpenAPI documents for custom resources only
-(`openapi.py`; for built-in kinds kubectl then validates nothing client-side and computes strategic merge
+kinds' values unvalidated (their field names are checked), OpenAPI schemas for custom resources only
+(`openapi.py`; built-in group/versions publish their operations only, so kubectl computes strategic merge
 patches from its compiled-in types), protobuf accepted only for the bodies kubectl's create generators send,
 and bookmarks every `bookmark_interval` seconds (default 2) rather than every minute.
 """

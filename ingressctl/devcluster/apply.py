@@ -12,8 +12,8 @@ Guarantees:
 - Applying a value different from the live one to a field another manager applied is a 409 Conflict naming
   the manager and the fields, as kube-apiserver words it; with `force=true` the applier takes the fields over.
 - The write is an update with optimistic concurrency, retried on a concurrent change.
-Difference from kube-apiserver: managers of non-apply writes (update, patch) are not recorded, so they own
-nothing and never conflict.
+- Non-apply writers own the fields they set (`managed.py`), so applying another value to one conflicts with
+  them too; `force=true` takes it over.
 """
 
 from __future__ import annotations
@@ -24,31 +24,18 @@ from typing import Any
 
 import yaml
 
-from ingressctl.devcluster import errors
+from ingressctl.devcluster import errors, managed
+from ingressctl.devcluster.decode import BodyIssues, loads_yaml
 from ingressctl.devcluster.errors import StatusError
+from ingressctl.devcluster.fields import TypedFields
+from ingressctl.devcluster.managed import fields_of, tracked
+from ingressctl.devcluster.objects import Stored, WriteResult
 from ingressctl.devcluster.patch import FieldMeta
 from ingressctl.devcluster.resources import Obj, ResourceKind, now_rfc3339
-from ingressctl.devcluster.store import Store, Stored, WriteResult
+from ingressctl.devcluster.store import Store
 
 CONTENT_TYPE = "application/apply-patch+yaml"
 _RETRIES = 5
-
-
-def fields_of(value: Any, meta: FieldMeta) -> dict[str, Any]:
-    """The FieldsV1 set of a value: the fields it sets, keyed the way managedFields records them."""
-    if isinstance(value, dict):
-        return {f"f:{k}": fields_of(v, meta.child(k)) for k, v in value.items()}
-    if isinstance(value, list) and meta.merge_key:
-        element = FieldMeta(fields=meta.fields)
-        return {_item_key(meta.merge_key, item): {".": {}, **fields_of(item, element)} for item in value
-                if isinstance(item, dict) and meta.merge_key in item}
-    if isinstance(value, list) and meta.merge_primitives:
-        return {f"v:{json.dumps(item, separators=(',', ':'))}": {} for item in value}
-    return {}
-
-
-def _item_key(merge_key: str, item: Obj) -> str:
-    return "k:" + json.dumps({merge_key: item[merge_key]}, separators=(",", ":"))
 
 
 def _add_removals(patch: Obj, old: Any, new: dict[str, Any], meta: FieldMeta, shared: Any = None) -> None:
@@ -85,7 +72,7 @@ def _add_removals(patch: Obj, old: Any, new: dict[str, Any], meta: FieldMeta, sh
                         sub.append({"$patch": "delete", **ident})
                     continue
                 match = next(i for i in sub if isinstance(i, dict) and child_meta.merge_key in i
-                             and _item_key(child_meta.merge_key, i) == item_key)
+                             and managed.item_key(child_meta.merge_key, i) == item_key)
                 _add_removals(match, old_item, new[key][item_key], element,
                               child_shared.get(item_key) if isinstance(child_shared, dict) else None)
         elif isinstance(sub, list) and child_meta.merge_primitives:
@@ -202,24 +189,50 @@ def _conflict(conflicts: list[tuple[str, str, Path]]) -> StatusError:
     return StatusError(409, "Conflict", message, {"causes": causes})
 
 
-def parse_applied(raw: bytes) -> Obj:
+def parse_applied(raw: bytes) -> tuple[Obj, BodyIssues]:
+    """The applied configuration and the keys it sets twice (as Go's strict YAML decoder reports them)."""
+    prefix = "error converting YAML to JSON: yaml: unmarshal errors:"
     try:
-        body = yaml.safe_load(raw) if raw.strip() else None
+        body, issues = loads_yaml(raw, strict_prefix=prefix) if raw.strip() else (None, BodyIssues())
     except yaml.YAMLError as e:
         raise errors.bad_request(f"error decoding YAML: {e}") from None
     if not isinstance(body, dict):
         raise errors.bad_request("the apply patch must be an object")
-    return body
+    return body, issues
+
+
+def undeclared_fields(kind: ResourceKind, applied: Obj, meta: FieldMeta) -> StatusError | None:
+    """The error kube-apiserver's field manager gives an applied configuration that sets fields the kind's
+    schema does not declare (HTTP 500 in kube-apiserver 1.32, whatever the fieldValidation directive)."""
+    if kind.typed:
+        paths = TypedFields.of(kind.typed).apply_paths(applied, meta)
+    elif kind.unknown_fields is not None:
+        paths = ["." + p for p in kind.unknown_fields(applied)]
+    else:
+        return None
+    if not paths:
+        return None
+    meta_obj = applied.get("metadata") or {}
+    target = f"{meta_obj.get('namespace') or ''}/{meta_obj.get('name') or ''}"
+    group_version = kind.api_version if kind.group else f"/{kind.version}"
+    lines = [f"{p}: field not declared in schema" for p in paths]
+    detail = lines[0] if len(lines) == 1 else "errors:\n" + "\n".join(f"  {line}" for line in lines)
+    return StatusError(500, "", f"failed to create typed patch object ({target}; {group_version}, "
+                       f"Kind={kind.kind}): {detail}", None)
 
 
 def server_side_apply(store: Store, kind: ResourceKind, namespace: str, name: str, raw: bytes, *,
                       manager: str, force: bool = False, subresource: str = "", dry_run: bool = False,
-                      view: Callable[[Stored], Obj] | None = None) -> tuple[WriteResult, bool]:
-    """Apply `raw` (YAML or JSON) as `manager`; returns the write and whether it created the object."""
+                      view: Callable[[Stored], Obj] | None = None,
+                      field_validation: str = "") -> tuple[WriteResult, bool]:
+    """Apply `raw` (YAML or JSON) as `manager`; returns the write and whether it created the object.
+
+    Fields the kind's schema does not declare refuse the apply (500, as kube-apiserver's field manager);
+    keys set twice refuse it with fieldValidation=Strict (400) and warn otherwise (except Ignore)."""
     if not manager:
         raise errors.invalid("PatchOptions", "meta.k8s.io", "", [
             ("fieldManager", "FieldValueRequired", "Required value: is required for apply patch")])
-    applied = parse_applied(raw)
+    applied, issues = parse_applied(raw)
     meta = applied.get("metadata")
     if not isinstance(meta, dict):
         raise errors.bad_request("metadata: the apply patch must have metadata")
@@ -229,8 +242,16 @@ def server_side_apply(store: Store, kind: ResourceKind, namespace: str, name: st
     if not applied.get("apiVersion") or not applied.get("kind"):
         raise errors.bad_request("the apply patch must set apiVersion and kind")
     patch_meta = store.bucket(kind).kind.patch_meta
+    if not subresource:
+        undeclared = undeclared_fields(kind, applied, patch_meta)
+        if undeclared is not None:
+            raise undeclared
+    directive = field_validation or "Warn"
+    if issues.strict and directive == "Strict":
+        raise errors.bad_request("error strict decoding YAML: " + "".join(issues.strict))
+    warnings = issues.warnings if directive == "Warn" else []
     body = {k: v for k, v in applied.items() if k not in ("apiVersion", "kind")}
-    new_fields = fields_of(body, patch_meta)
+    new_fields = fields_of(tracked(applied, status=False), patch_meta)   # not name, namespace, ...
     entry = {"manager": manager, "operation": "Apply", "apiVersion": kind.api_version, "time": now_rfc3339(),
              "fieldsType": "FieldsV1", "fieldsV1": new_fields}
     for _ in range(_RETRIES):
@@ -239,9 +260,12 @@ def server_side_apply(store: Store, kind: ResourceKind, namespace: str, name: st
         except StatusError as e:
             if e.code != 404 or subresource:
                 raise
-            created = {**applied, "metadata": {**meta, "name": name, "managedFields": [entry]}}
+            created = {**applied, "metadata": {**{k: v for k, v in meta.items() if k != "resourceVersion"},
+                                               "name": name, "managedFields": [entry]}}
             try:
-                return store.create(kind, namespace, created, dry_run=dry_run), True
+                result = store.create(kind, namespace, created, dry_run=dry_run)
+                result.warnings[:0] = warnings
+                return result, True
             except StatusError as e2:
                 if e2.reason != "AlreadyExists":
                     raise
@@ -269,8 +293,10 @@ def server_side_apply(store: Store, kind: ResourceKind, namespace: str, name: st
         patch["metadata"] = {**(patch.get("metadata") or {}), "resourceVersion": str(current.rv),
                              "managedFields": [*others, entry]}
         try:
-            return store.patch(kind, namespace, name, "strategic", patch, subresource=subresource,
-                               dry_run=dry_run, view=view), False
+            result = store.patch(kind, namespace, name, "strategic", patch, subresource=subresource,
+                                 dry_run=dry_run, view=view)
+            result.warnings[:0] = warnings
+            return result, False
         except StatusError as e:
             if e.code != 409:
                 raise

@@ -33,8 +33,9 @@ from typing import Any
 
 from ingressctl.devcluster import errors
 from ingressctl.devcluster.errors import StatusError
+from ingressctl.devcluster.objects import Stored, object_key
 from ingressctl.devcluster.rbac import Attributes, Grant, Policy, UserInfo, forbidden, service_account_user
-from ingressctl.devcluster.store import Store, Stored, object_key
+from ingressctl.devcluster.store import Store
 
 Obj = dict[str, Any]
 ADMIN = UserInfo("system:admin", ("system:masters", "system:authenticated"))

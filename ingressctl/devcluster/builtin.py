@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingressctl.devcluster.patch import FieldMeta
+from ingressctl.devcluster.podspec import default_pod_spec
 from ingressctl.devcluster.resources import (
     AGE,
     NAME,
@@ -22,7 +23,6 @@ from ingressctl.devcluster.resources import (
     Obj,
     ResourceKind,
     Subresource,
-    default_pod_spec,
     object_patch_meta,
 )
 from ingressctl.devcluster.resources import (
@@ -136,11 +136,13 @@ TOKEN = Subresource("token", kind="TokenRequest", group="authentication.k8s.io",
 
 SERVICEACCOUNTS = ResourceKind(
     "", "v1", "serviceaccounts", "ServiceAccount", singular="serviceaccount", short_names=("sa",),
+    typed="V1ServiceAccount",
     subresources=(TOKEN,),
     patch_meta=object_patch_meta(secrets=FieldMeta(merge_key="name")),
     columns=(NAME, Column("Secrets", lambda o: len(o.get("secrets") or []), type="integer"), AGE))
 DEPLOYMENTS = ResourceKind(
     "apps", "v1", "deployments", "Deployment", singular="deployment", short_names=("deploy",),
+    typed="V1Deployment",
     categories=("all",), has_status=True, generation=True, default=_default_deployment,
     patch_meta=_WORKLOAD_META,
     columns=(NAME, _ready_of("readyReplicas", ("spec", "replicas")),
@@ -151,6 +153,7 @@ DEPLOYMENTS = ResourceKind(
              AGE))
 DAEMONSETS = ResourceKind(
     "apps", "v1", "daemonsets", "DaemonSet", singular="daemonset", short_names=("ds",), categories=("all",),
+    typed="V1DaemonSet",
     has_status=True, generation=True, default=_default_daemonset, patch_meta=_WORKLOAD_META,
     columns=(NAME, _count("status", "desiredNumberScheduled"), _count("status", "currentNumberScheduled"),
              _count("status", "numberReady"), _count("status", "updatedNumberScheduled"),
@@ -161,6 +164,7 @@ DAEMONSETS = ResourceKind(
              AGE))
 REPLICASETS = ResourceKind(
     "apps", "v1", "replicasets", "ReplicaSet", singular="replicaset", short_names=("rs",),
+    typed="V1ReplicaSet",
     categories=("all",), has_status=True, generation=True, default=_default_replicaset,
     patch_meta=_WORKLOAD_META,
     columns=(NAME, Column("Desired", lambda o: int(_get(o, "spec", "replicas", default=0) or 0),
@@ -168,24 +172,29 @@ REPLICASETS = ResourceKind(
              _count("status", "replicas"), _count("status", "readyReplicas"), AGE))
 STATEFULSETS = ResourceKind(
     "apps", "v1", "statefulsets", "StatefulSet", singular="statefulset", short_names=("sts",),
+    typed="V1StatefulSet",
     categories=("all",), has_status=True, generation=True, default=_default_statefulset,
     patch_meta=_WORKLOAD_META,
     columns=(NAME, _ready_of("readyReplicas", ("spec", "replicas")), AGE))
 ROLES = ResourceKind(
-    RBAC_GROUP, "v1", "roles", "Role", singular="role",
+    RBAC_GROUP, "v1", "roles", "Role", singular="role", typed="V1Role",
     columns=(NAME, Column("Created At", _created_at, format="date")))
 CLUSTERROLES = ResourceKind(
     RBAC_GROUP, "v1", "clusterroles", "ClusterRole", namespaced=False, singular="clusterrole",
+    typed="V1ClusterRole",
     columns=(NAME, Column("Created At", _created_at, format="date")))
 _BINDING_COLUMNS = (NAME, Column("Role", _role_ref), AGE, _subjects("User"), _subjects("Group"),
                     _subjects("ServiceAccount"))
 ROLEBINDINGS = ResourceKind(
-    RBAC_GROUP, "v1", "rolebindings", "RoleBinding", singular="rolebinding", columns=_BINDING_COLUMNS)
+    RBAC_GROUP, "v1", "rolebindings", "RoleBinding", singular="rolebinding", columns=_BINDING_COLUMNS,
+    typed="V1RoleBinding")
 CLUSTERROLEBINDINGS = ResourceKind(
     RBAC_GROUP, "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False,
+    typed="V1ClusterRoleBinding",
     singular="clusterrolebinding", columns=_BINDING_COLUMNS)
 PODDISRUPTIONBUDGETS = ResourceKind(
     "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", singular="poddisruptionbudget",
+    typed="V1PodDisruptionBudget",
     short_names=("pdb",), has_status=True, generation=True,
     patch_meta=object_patch_meta(status=_STATUS_CONDITIONS),
     columns=(NAME, _or_na("Min Available", "spec", "minAvailable"),
@@ -195,6 +204,7 @@ PODDISRUPTIONBUDGETS = ResourceKind(
              AGE))
 HORIZONTALPODAUTOSCALERS = ResourceKind(
     "autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler",
+    typed="V2HorizontalPodAutoscaler",
     singular="horizontalpodautoscaler", short_names=("hpa",), categories=("all",), has_status=True,
     patch_meta=object_patch_meta(status=_STATUS_CONDITIONS),
     columns=(NAME, Column("Reference", _hpa_reference),
@@ -207,6 +217,7 @@ HORIZONTALPODAUTOSCALERS = ResourceKind(
 # Answered, never stored (auth.AccessControl.self_subject_access_review).
 SELFSUBJECTACCESSREVIEWS = ResourceKind(
     "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False,
+    typed="V1SelfSubjectAccessReview",
     singular="selfsubjectaccessreview", verbs=("create",))
 
 BUILTIN_KINDS: tuple[ResourceKind, ...] = (

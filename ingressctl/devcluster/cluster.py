@@ -34,9 +34,11 @@ from ingressctl.devcluster.builtin import DEFAULT_KINDS
 from ingressctl.devcluster.crd import CustomResourceDefinitions
 from ingressctl.devcluster.faults import FaultInjector, RequestStats
 from ingressctl.devcluster.manifests import read_manifests
-from ingressctl.devcluster.resources import Registry, ResourceKind
+from ingressctl.devcluster.objects import object_key
+from ingressctl.devcluster.registry import Registry
+from ingressctl.devcluster.resources import ResourceKind
 from ingressctl.devcluster.server import DevHTTPServer, ServerConfig
-from ingressctl.devcluster.store import Store, object_key
+from ingressctl.devcluster.store import Store
 from ingressctl.devcluster.tlsutil import ServingCertificate, generate
 from ingressctl.logging import get_logger
 

@@ -29,19 +29,20 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ingressctl.devcluster import jsonpath, schema
+from ingressctl.devcluster.objects import DELETED, Event
+from ingressctl.devcluster.registry import Registry
 from ingressctl.devcluster.resources import (
     AGE,
     ALL_VERBS,
     NAME,
     Column,
     Obj,
-    Registry,
     ResourceKind,
     human_duration,
     now_rfc3339,
 )
 from ingressctl.devcluster.schema import FieldError, go_value
-from ingressctl.devcluster.store import DELETED, Event, Store
+from ingressctl.devcluster.store import Store
 
 GROUP = "apiextensions.k8s.io"
 PLURAL = "customresourcedefinitions"
@@ -336,7 +337,7 @@ class CustomResourceDefinitions:
             GROUP, "v1", PLURAL, "CustomResourceDefinition", namespaced=False,
             singular="customresourcedefinition", short_names=("crd", "crds"), categories=("api-extensions",),
             verbs=ALL_VERBS, has_status=True, generation=True, default=self._default,
-            validate=validate_crd, delete_finalizer=CLEANUP,
+            validate=validate_crd, delete_finalizer=CLEANUP, typed="V1CustomResourceDefinition",
             columns=(NAME, Column("Created At", lambda o: o.get("metadata", {}).get("creationTimestamp"),
                                   type="date", description="CreationTimestamp is a timestamp representing "
                                   "the server time when this object was created.")))

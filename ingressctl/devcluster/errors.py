@@ -29,8 +29,10 @@ class StatusError(Exception):
         """The `Status` object for this error."""
         body: dict[str, Any] = {
             "kind": "Status", "apiVersion": "v1", "metadata": dict(self.metadata), "status": "Failure",
-            "message": self.message, "reason": self.reason,
+            "message": self.message,
         }
+        if self.reason:        # a plain error (kube-apiserver's StatusReasonUnknown) has no reason
+            body["reason"] = self.reason
         if self.details is not None:
             body["details"] = self.details
         body["code"] = self.code

@@ -18,8 +18,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ingressctl.devcluster.patch import FieldMeta
+from ingressctl.devcluster.podspec import default_pod_spec
 from ingressctl.devcluster.selectors import FieldGetter
-from ingressctl.devcluster.validation import validate_ingress, validate_secret
+from ingressctl.devcluster.strategy import (
+    normalize_cluster_ips,
+    secret_to_storage,
+    validate_configmap,
+    validate_ingressclass,
+    validate_secret_update,
+    validate_service,
+)
+from ingressctl.devcluster.validation import validate_ingress
 
 Obj = dict[str, Any]
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -79,6 +88,9 @@ class ResourceKind:
     # The fields of a request body the kind's schema does not know (paths), for fieldValidation=Strict/Warn;
     # None: the kind has no schema here and every field is accepted.
     unknown_fields: Callable[[Obj], list[str]] | None = None
+    # A built-in kind's Go type as the kubernetes client's models name it ("V1Service"): its declared fields
+    # (`fields.TypedFields`) are the schema fieldValidation checks and unknown fields are dropped against.
+    typed: str = ""
     storage: str = ""                      # the stored kind's "<group>/<plural>" when this is another version
     to_storage: Callable[[Obj], Obj] | None = None
     from_storage: Callable[[Obj], Obj] | None = None
@@ -260,9 +272,13 @@ def _default_service(obj: Obj, old: Obj | None) -> None:
     svc_type = spec.setdefault("type", "ClusterIP")
     if svc_type != "ExternalName":
         old_spec = _dict((old or {}).get("spec"))
-        if not spec.get("clusterIP") and old_spec.get("clusterIP"):
-            spec["clusterIP"] = old_spec["clusterIP"]
-            spec.setdefault("clusterIPs", old_spec.get("clusterIPs") or [old_spec["clusterIP"]])
+        if old is not None and old_spec.get("type") != "ExternalName":
+            normalize_cluster_ips(spec, old_spec)
+            # What the update leaves out keeps its allocated value (kube-apiserver's patchAllocatedValues).
+            if not spec.get("clusterIP") and old_spec.get("clusterIP"):
+                spec["clusterIP"] = old_spec["clusterIP"]
+            if not spec.get("clusterIPs") and old_spec.get("clusterIPs"):
+                spec["clusterIPs"] = list(old_spec["clusterIPs"])
         if not spec.get("clusterIP"):
             spec["clusterIP"] = _allocate_cluster_ip()
         spec.setdefault("clusterIPs", [spec["clusterIP"]])
@@ -277,18 +293,12 @@ def _default_service(obj: Obj, old: Obj | None) -> None:
     obj.setdefault("status", {"loadBalancer": {}})
 
 
-def default_pod_spec(spec: Obj) -> None:
-    """The PodSpec defaults a real API server fills in (for Pods and workloads' pod templates)."""
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("securityContext", {})
-
-
 def _default_pod(obj: Obj, old: Obj | None) -> None:
     spec = obj["spec"] = _dict(obj.get("spec"))
     default_pod_spec(spec)
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("serviceAccountName", "default")     # the ServiceAccount admission plug-in's
+    spec.setdefault("serviceAccount", spec["serviceAccountName"])
     status = obj["status"] = _dict(obj.get("status"))
     status.setdefault("phase", "Pending")
 
@@ -423,6 +433,7 @@ def _event_last_seen(obj: Obj) -> str:
 # --------------------------------------------------------------------------------------- the table
 NAMESPACES = ResourceKind(
     "", "v1", "namespaces", "Namespace", namespaced=False, singular="namespace", short_names=("ns",),
+    typed="V1Namespace",
     verbs=("create", "delete", "get", "list", "patch", "update", "watch"), has_status=True,
     return_deleted_object=True, default=_default_namespace,
     field_selectors={"status.phase": _path("status", "phase")},
@@ -430,6 +441,7 @@ NAMESPACES = ResourceKind(
              AGE))
 SERVICES = ResourceKind(
     "", "v1", "services", "Service", singular="service", short_names=("svc",), categories=("all",),
+    typed="V1Service", validate=validate_service,
     verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
     has_status=True, generation=True, return_deleted_object=True, default=_default_service,
     patch_meta=object_patch_meta(spec=FieldMeta(fields={"ports": FieldMeta(merge_key="port")}),
@@ -440,23 +452,26 @@ SERVICES = ResourceKind(
              Column("Selector", lambda o: _join(f"{k}={v}" for k, v in (o.get("spec", {}).get("selector")
                                                                          or {}).items()), priority=1)))
 ENDPOINTS = ResourceKind(
-    "", "v1", "endpoints", "Endpoints", singular="endpoints", short_names=("ep",),
+    "", "v1", "endpoints", "Endpoints", singular="endpoints", short_names=("ep",), typed="V1Endpoints",
     columns=(NAME, Column("Endpoints", lambda o: _join(
         f"{a.get('ip')}:{p.get('port')}" for s in o.get("subsets") or [] if isinstance(s, dict)
         for a in s.get("addresses") or [] for p in s.get("ports") or [{}])), AGE))
 SECRETS = ResourceKind(
-    "", "v1", "secrets", "Secret", singular="secret", default=_default_secret, validate=validate_secret,
+    "", "v1", "secrets", "Secret", singular="secret", default=_default_secret,
+    validate=validate_secret_update, to_storage=secret_to_storage,
+    typed="V1Secret",
     field_selectors={"type": _path("type")},
     columns=(NAME, Column("Type", _path("type")),
-             Column("Data", lambda o: len(o.get("data") or {}) + len(o.get("stringData") or {}),
-                    type="integer"),
+             Column("Data", lambda o: len(o.get("data") or {}), type="integer"),
              AGE))
 CONFIGMAPS = ResourceKind(
-    "", "v1", "configmaps", "ConfigMap", singular="configmap", short_names=("cm",),
+    "", "v1", "configmaps", "ConfigMap", singular="configmap", short_names=("cm",), typed="V1ConfigMap",
+    validate=validate_configmap,
     columns=(NAME, Column("Data", lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {}),
                           type="integer"), AGE))
 PODS = ResourceKind(
     "", "v1", "pods", "Pod", singular="pod", short_names=("po",), categories=("all",), has_status=True,
+    typed="V1Pod",
     generation=True, return_deleted_object=True, default=_default_pod,
     patch_meta=object_patch_meta(spec=POD_SPEC_META, status=FieldMeta(fields={
         "conditions": _CONDITIONS, "podIPs": FieldMeta(merge_key="ip"),
@@ -484,24 +499,27 @@ _EVENT_FIELDS: dict[str, FieldGetter] = {
 }
 EVENTS = ResourceKind(
     "", "v1", "events", "Event", singular="event", short_names=("ev",), allow_create_on_update=True,
+    typed="CoreV1Event",
     reset_status_on_create=False, default=_default_event, field_selectors=_EVENT_FIELDS,
     columns=(Column("Last Seen", _event_last_seen), Column("Type", _path("type")),
              Column("Reason", _path("reason")), Column("Object", _event_object),
              Column("Message", _path("message")),
              ))
 EVENTS_V1 = ResourceKind(
-    "events.k8s.io", "v1", "events", "Event", singular="event", short_names=("ev",),
+    "events.k8s.io", "v1", "events", "Event", singular="event", short_names=("ev",), typed="EventsV1Event",
     allow_create_on_update=True, reset_status_on_create=False, default=_default_event, storage="/events",
     to_storage=events_v1_to_event, from_storage=event_to_events_v1,
     field_selectors={k.replace("involvedObject", "regarding"): v for k, v in _EVENT_FIELDS.items()},
     columns=(NAME, AGE))
 ENDPOINTSLICES = ResourceKind(
     "discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", singular="endpointslice",
+    typed="V1EndpointSlice",
     default=_default_endpointslice, field_selectors={"addressType": _path("addressType")},
     columns=(NAME, Column("AddressType", _path("addressType")), Column("Ports", _slice_ports),
              Column("Endpoints", _slice_endpoints), AGE))
 INGRESSES = ResourceKind(
     "networking.k8s.io", "v1", "ingresses", "Ingress", singular="ingress", short_names=("ing",),
+    typed="V1Ingress",
     has_status=True, generation=True, default=_default_ingress, validate=validate_ingress,
     columns=(NAME, Column("Class", lambda o: o.get("spec", {}).get("ingressClassName") or "<none>"),
              Column("Hosts", _ingress_hosts), Column("Address", _lb_addresses),
@@ -509,15 +527,18 @@ INGRESSES = ResourceKind(
              AGE))
 INGRESSCLASSES = ResourceKind(
     "networking.k8s.io", "v1", "ingressclasses", "IngressClass", namespaced=False, singular="ingressclass",
+    typed="V1IngressClass", validate=validate_ingressclass,
     generation=True,
     columns=(NAME, Column("Controller", _path("spec", "controller")),
              Column("Parameters", lambda o: _join([(o.get("spec", {}).get("parameters") or {}).get("name")])),
              AGE))
 LEASES = ResourceKind(
     "coordination.k8s.io", "v1", "leases", "Lease", singular="lease", allow_create_on_update=True,
+    typed="V1Lease",
     columns=(NAME, Column("Holder", _path("spec", "holderIdentity")), AGE))
 VALIDATING_WEBHOOK_CONFIGURATIONS = ResourceKind(
     "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration",
+    typed="V1ValidatingWebhookConfiguration",
     namespaced=False, singular="validatingwebhookconfiguration", categories=("api-extensions",),
     columns=(NAME, Column("Webhooks", lambda o: len(o.get("webhooks") or []),
                                            type="integer"), AGE))
@@ -528,75 +549,3 @@ DEFAULT_KINDS: tuple[ResourceKind, ...] = (
     LEASES,
     VALIDATING_WEBHOOK_CONFIGURATIONS,
 )
-
-
-class Registry:
-    """Lookups over a table of kinds: by URL (group, version, plural) and by (apiVersion, kind).
-
-    Kinds may be added and removed while the server runs (`add`, `remove`: the kinds of a
-    CustomResourceDefinition); readers see the table before or after a change, never half of one.
-    """
-
-    def __init__(self, kinds: Iterable[ResourceKind]) -> None:
-        self.kinds: tuple[ResourceKind, ...] = ()
-        self._by_path: dict[tuple[str, str, str], ResourceKind] = {}
-        self._by_gvk: dict[tuple[str, str], ResourceKind] = {}
-        self._storage: dict[str, ResourceKind] = {}
-        self._lock = threading.Lock()
-        self._rebuild(tuple(kinds))
-        if "/namespaces" not in self._storage:
-            raise ValueError("the table must contain core/v1 namespaces")
-
-    def _rebuild(self, kinds: tuple[ResourceKind, ...]) -> None:
-        by_path: dict[tuple[str, str, str], ResourceKind] = {}
-        by_gvk: dict[tuple[str, str], ResourceKind] = {}
-        storage: dict[str, ResourceKind] = {}
-        for k in kinds:
-            key = (k.group, k.version, k.plural)
-            if key in by_path:
-                raise ValueError(f"duplicate resource {k.api_version} {k.plural}")
-            by_path[key] = k
-            by_gvk.setdefault((k.api_version, k.kind), k)
-            if not k.storage:
-                storage[k.storage_id] = k
-        for k in kinds:
-            if k.storage and k.storage not in storage:
-                raise ValueError(f"{k.api_version} {k.plural}: storage {k.storage!r} is not a stored kind")
-        self._by_path, self._by_gvk, self._storage, self.kinds = by_path, by_gvk, storage, kinds
-
-    def add(self, kinds: Iterable[ResourceKind]) -> None:
-        """Append kinds to the table."""
-        with self._lock:
-            self._rebuild(self.kinds + tuple(kinds))
-
-    def replace(self, storage_id: str, kinds: Iterable[ResourceKind]) -> list[ResourceKind]:
-        """Replace every version of the stored kind `storage_id` by `kinds` (none: remove it) in one step;
-        returns the rows removed."""
-        with self._lock:
-            gone = [k for k in self.kinds if k.storage_id == storage_id]
-            self._rebuild(tuple(k for k in self.kinds if k.storage_id != storage_id) + tuple(kinds))
-            return gone
-
-    def by_path(self, group: str, version: str, plural: str) -> ResourceKind | None:
-        return self._by_path.get((group, version, plural))
-
-    def by_gvk(self, api_version: str, kind: str) -> ResourceKind | None:
-        return self._by_gvk.get((api_version, kind))
-
-    def stored_kind(self, kind: ResourceKind) -> ResourceKind:
-        """The kind whose form is stored for `kind` (itself unless it is another version)."""
-        return self._storage[kind.storage_id]
-
-    def storage_ids(self) -> list[str]:
-        return list(self._storage)
-
-    def groups(self) -> dict[str, list[str]]:
-        """Group name -> versions (core excluded), in table order."""
-        out: dict[str, list[str]] = {}
-        for k in self.kinds:
-            if k.group and k.version not in out.setdefault(k.group, []):
-                out[k.group].append(k.version)
-        return out
-
-    def in_group_version(self, group: str, version: str) -> list[ResourceKind]:
-        return [k for k in self.kinds if k.group == group and k.version == version]

@@ -91,7 +91,7 @@ def subdomain_errors(value: str, path: str, *, wildcard_ok: bool) -> list[FieldE
 
 
 # --------------------------------------------------------------------------------------------- Ingress
-def _port_name_errors(name: str) -> list[str]:
+def port_name_errors(name: str) -> list[str]:
     msgs = []
     if len(name) > 15:
         msgs.append("must be no more than 15 characters")
@@ -129,7 +129,7 @@ def _backend_errors(backend: Any, path: str) -> list[FieldError]:
         errs.append(_invalid(path, "", "cannot set both port name & port number"))
     elif port_name:
         errs.extend(_invalid(f"{path}.service.port.name", port_name, msg)
-                    for msg in _port_name_errors(str(port_name)))
+                    for msg in port_name_errors(str(port_name)))
     elif number:
         if not isinstance(number, int) or not 1 <= number <= 65535:
             errs.append(_invalid(f"{path}.service.port.number", number,

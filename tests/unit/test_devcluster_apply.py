@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from ingressctl.devcluster.apply import _add_removals, _conflict, fields_of
+from ingressctl.devcluster.apply import _add_removals, _conflict
 from ingressctl.devcluster.builtin import DEPLOYMENTS
+from ingressctl.devcluster.managed import fields_of
 from ingressctl.devcluster.patch import strategic_merge_patch
 
 META = DEPLOYMENTS.patch_meta

@@ -11,9 +11,11 @@ import pytest
 from ingressctl.devcluster import DEFAULT_KINDS
 from ingressctl.devcluster.crd import CustomResourceDefinitions
 from ingressctl.devcluster.errors import StatusError
-from ingressctl.devcluster.resources import Registry, ResourceKind
+from ingressctl.devcluster.objects import ADDED, DELETED, MODIFIED, Matcher
+from ingressctl.devcluster.registry import Registry
+from ingressctl.devcluster.resources import ResourceKind
 from ingressctl.devcluster.selectors import SelectorError, parse_field_selector, parse_label_selector
-from ingressctl.devcluster.store import ADDED, DELETED, MODIFIED, Matcher, Store
+from ingressctl.devcluster.store import Store
 from tests.helpers import wait_until
 
 GROUP = "example.com"

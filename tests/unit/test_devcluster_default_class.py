@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ingressctl.devcluster.default_class import default_ingress_class
-from ingressctl.devcluster.resources import DEFAULT_KINDS, INGRESSCLASSES, INGRESSES, NAMESPACES, Registry
+from ingressctl.devcluster.registry import Registry
+from ingressctl.devcluster.resources import DEFAULT_KINDS, INGRESSCLASSES, INGRESSES, NAMESPACES
 from ingressctl.devcluster.store import Store
 
 DEFAULT = {"ingressclass.kubernetes.io/is-default-class": "true"}

@@ -17,7 +17,7 @@ from ingressctl.devcluster.rbac import (
     rule_allows,
     service_account_user,
 )
-from ingressctl.devcluster.resources import Registry
+from ingressctl.devcluster.registry import Registry
 from ingressctl.devcluster.store import Store
 
 SA = service_account_user("edge", "ctl")

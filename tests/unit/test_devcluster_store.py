@@ -10,16 +10,17 @@ from typing import Any
 import pytest
 
 from ingressctl.devcluster.errors import StatusError
+from ingressctl.devcluster.objects import DELETED, MODIFIED, Matcher, decode_continue
+from ingressctl.devcluster.registry import Registry
 from ingressctl.devcluster.resources import (
     CONFIGMAPS,
     DEFAULT_KINDS,
     INGRESSES,
     NAMESPACES,
     SERVICES,
-    Registry,
 )
 from ingressctl.devcluster.selectors import parse_field_selector, parse_label_selector
-from ingressctl.devcluster.store import DELETED, MODIFIED, Matcher, Store, decode_continue
+from ingressctl.devcluster.store import Store
 
 ALL = Matcher(parse_label_selector(""), parse_field_selector("", {}))
 
