@@ -37,7 +37,8 @@ from ingressctl.devcluster.manifests import read_manifests
 from ingressctl.devcluster.objects import object_key
 from ingressctl.devcluster.registry import Registry
 from ingressctl.devcluster.resources import ResourceKind
-from ingressctl.devcluster.server import DevHTTPServer, ServerConfig
+from ingressctl.devcluster.server import DevHTTPServer
+from ingressctl.devcluster.serving import ServerConfig
 from ingressctl.devcluster.store import Store
 from ingressctl.devcluster.tlsutil import ServingCertificate, generate
 from ingressctl.logging import get_logger

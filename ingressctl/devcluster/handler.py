@@ -13,7 +13,7 @@ import contextlib
 import socket
 import ssl
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
@@ -24,14 +24,11 @@ from ingressctl.devcluster.objects import dumps
 from ingressctl.devcluster.protobuf import ProtobufError
 from ingressctl.devcluster.rbac import UserInfo
 from ingressctl.devcluster.request import PATCH_TYPES
+from ingressctl.devcluster.serving import Serving
 from ingressctl.logging import get_logger
-
-if TYPE_CHECKING:
-    from ingressctl.devcluster.server import DevHTTPServer
 
 log = get_logger(__name__)
 
-MAX_BODY_BYTES = 3 * 1024 * 1024
 _REASONS = {200: "OK", 201: "Created", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized",
             403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
             409: "Conflict", 410: "Gone", 413: "Request Entity Too Large", 415: "Unsupported Media Type",
@@ -43,7 +40,7 @@ class BaseHandler(BaseHTTPRequestHandler):
     """Connection plumbing, body framing and decoding; `server.Handler` adds routing and the verbs."""
 
     protocol_version = "HTTP/1.1"
-    server: DevHTTPServer
+    server: Serving
     server_version = "devcluster"
     user: UserInfo
     _warnings: list[str]

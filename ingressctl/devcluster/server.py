@@ -26,8 +26,6 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 from ingressctl.devcluster import errors, openapi
@@ -35,11 +33,11 @@ from ingressctl.devcluster.admission import WebhookAdmission
 from ingressctl.devcluster.auth import ADMIN, AccessControl
 from ingressctl.devcluster.errors import StatusError
 from ingressctl.devcluster.faults import FaultInjector, RequestStats
-from ingressctl.devcluster.handler import MAX_BODY_BYTES
 from ingressctl.devcluster.rbac import Attributes, UserInfo
 from ingressctl.devcluster.registry import Registry
 from ingressctl.devcluster.request import ResourceRequest, bool_param
 from ingressctl.devcluster.resources import Obj
+from ingressctl.devcluster.serving import ServerConfig, Serving
 from ingressctl.devcluster.store import Store
 from ingressctl.devcluster.verbs import ResourceHandler
 from ingressctl.logging import get_logger
@@ -53,17 +51,8 @@ _NON_RESOURCE_PUBLIC = ("/healthz", "/livez", "/readyz", "/version")
 AnswerHandler = Callable[[UserInfo, str, str, Any], Obj]
 
 
-@dataclass
-class ServerConfig:
-    bookmark_interval: float = 2.0          # seconds between BOOKMARK events on watches that allow them
-    min_request_timeout: float = 1800.0     # watches without timeoutSeconds end after [x, 2x)
-    write_timeout: float = 60.0             # a watch client that does not read for this long is dropped
-    idle_timeout: float = 300.0             # keep-alive connections idle this long are closed
-    max_body_bytes: int = MAX_BODY_BYTES
-    token: str = ""                         # bearer token required when set
 
-
-class DevHTTPServer(ThreadingHTTPServer):
+class DevHTTPServer(Serving):
     """ThreadingHTTPServer that owns the store, faults and stats, and can drop every connection on stop."""
 
     daemon_threads = True

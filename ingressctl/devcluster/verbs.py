@@ -33,7 +33,7 @@ from ingressctl.devcluster.request import (
 )
 from ingressctl.devcluster.resources import Obj, ResourceKind
 from ingressctl.devcluster.selectors import SelectorError, parse_field_selector, parse_label_selector
-from ingressctl.devcluster.watch import WatchStream
+from ingressctl.devcluster.watch import WatchEncoding, WatchStream
 
 
 class ResourceHandler(BaseHandler):
@@ -307,4 +307,5 @@ class ResourceHandler(BaseHandler):
 
     # ------------------------------------------------------------------------------------------- watch
     def _verb_watch(self, req: ResourceRequest, raw: bytes) -> None:
-        WatchStream(self, req).run()
+        WatchStream(self, req, WatchEncoding(self._matcher(req), self._view(req.kind), self._object_dict,
+                                             self._object_bytes)).run()

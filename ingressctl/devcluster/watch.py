@@ -15,40 +15,53 @@ import select
 import socket
 import ssl
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from ingressctl.devcluster import errors, printing
 from ingressctl.devcluster.errors import StatusError
+from ingressctl.devcluster.handler import BaseHandler
 from ingressctl.devcluster.objects import (
     ADDED,
     DELETED,
     MODIFIED,
     Event,
+    Matcher,
     Stored,
     Watcher,
     dumps,
     parse_resource_version,
 )
 from ingressctl.devcluster.request import ResourceRequest, bool_param, int_param
+from ingressctl.devcluster.resources import Obj, ResourceKind
 from ingressctl.logging import get_logger
 
-if TYPE_CHECKING:
-    from ingressctl.devcluster.verbs import ResourceHandler
-
 log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class WatchEncoding:
+    """What a watch needs from the verbs: the request's selector, the kind's storage view and the encoders
+    of one object (as a dict for tables, as bytes otherwise)."""
+
+    matcher: Matcher
+    view: Callable[[Stored], Obj] | None
+    object_dict: Callable[[ResourceKind, Stored], Obj]
+    object_bytes: Callable[[ResourceKind, Stored], bytes]
 
 
 class WatchStream:
     """One watch response: initial events, live events, bookmarks, timeout and abrupt drops."""
 
-    def __init__(self, handler: ResourceHandler, req: ResourceRequest) -> None:
+    def __init__(self, handler: BaseHandler, req: ResourceRequest, encoding: WatchEncoding) -> None:
         self.h = handler
         self.req = req
         self.kind = req.kind
         q = req.query
-        self.matcher = handler._matcher(req)
+        self.encoding = encoding
+        self.matcher = encoding.matcher
         self.filtered = not self.matcher.empty
-        self.view = handler._view(req.kind)
+        self.view = encoding.view
         self.bookmarks = bool_param(q, "allowWatchBookmarks") is True
         self.send_initial = bool_param(q, "sendInitialEvents")
         rv_match = q.get("resourceVersionMatch", "")
@@ -79,11 +92,11 @@ class WatchStream:
 
     def _object(self, stored: Stored) -> bytes:
         if self.table_version:
-            obj = self.h._object_dict(self.kind, stored)
+            obj = self.encoding.object_dict(self.kind, stored)
             return dumps(printing.table(self.kind, [obj], version=self.table_version,
                                         include_object=self.include_object,
                                         list_meta={"resourceVersion": str(stored.rv)}))
-        return self.h._object_bytes(self.kind, stored)
+        return self.encoding.object_bytes(self.kind, stored)
 
     def _line(self, etype: str, stored: Stored) -> bytes:
         return b'{"type":"%s","object":%s}\n' % (etype.encode(), self._object(stored))

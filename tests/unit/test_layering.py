@@ -140,8 +140,10 @@ def test_each_layer_imports_only_the_layers_below_it(layer: str) -> None:
 
 
 def test_only_the_api_client_imports_the_kubernetes_package() -> None:
+    """The controller's one door to `kubernetes` is `k8s/client.py`; devcluster reads the built-in kinds'
+    field names from the same package's models (`devcluster/fields.py`), as kube-apiserver's schema."""
     users = sorted(m for m, p in MODULES.items() if any(ext == "kubernetes" for _, ext in _imports(p)))
-    assert users == ["k8s.client"]
+    assert users == ["devcluster.fields", "k8s.client"]
 
 
 def test_every_folder_and_top_level_module_has_a_rule_or_is_a_composition_root() -> None:
@@ -149,3 +151,9 @@ def test_every_folder_and_top_level_module_has_a_rule_or_is_a_composition_root()
     composition = {"app", "cli", "demo", "__main__"}   # they may import anything below them
     assert tops - composition == set(ALLOWED) - {"kinds.ingress"}
 
+
+
+def test_no_module_is_longer_than_the_house_limit() -> None:
+    """~600 lines (docs/architecture.md); the limit carries the margin the issue's "~" allows."""
+    long = {m: n for m, p in MODULES.items() if (n := sum(1 for _ in open(p))) > 660}
+    assert long == {}
