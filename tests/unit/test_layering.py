@@ -153,7 +153,12 @@ def test_every_folder_and_top_level_module_has_a_rule_or_is_a_composition_root()
 
 
 
+def _lines(path: str) -> int:
+    with open(path) as f:
+        return sum(1 for _ in f)
+
+
 def test_no_module_is_longer_than_the_house_limit() -> None:
-    """~600 lines (docs/architecture.md); the limit carries the margin the issue's "~" allows."""
-    long = {m: n for m, p in MODULES.items() if (n := sum(1 for _ in open(p))) > 660}
+    """About 600 lines a module (docs/architecture.md, "Layout"), with a tenth of margin."""
+    long = {m: n for m, p in MODULES.items() if (n := _lines(p)) > 660}
     assert long == {}
