@@ -2,7 +2,8 @@
 annotation (the ingress-nginx family's included), host, path or ConfigMap value that is not rejected renders
 a configuration that NGINX accepts AND whose statement tree has exactly the expected directives (checked with
 the tokenizer model as in the unit fuzzer; `nginx -t` confirms the model's reading is NGINX's: a config the
-model thinks is fine but NGINX does not parse would fail here). Bounded: at most 200 examples; only the rendered ones run `nginx -t`."""
+model thinks is fine but NGINX does not parse would fail here). Bounded: at most 200 examples; only the
+rendered ones run `nginx -t`."""
 
 from __future__ import annotations
 
