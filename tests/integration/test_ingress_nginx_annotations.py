@@ -131,3 +131,101 @@ def test_access_and_limit_annotations(env: Env, kubectl: Kubectl) -> None:
     c.wait_status("office.example.com", "/", 404)
     assert request(port, "public.example.com").status == 200
 
+
+
+def tls_handshake(port: int, host: str, cipher: str) -> bool:
+    """Whether a TLS 1.2 handshake offering only `cipher` succeeds."""
+    import socket
+    import ssl
+
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_ciphers(cipher)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+                ctx.wrap_socket(raw, server_hostname=host):
+            return True
+    except ssl.SSLError:
+        return False
+
+
+def test_backend_annotations(env: Env, kubectl: Kubectl) -> None:
+    from tests.integration.test_virtualserver_grpc import GreeterServer, grpc
+
+    web(env)
+    backend_cert = make_cert("secure-app.demo.svc")
+    env.service("secure-app", port=443)
+    env.endpoints("secure-app", [special(env, "secure-app", cert=backend_cert)])
+    env.service("special")
+    env.endpoints("special", [special(env, "special")])
+    env.service("error-pages")
+    env.endpoints("error-pages", [env.backend("error-pages")])
+    direct = env.backend("direct")
+    env.service("direct", port=direct.port, clusterIP="127.0.0.1")  # no EndpointSlices: only the cluster IP
+    replicas = [env.backend(f"replica-{i}") for i in range(3)]
+    env.service("replicas")
+    env.endpoints("replicas", replicas)
+    greeter = GreeterServer("greeter")
+    try:
+        env.service("greeter", target_port=greeter.port)
+
+        class _Grpc:
+            name, host, port = "greeter", "127.0.0.1", greeter.port
+
+        env.endpoints("greeter", [_Grpc()])  # type: ignore[list-item]
+        grpc_cert = make_cert("grpc.example.com")
+        env.create(grpc_cert.secret("grpc-tls", NS))
+        env.create(make_cert("ciphers.example.com").secret("ciphers-tls", NS))
+        env.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nginx-config",
+        "namespace": NS},
+                   "data": {"http2": "true"}})
+        apply_manifest(env, kubectl, "backends.yaml")
+        c = compat_controller(env, nginx_configmaps=f"{NS}/nginx-config", enable_snippets=True)
+        port = c.http_port
+
+        # backend-protocol: HTTPS
+        r = wait_until(lambda: (x := request(port, "tls-backend.example.com", "/x")).status == 200 and x,
+                       "HTTPS to the backend")
+        assert r.body == "secure-app GET tls-backend.example.com/x\n"
+        # backend-protocol: GRPC (grpc_pass, with the TLS listener's HTTP/2)
+        creds = grpc.ssl_channel_credentials(root_certificates=grpc_cert.cert_pem)
+
+        def call() -> str:
+            with grpc.secure_channel(f"127.0.0.1:{c.https_port}", creds,
+                                     options=[("grpc.ssl_target_name_override", "grpc.example.com"),
+                                              ("grpc.default_authority", "grpc.example.com")]) as ch:
+                try:
+                    return str(ch.unary_unary("/helloworld.Greeter/SayHello")(b"hi", timeout=10).decode())
+                except grpc.RpcError as e:
+                    return str(e.code())
+
+        assert wait_until(lambda: call() == "greeter: hi user=", "a gRPC call")
+        # custom-http-errors: the backend's 404 comes from spec.defaultBackend, with its status
+        r = request(port, "errors.example.com", "/missing")
+        assert (r.status, r.backend) == (404, "error-pages")
+        assert request(port, "errors.example.com", "/found").backend == "special"
+        # service-upstream: the Service's cluster IP
+        assert request(port, "clusterip.example.com").backend == "direct"
+        # upstream-hash-by: one URI, one replica; many URIs, several replicas
+        for uri in ("/a", "/b", "/c"):
+            assert len({request(port, "cache.example.com", uri).backend for _ in range(10)}) == 1
+        assert len({request(port, "cache.example.com", f"/item/{i}").backend for i in range(30)}) >= 2
+        # ssl-ciphers
+        assert tls_handshake(c.https_port, "ciphers.example.com", "ECDHE-RSA-AES256-GCM-SHA384")
+        assert not tls_handshake(c.https_port, "ciphers.example.com", "ECDHE-RSA-AES128-GCM-SHA256")
+        # configuration-snippet and server-snippet (with --enable-snippets)
+        r = request(port, "snippet.example.com")
+        assert (r.backend, r.headers.get("x-snippet")) == ("web", "location")
+        assert request(port, "snippet.example.com", "/from-server-snippet").body == "server snippet\n"
+    finally:
+        greeter.stop()
+
+
+def test_snippets_are_refused_without_enable_snippets(env: Env, kubectl: Kubectl) -> None:
+    web(env)
+    apply_manifest(env, kubectl, "backends.yaml")
+    c = compat_controller(env)
+    env.wait_event("snippet", "Rejected", "annotations.nginx.ingress.kubernetes.io/configuration-snippet: "
+                                          "Forbidden: not supported by ingressctl: snippets are not enabled")
+    assert request(c.http_port, "snippet.example.com").status == 404
