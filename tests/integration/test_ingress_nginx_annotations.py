@@ -229,3 +229,21 @@ def test_snippets_are_refused_without_enable_snippets(env: Env, kubectl: Kubectl
     env.wait_event("snippet", "Rejected", "annotations.nginx.ingress.kubernetes.io/configuration-snippet: "
                                           "Forbidden: not supported by ingressctl: snippets are not enabled")
     assert request(c.http_port, "snippet.example.com").status == 404
+
+
+def test_ingress_nginx_configmap_keys(env: Env, kubectl: Kubectl) -> None:
+    web(env)
+    apply_manifest(env, kubectl, "configmap.yaml")
+    c = compat_controller(env, nginx_configmaps=f"{NS}/ingress-nginx-controller")
+    port = c.http_port
+    # use-forwarded-headers: the allowlist sees the address in X-Forwarded-For
+    forwarded = {"X-Forwarded-For": "10.1.2.3"}
+    r = wait_until(lambda: (x := request(port, "office.example.com", headers=forwarded)).status == 200 and x,
+                   "the forwarded client is allowed")
+    assert r.backend == "web"
+    assert request(port, "office.example.com").status == 403
+    # proxy-body-size (as client-max-body-size), server-tokens
+    assert request(port, "office.example.com", method="POST", body=b"x" * 2000, headers=forwarded).status == 413
+    assert r.headers["server"] == "nginx"
+    env.wait_event("ingress-nginx-controller", "InvalidValue",
+                   "Invalid value for use-gzip: ingress-nginx key ignored", kind="ConfigMap")
