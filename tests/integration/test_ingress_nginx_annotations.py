@@ -243,8 +243,8 @@ def test_ingress_nginx_configmap_keys(env: Env, kubectl: Kubectl) -> None:
     assert r.backend == "web"
     assert request(port, "office.example.com").status == 403
     # proxy-body-size (as client-max-body-size), server-tokens
-    assert request(port, "office.example.com", method="POST", body=b"x" * 2000,
-    headers=forwarded).status == 413
+    big = request(port, "office.example.com", method="POST", body=b"x" * 2000, headers=forwarded)
+    assert big.status == 413
     assert r.headers["server"] == "nginx"
     env.wait_event("ingress-nginx-controller", "InvalidValue",
                    "Invalid value for use-gzip: ingress-nginx key ignored", kind="ConfigMap")
