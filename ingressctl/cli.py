@@ -186,6 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(k, "--report-ingress-status", False, "write the load balancer address to Ingress status")
     k.add_argument("--external-service", help="Service whose external address is reported in Ingress status")
     _flag(k, "--enable-snippets", False, "allow server-snippets and location-snippets annotations")
+    _flag(k, "--ingress-nginx-compat", False,
+          "also serve the IngressClasses of the community ingress-nginx controller (spec.controller "
+          "k8s.io/ingress-nginx) and the annotation kubernetes.io/ingress.class: nginx, and read the "
+          "nginx.ingress.kubernetes.io/* annotations on every Ingress served "
+          "(docs/ingress-nginx-migration.md)")
     _flag(k, "--enable-custom-resources", True, "serve the k8s.nginx.org VirtualServer and TransportServer "
           "resources (their CRDs must be installed)")
     _flag(k, "--enable-directive-autoadjust", False,
@@ -377,6 +382,7 @@ def parse_args(argv: Sequence[str] | None = None, environ: dict[str, str] | None
             enable_custom_resources=a.enable_custom_resources,
             enable_directive_autoadjust=a.enable_directive_autoadjust,
             allow_empty_ingress_host=a.allow_empty_ingress_host,
+            ingress_nginx_compat=a.ingress_nginx_compat,
             load_certificates_per_handshake=a.load_certificates_per_handshake,
         ),
         leader_election=LeaderElectionSettings(enabled=a.enable_leader_election,

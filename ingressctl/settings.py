@@ -57,6 +57,8 @@ class ControllerSettings:
     enable_custom_resources: bool = True
     enable_directive_autoadjust: bool = False  # NIC's -enable-directive-autoadjust (proxy buffer settings)
     allow_empty_ingress_host: bool = False  # a rule without a host claims the class-wide catch-all
+    # Also serve ingress-nginx's IngressClasses and read the nginx.ingress.kubernetes.io/* annotations.
+    ingress_nginx_compat: bool = False
     # Ingress TLS certificates loaded at handshakes instead of at every reload (configs.certificate_map).
     # None: when NGINX caches them (ssl_certificate_cache, 1.27.4+, or the certificate-cache module).
     load_certificates_per_handshake: bool | None = None

@@ -61,6 +61,8 @@ from ingressctl.app.nginx_features import (
     with_dynamic_upstreams,
     with_upstream_front,
 )
+from ingressctl.controller.ingress_class import NGINX_CONTROLLER as NGINX_CONTROLLER
+from ingressctl.controller.ingress_class import IngressClasses
 from ingressctl.k8s.readahead import ReadAhead
 from ingressctl.keys import INGRESS_KIND
 from ingressctl.logging import get_logger
@@ -71,7 +73,6 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
-NGINX_CONTROLLER = "nginx.org/ingress-controller"
 LATENCY_CONFIG_NAME = "_latency-metrics"
 """conf.d/<name>.conf with the latency access log; Ingress files are `<namespace>-<name>`, which never start
 with "_"."""
@@ -113,6 +114,8 @@ class App:
         self.webhook: Any = None
         self.status: Any = None
         self._reads = ReadAhead("startup-read")
+        self.ingress_classes = IngressClasses(settings.controller.ingress_class,
+                                              ingress_nginx_compat=settings.controller.ingress_nginx_compat)
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._nginx_failed = False
@@ -279,7 +282,7 @@ class App:
                                     metrics=self.metrics.startup if self.metrics is not None else None)
         if config_data and "external-status-address" in config_data:
             self.status.save_status_from_external_status(str(config_data["external-status-address"] or ""))
-        configuration = Configuration(ingress_class=s.controller.ingress_class,
+        configuration = Configuration(ingress_class=self.ingress_classes,
                                       legacy_startup=s.controller.legacy_startup,
                                       snippets_enabled=s.controller.enable_snippets,
                                       allow_empty_host=s.controller.allow_empty_ingress_host)
@@ -382,6 +385,16 @@ class App:
         denials = getattr(self.client, "permission_denials", None)
         if denials is not None:
             self.metrics.watch_api_permissions(denials.counts)
+        if s.controller.ingress_nginx_compat:
+            self.metrics.watch_ingress_nginx_annotations(self._served_ingresses,
+                                                         snippets_enabled=s.controller.enable_snippets)
+
+    def _served_ingresses(self) -> list[dict[str, Any]]:
+        """The cached Ingresses of the classes this controller serves (metrics thread; thread-safe reads)."""
+        controller = self.controller
+        if controller is None:
+            return []
+        return [i for i in controller.informers.list(INGRESS_KIND) if self.ingress_classes.is_ours(i)]
 
     def _write_latency_config(self) -> None:
         """NIC's main-template lines for latency metrics, as a conf.d file in the http context."""
@@ -436,6 +449,8 @@ class App:
         s, client, reads = self.settings, self.client, self._reads
         name = s.controller.ingress_class
         reads.start(("get", INGRESSCLASSES.plural, name), lambda: client.get(INGRESSCLASSES, None, name))
+        if s.controller.ingress_nginx_compat:
+            reads.start(("list", INGRESSCLASSES.plural), lambda: client.list(INGRESSCLASSES, None))
         c = s.controller
         objects = ((CONFIGMAPS, c.nginx_configmaps), (SECRETS, c.default_server_tls_secret),
                    (SECRETS, c.wildcard_tls_secret))
@@ -453,24 +468,21 @@ class App:
                 reads.start(("probe", rt.plural), functools.partial(client.list, rt, namespace, limit=1))
 
     def _validate_ingress_class(self) -> None:
-        """NIC's mustValidateIngressClass."""
-        from ingressctl.k8s.errors import ApiError
+        """NIC's mustValidateIngressClass, and the ingress-nginx classes with --ingress-nginx-compat
+        (`app/ingress_classes.py`)."""
+        from ingressctl.app.ingress_classes import IngressClassError, check_ingress_classes
         from ingressctl.k8s.resource import INGRESSCLASSES
 
         name = self.settings.controller.ingress_class
         try:
-            ic = self._reads.take(("get", INGRESSCLASSES.plural, name),
-                                  lambda: self.client.get(INGRESSCLASSES, None, name))
-        except ApiError as e:
-            if e.is_not_found:
-                raise StartupError(
-                    f"IngressClass {name!r} does not exist: create it with spec.controller "
-                    f"{NGINX_CONTROLLER!r}, or pass --ingress-class with the name of one that does") from e
-            raise StartupError(f"cannot read IngressClass {name!r}: {e}") from e
-        controller = (ic.get("spec") or {}).get("controller")
-        if controller != NGINX_CONTROLLER:
-            raise StartupError(f"IngressClass {name!r} has spec.controller {controller!r}; "
-                               f"this controller serves {NGINX_CONTROLLER!r}")
+            check_ingress_classes(
+                self.ingress_classes,
+                lambda: self._reads.take(("get", INGRESSCLASSES.plural, name),
+                                         lambda: self.client.get(INGRESSCLASSES, None, name)),
+                lambda: self._reads.take(("list", INGRESSCLASSES.plural),
+                                         lambda: self.client.list(INGRESSCLASSES, None)))
+        except IngressClassError as e:
+            raise StartupError(str(e)) from e
 
     def _read_config_map(self) -> dict[str, str] | None:
         from ingressctl.k8s.errors import ApiError

@@ -114,6 +114,35 @@ class LimitReqZone:
 
 
 @dataclass(frozen=True)
+class LimitKeyMap:
+    """ingress-nginx's limit allowlist: `geo` of the client address to 1 for the exempt sources, and `map` of
+    that to `key_var`, the rate-limit key (`key`, or "" for an exempt client, which NGINX does not limit)."""
+
+    geo_var: str  # `$name` variables
+    key_var: str
+    key: str
+    exempt: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LimitConnZone:
+    """`limit_conn_zone <key> zone=<name>:<size>;` (http level)."""
+
+    name: str
+    key: str
+    size: str
+
+
+@dataclass(frozen=True)
+class LimitConn:
+    """`limit_conn <zone> <n>; limit_conn_status <code>;` in a location."""
+
+    zone: str
+    limit: int
+    status: int = 503
+
+
+@dataclass(frozen=True)
 class LimitReq:
     """`limit_req` and its companions in a location."""
 
@@ -210,23 +239,32 @@ class Location:
     # policy lines of the location (complete directives, values already quoted).
     policy_500: bool = False
     policy_lines: tuple[str, ...] = ()
+    # ingress-nginx annotations (kinds/ingress/ingress_nginx): request body buffering ("on"/"off"), the Host
+    # sent upstream, `return <code> "<url>"`, allow/deny rules (in order) and the connection limit.
+    proxy_request_buffering: str = ""
+    upstream_vhost: str = ""
+    return_redirect: tuple[int, str] = (0, "")
+    access_rules: tuple[tuple[str, str], ...] = ()
+    limit_conn: LimitConn | None = None
 
     @property
     def has_extra_directives(self) -> bool:
         """Any of snippets, basic auth, add_header_inherit, custom error handling, rewrite, client body buffer
-        size or add_header is set. The template tests this once before testing each of them: most locations
-        have none, and one test is cheaper than eight."""
+        size, add_header, a redirect or access rules is set. The template tests this once before testing each
+        of them: most locations have none, and one test is cheaper than ten."""
         return bool(self.snippets or self.basic_auth or self.add_header_inherit
                     or self.skip_custom_http_errors or self.custom_http_errors or self.rewrite_target
-                    or self.client_body_buffer_size or self.add_headers)
+                    or self.client_body_buffer_size or self.add_headers or self.return_redirect[0]
+                    or self.access_rules)
 
     @property
     def has_extra_proxy_directives(self) -> bool:
-        """Any of the proxy buffer, next-upstream and backend TLS settings is set (as `has_extra_directives`,
-        for the template's block of those directives)."""
+        """Any of the proxy buffer, next-upstream, request buffering and backend TLS settings is set (as
+        `has_extra_directives`, for the template's block of those directives)."""
         return bool(self.proxy_buffers or self.proxy_buffer_size or self.proxy_busy_buffers_size
                     or self.proxy_max_temp_file_size or self.proxy_next_upstream
-                    or self.proxy_next_upstream_timeout or self.proxy_next_upstream_tries or self.ssl)
+                    or self.proxy_next_upstream_timeout or self.proxy_next_upstream_tries or self.ssl
+                    or self.proxy_request_buffering)
 
 
 @dataclass(frozen=True)
@@ -243,6 +281,7 @@ class Server:
     # handshake (see configs.certificate_map).
     certificate_per_handshake: bool = False
     ssl_redirect: bool = False  # `if ($scheme = http)` -> 301 to https://$host:<first ssl port>
+    force_ssl_redirect: bool = False  # the same without a certificate (ingress-nginx's force-ssl-redirect)
     redirect_to_https: bool = False  # X-Forwarded-Proto http -> 301
     http2: bool = False
     http2_directive: bool = False  # this NGINX wants `http2 on;` (1.25.1+), not `listen ... http2`
@@ -322,6 +361,8 @@ class IngressNginxConfig:
     keepalive: str = ""  # "" when 0 (NIC keeps it as a string)
     limit_req_zones: tuple[LimitReqZone, ...] = ()
     policy_http: tuple[str, ...] = ()  # http-level lines of nginx.org/policies (maps, upstreams)
+    limit_conn_zones: tuple[LimitConnZone, ...] = ()  # ingress-nginx's limit-connections
+    limit_key_maps: tuple[LimitKeyMap, ...] = ()  # ingress-nginx's limit-whitelist
 
 
 @dataclass(frozen=True)

@@ -51,12 +51,20 @@ class ConfigParams:
     proxy_next_upstream_timeout: str = ""  # annotation only
     proxy_next_upstream_tries: int = 0  # annotation only; 0 = NGINX's default (unlimited)
     rewrite_target: str = ""  # annotation only
+    # ingress-nginx annotations only (kinds/ingress/ingress_nginx): "" = not set
+    proxy_request_buffering: str = ""  # "on" / "off"
+    upstream_vhost: str = ""  # the Host header sent upstream ("" = $host)
+    return_redirect: tuple[int, str] = (0, "")  # every location answers `return <code> "<url>"`
+    access_rules: tuple[tuple[str, str], ...] = ()  # ("allow" | "deny", source) in order
+    limit_conn: int = 0  # `limit_conn` per client address (0 = none)
+    limit_exempt: tuple[str, ...] = ()  # clients not rate- or connection-limited
     # Per server
     server_tokens: str = "on"
     http2: bool = False
     redirect_to_https: bool = False
     ssl_redirect: bool = True
     http_redirect_code: int = 301  # the ssl-redirect and redirect-to-https returns
+    force_ssl_redirect: bool = False  # ingress-nginx annotation only: redirect without a certificate too
     add_headers: tuple[AddHeader, ...] = ()  # annotation only: server (a minion's: its locations)
     app_root: str = ""  # annotation only
     proxy_redirect: tuple[str, str] = ("", "")  # annotation only: (from, to); ("off", "") / ("default", "")
@@ -156,6 +164,7 @@ class StaticConfigParams:
     default_server_tls_path: str = ""  # PEM of the default server's certificate; "" -> reject handshakes
     wildcard_tls_path: str = ""  # PEM for TLS hosts without secretName; "" -> such hosts reject handshakes
     enable_snippets: bool = False
+    ingress_nginx_compat: bool = False  # --ingress-nginx-compat: read nginx.ingress.kubernetes.io/*
     disable_ipv6: bool = False
     default_server_access_log_off: bool = False  # the default; the ConfigMap key overrides it
     secrets_dir: str = ""  # "" -> <conf_dir>/secrets
@@ -188,6 +197,7 @@ class StaticConfigParams:
             health_status_uri=n.health_status_uri, nginx_status=n.status, nginx_status_port=n.status_port,
             nginx_status_allow_cidrs=n.status_allow_cidrs, conf_dir=n.conf_dir, run_dir=n.run_dir,
             enable_snippets=settings.controller.enable_snippets,
+            ingress_nginx_compat=settings.controller.ingress_nginx_compat,
             enable_directive_autoadjust=settings.controller.enable_directive_autoadjust,
             disable_ipv6=n.disable_ipv6 or not ipv6_available(),
             default_server_access_log_off=n.default_server_access_log_off,

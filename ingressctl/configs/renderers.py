@@ -23,8 +23,8 @@ from ingressctl.configs.config import ProxyDefaults
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.keys import INGRESS_KIND, ResourceKey
+from ingressctl.kinds.ingress.catch_all import catch_all_upstream
 from ingressctl.kinds.ingress.config import (
-    catch_all_upstream,
     generate_nginx_config,
     generate_nginx_config_for_mergeable,
 )

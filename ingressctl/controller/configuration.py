@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from ingressctl.controller.ingress_class import IngressClasses
 from ingressctl.controller.model import (
     REASON_IGNORED,
     REASON_REJECTED,
@@ -137,18 +138,21 @@ def _index_get(index: Index, k: Any) -> tuple[ResourceKey, ...] | set[ResourceKe
 class Configuration:
     """Valid resources of one class, resolved into configured resources (see the module docstring)."""
 
-    def __init__(self, *, ingress_class: str, is_controller_ingress_class: bool = True,
+    def __init__(self, *, ingress_class: str | IngressClasses, is_controller_ingress_class: bool = True,
                  legacy_startup: bool = False, is_plus: bool = False, snippets_enabled: bool = False,
                  allow_empty_host: bool = False) -> None:
         """`allow_empty_host`: NIC's -allow-empty-ingress-host: a rule without a host claims the catch-all."""
-        self.ingress_class = ingress_class
+        self.ingress_classes = ingress_class if isinstance(ingress_class, IngressClasses) else \
+            IngressClasses(ingress_class)
+        self.ingress_class = self.ingress_classes.primary
         self.is_controller_ingress_class = is_controller_ingress_class
         self.legacy_startup = legacy_startup
         self.is_plus = is_plus
         self.snippets_enabled = snippets_enabled
         self._startup_complete = False
         self._kinds: dict[str, ConfigurationKind] = {}
-        self.register_kind(IngressModel(ingress_class, is_plus=is_plus, snippets_enabled=snippets_enabled,
+        self.register_kind(IngressModel(self.ingress_classes, is_plus=is_plus,
+                                        snippets_enabled=snippets_enabled,
                                         is_controller_ingress_class=is_controller_ingress_class,
                                         allow_empty_host=allow_empty_host))
 

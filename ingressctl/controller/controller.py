@@ -143,7 +143,7 @@ class LoadBalancerController:
         self._configmap_key = o.nginx_configmaps
         self._external_service_key = f"{o.pod_namespace}/{o.external_service}" if o.external_service else None
 
-        self.kinds = KindRegistry([ingress_kind(ingress_class=o.ingress_class, caches=self,
+        self.kinds = KindRegistry([ingress_kind(ingress_class=configuration.ingress_classes, caches=self,
                                                 secrets=secret_store, configurator=configurator,
                                                 status=status_updater, warn=self._warn_ingress)])
         for factory in kinds:
@@ -159,7 +159,8 @@ class LoadBalancerController:
                                configurator=configurator, reporter=self.reporter, status=self.status_writers,
                                render_all=self._render_all_at_startup, cached=self.cached,
                                guarded=self._guarded, stopping=self._stopping)
-        self.informers = InformerSet(client, self.kinds, self.enqueue, ingress_class=o.ingress_class,
+        self.informers = InformerSet(client, self.kinds, self.enqueue,
+                                     ingress_class=configuration.ingress_classes,
                                      watch_namespaces=o.watch_namespaces, pod_namespace=o.pod_namespace,
                                      external_service_key=self._external_service_key,
                                      configmap_key=self._configmap_key, resync_period=o.resync_period,

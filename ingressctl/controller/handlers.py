@@ -6,7 +6,8 @@ Guarantees:
 - Tombstones (`DeletedFinalStateUnknown`, seen when a delete was missed during a watch gap) are unwrapped and
   handled like ordinary deletes; unlike NIC, no delete is ever dropped.
 - Ingress class: the `kubernetes.io/ingress.class` annotation wins when non-empty, else
-  `spec.ingressClassName`; an Ingress is ours only if that class equals `--ingress-class`; an Ingress with no
+  `spec.ingressClassName`; an Ingress is ours only if that class equals `--ingress-class` (with
+  `--ingress-nginx-compat`, also the ingress-nginx classes: `controller/ingress_class.py`); an Ingress with no
   class is ignored (NIC 2.1).
   An update is enqueued when the old OR the new object is ours, so a class change away from us removes the
   config. Deletes are always enqueued (deleting an unknown key is a cheap no-op downstream).
@@ -22,6 +23,9 @@ Guarantees:
   rendered, and the start-up reads the caches (Secrets: the pre-sync) after that, so their tasks would
   be no-ops on the start-up's critical path (one per object: tens of thousands at scale).
 - ConfigMaps: only the NGINX ConfigMap named by `--nginx-configmaps`.
+- IngressClasses: a change of the primary class is logged; with `--ingress-nginx-compat` every IngressClass is
+  watched, and one that becomes (or stops being) an ingress-nginx class re-enqueues the Ingresses of that
+  class, so they are served (or removed) without waiting for their own next change.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ingressctl.controller.ingress_class import INGRESS_NGINX_CONTROLLER, IngressClasses
 from ingressctl.controller.secrets import SUPPORTED_SECRET_TYPES
 from ingressctl.controller.task import Kind, Task
 from ingressctl.k8s.store import SERVICE_NAME_LABEL
@@ -162,20 +167,21 @@ def _safe(fn: Callable[..., None]) -> Callable[..., None]:
 class IngressHandler:
     """Enqueues Ingresses of our class (see the module docstring for the rules)."""
 
-    def __init__(self, enqueue: Enqueue, ingress_class: str) -> None:
+    def __init__(self, enqueue: Enqueue, ingress_class: str | IngressClasses) -> None:
         self._enqueue = enqueue
-        self._class = ingress_class
+        self._classes = ingress_class if isinstance(ingress_class, IngressClasses) else \
+            IngressClasses(ingress_class)
 
     @_safe
     def on_add(self, obj: dict[str, Any], is_initial_list: bool = False) -> None:
-        if has_correct_ingress_class(obj, self._class):
+        if self._classes.is_ours(obj):
             self._enqueue(Task(Kind.INGRESS, object_key(obj)))
 
     @_safe
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         if resource_version(old) == resource_version(new):
             return
-        if not (has_correct_ingress_class(old, self._class) or has_correct_ingress_class(new, self._class)):
+        if not (self._classes.is_ours(old) or self._classes.is_ours(new)):
             return
         if not has_ingress_changes(old, new):
             return
@@ -317,10 +323,17 @@ class ConfigMapHandler:
 
 
 class IngressClassHandler:
-    """Watches our IngressClass: the controller keeps serving if it changes or disappears, but says so."""
+    """Watches our IngressClass: the controller keeps serving if it changes or disappears, but says so. With
+    `--ingress-nginx-compat` (`classes.compat`) it watches every IngressClass and keeps the ingress-nginx
+    class names of `classes` up to date; `requeue(name)` enqueues the Ingresses of a class whose being ours
+    changed."""
 
-    def __init__(self, ingress_class: str) -> None:
-        self._class = ingress_class
+    def __init__(self, ingress_class: str | IngressClasses,
+                 requeue: Callable[[str], None] | None = None) -> None:
+        self._classes = ingress_class if isinstance(ingress_class, IngressClasses) else \
+            IngressClasses(ingress_class)
+        self._class = self._classes.primary
+        self._requeue = requeue
 
     @_safe
     def on_add(self, obj: dict[str, Any], is_initial_list: bool = False) -> None:
@@ -334,14 +347,28 @@ class IngressClassHandler:
     @_safe
     def on_delete(self, obj: Any) -> None:
         o = unwrap(obj)
-        if meta(o).get("name") == self._class:
+        name = meta(o).get("name") or (tombstone_key(obj) or "")
+        if name == self._class:
             log.warning("the IngressClass this controller serves was deleted; its Ingresses are still served",
                         ingress_class=self._class)
+        elif self._classes.forget(str(name)):
+            self._changed(str(name), served=False)
+
+    def _changed(self, name: str, *, served: bool) -> None:
+        log.info("ingress-nginx IngressClass " + ("served" if served else "no longer served"),
+                 ingress_class=name)
+        if self._requeue is not None:
+            self._requeue(name)
 
     def _check(self, obj: dict[str, Any]) -> None:
-        if meta(obj).get("name") != self._class:
+        name = meta(obj).get("name")
+        if name != self._class:
+            if self._classes.observe(obj):
+                self._changed(str(name), served=str(name) in self._classes.compat_names)
             return
         controller = (obj.get("spec") or {}).get("controller")
+        if self._classes.compat and controller == INGRESS_NGINX_CONTROLLER:
+            return
         if controller != NGINX_CONTROLLER_NAME:
             log.warning("IngressClass names another controller", ingress_class=self._class,
                         controller=controller, expected=NGINX_CONTROLLER_NAME)

@@ -6,7 +6,8 @@ Guarantees:
 - Informers are keyed by what they serve (a kind's registry name, or the plural of a built-in type) and a
   namespace ("" for all), so a kind served from the same API type as another informer never shares it.
 - The `--external-service` is watched in the controller's namespace even when that namespace is not watched
-  (a field selector on its name); the ConfigMap and the IngressClass are watched by name.
+  (a field selector on its name); the ConfigMap and the IngressClass are watched by name (with
+  `--ingress-nginx-compat`, every IngressClass: see `controller/ingress_class.py`).
 - Reads (`get_object`, `endpoint_slices`, `list`) are thread-safe reads of the informer stores.
 - With `prevalidate_secret`, every Secret the Secret informers list or watch is handed to it (after the
   transform, on the reflector's thread, as each page arrives): the Secret store validates them there, while
@@ -16,6 +17,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -26,7 +28,9 @@ from ingressctl.controller.handlers import (
     SecretHandler,
     ServiceHandler,
 )
+from ingressctl.controller.ingress_class import IngressClasses, class_of
 from ingressctl.controller.kinds import Enqueue, EventHandler, KindRegistry
+from ingressctl.controller.task import Kind, Task
 from ingressctl.controller.transforms import transform_for
 from ingressctl.k8s.informer import SharedInformer
 from ingressctl.k8s.reflector import Transform
@@ -39,7 +43,7 @@ from ingressctl.k8s.resource import (
     ResourceType,
 )
 from ingressctl.k8s.store import BY_SERVICE_INDEX, endpoint_slices_by_service
-from ingressctl.keys import split_key
+from ingressctl.keys import INGRESS_KIND, object_key, split_key
 from ingressctl.logging import get_logger
 
 log = get_logger(__name__)
@@ -50,7 +54,8 @@ NewInformer = Callable[..., SharedInformer]
 class InformerSet:
     """See the module docstring."""
 
-    def __init__(self, client: Any, kinds: KindRegistry, enqueue: Enqueue, *, ingress_class: str,
+    def __init__(self, client: Any, kinds: KindRegistry, enqueue: Enqueue, *,
+                 ingress_class: str | IngressClasses,
                  watch_namespaces: Iterable[str], pod_namespace: str, external_service_key: str | None,
                  configmap_key: str | None, resync_period: float,
                  watch_secret_namespaces: Iterable[str] | None = None,
@@ -85,8 +90,14 @@ class InformerSet:
             ns, name = split_key(configmap_key)
             self._add("configmaps", CONFIGMAPS, ns, ConfigMapHandler(enqueue, configmap_key),
                       field_selector=f"metadata.name={name}")
-        self._add("ingressclasses", INGRESSCLASSES, "", IngressClassHandler(ingress_class),
-                  field_selector=f"metadata.name={ingress_class}")
+        classes = ingress_class if isinstance(ingress_class,
+                                              IngressClasses) else IngressClasses(ingress_class)
+        if classes.compat:  # every IngressClass: the ingress-nginx ones are served too
+            self._add("ingressclasses", INGRESSCLASSES, "", IngressClassHandler(
+                classes, functools.partial(self._requeue_class, classes, enqueue)))
+        else:
+            self._add("ingressclasses", INGRESSCLASSES, "", IngressClassHandler(classes),
+                      field_selector=f"metadata.name={classes.primary}")
 
     def _add(self, name: str, rt: ResourceType, namespace: str, handler: EventHandler, *,
              transform: Transform | None = None, **kw: Any) -> None:
@@ -95,6 +106,13 @@ class InformerSet:
         inf.add_event_handler(handler)
         self.all.append(inf)
         self._informers[(name, namespace)] = inf
+
+    def _requeue_class(self, classes: IngressClasses, enqueue: Enqueue, name: str) -> None:
+        """Enqueue the cached Ingresses that ask for IngressClass `name` (it became, or stopped being,
+        ours)."""
+        for ing in self.list(INGRESS_KIND):
+            if class_of(ing)[0] == name:
+                enqueue(Task(Kind.INGRESS, object_key(ing)))
 
     def informer(self, name: str, namespace: str) -> SharedInformer | None:
         return self._informers.get((name, "")) or self._informers.get((name, namespace))

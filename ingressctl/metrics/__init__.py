@@ -10,6 +10,7 @@ runs the metrics server and, with latency metrics, the syslog listener:
 - `processes` and `nginx`: NGINX worker counts and stub_status, read on each scrape.
 - `latency` and `syslog` (only with `enable_latency`): upstream latency from NGINX's access log.
 - `watch_api_permissions(counts)`: `api_permission_denied_total`, the API requests the cluster refused.
+- `watch_ingress_nginx_annotations(ingresses)`: `ingress_nginx_annotations{status,annotation}` (compat).
 
 Layering: this package reads `ingressctl.nginx` (stub_status, /proc) and implements
 `ingressctl.k8s.workqueue.MetricsProvider`; it never imports `ingressctl.controller`.
@@ -18,7 +19,8 @@ Layering: this package reads `ingressctl.nginx` (stub_status, /proc) and impleme
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -27,6 +29,7 @@ from ingressctl.metrics.api import ApiPermissionCollector
 from ingressctl.metrics.common import CONTROLLER_NAMESPACE, NGINX_NAMESPACE, new_registry
 from ingressctl.metrics.controller import ControllerMetricsCollector
 from ingressctl.metrics.exposition import CONTENT_TYPE, generate_text
+from ingressctl.metrics.ingress_nginx import IngressNginxAnnotationsCollector
 from ingressctl.metrics.latency import (
     LATENCY_LOG_FORMAT,
     LatencyMetricsCollector,
@@ -103,6 +106,12 @@ class ControllerMetrics:
             self.latency = LatencyMetricsCollector(self.registry, ingress_class)
             self.syslog = SyslogListener(syslog_socket_path(run_dir), self.latency.record_latency)
         self.server = MetricsServer(self.registry, host=host, port=port)
+
+    def watch_ingress_nginx_annotations(self, ingresses: Callable[[], Iterable[Mapping[str, Any]]], *,
+                                        snippets_enabled: bool = False) -> None:
+        """Export the ingress-nginx annotations of the served Ingresses (`--ingress-nginx-compat`)."""
+        self.registry.register(IngressNginxAnnotationsCollector(self.ingress_class, ingresses,
+                                                                snippets_enabled=snippets_enabled))
 
     def watch_api_permissions(self, counts: Callable[[], Mapping[Permission, int]]) -> None:
         """Export the refused API requests (a `KubeClient`'s `permission_denials.counts`)."""

@@ -123,6 +123,7 @@ BAD_VALUES = [
     ({"controller": {"logFormat": "glog"}}, "controller.logFormat"),
     ({"controller": {"image": {"pullPolicy": "Sometimes"}}}, "controller.image.pullPolicy"),
     ({"controller": {"enableSnippets": "yes"}}, "controller.enableSnippets"),
+    ({"controller": {"ingressNginxCompat": "true"}}, "controller.ingressNginxCompat"),
     ({"controller": {"healthStatusURI": "/"}}, "controller.healthStatusURI"),
     ({"controller": {"watchNamespace": "Not_A_Namespace"}}, "controller.watchNamespace"),
     ({"controller": {"podDisruptionBudget": {"minAvailable": "half"}}}, "minAvailable"),
@@ -540,6 +541,20 @@ def test_nginx_options(helm: Helm) -> None:
     assert s.serving.enable_latency_metrics is True
     s = settings_of(helm.render({"controller": {"nginxStatus": {"enable": False}}}))
     assert s.nginx.status is False
+
+
+def test_ingress_nginx_compat(helm: Helm) -> None:
+    """controller.ingressNginxCompat passes --ingress-nginx-compat; off by default (no argument at all), and
+    with it on the chart's own IngressClass is still created as configured."""
+    docs = helm.render({})
+    assert settings_of(docs).controller.ingress_nginx_compat is False
+    assert not any("ingress-nginx-compat" in a for a in container(docs)["args"])
+    docs = helm.render({"controller": {"ingressNginxCompat": True}})
+    assert settings_of(docs).controller.ingress_nginx_compat is True
+    assert find(docs, "IngressClass")["spec"]["controller"] == "nginx.org/ingress-controller"
+    docs = helm.render({"controller": {"ingressNginxCompat": True, "ingressClass": {"create": False}}})
+    assert settings_of(docs).controller.ingress_nginx_compat is True
+    assert not [d for d in docs if d.get("kind") == "IngressClass"]
 
 
 def test_unprivileged_listeners_and_security_context(helm: Helm) -> None:

@@ -170,6 +170,20 @@ def test_annotation_docs_tables_match_the_annotation_table() -> None:
         "docs/annotations.md tables are stale: run python -m tests.integration.test_app_docs --write"
 
 
+def test_ingress_nginx_migration_tables_match_the_table() -> None:
+    """docs/ingress-nginx-migration.md's tables are what the ingress-nginx table's rows make of them, and list
+    every row once."""
+    from ingressctl.kinds.ingress.annotations_ingress_nginx import INGRESS_NGINX, PREFIX
+    from ingressctl.kinds.ingress.ingress_nginx.docs import blocks, read_blocks
+
+    text = read("docs/ingress-nginx-migration.md")
+    assert read_blocks(text, INGRESS_NGINX) == blocks(INGRESS_NGINX), (
+        "docs/ingress-nginx-migration.md tables are stale: run python -m tests.integration.test_app_docs "
+        "--write")
+    listed = [PREFIX + m.group(1) for m in re.finditer(r"^\| `([^`]+)` \|", text, re.MULTILINE)]
+    assert sorted(listed) == sorted(INGRESS_NGINX.by_key)
+
+
 def test_every_supported_annotation_is_documented_and_nothing_else() -> None:
     documented = table_names("docs/annotations.md") - {"kubernetes.io/ingress.class"}
     assert sorted(supported_annotations() - documented) == [], "annotations missing from docs/annotations.md"
@@ -204,6 +218,7 @@ def test_every_metric_is_documented() -> None:
                               master_pid=lambda: None)
         RateLimitingQueue[str](name="taskQueue", metrics_provider=m.workqueue)   # its series now exist
         m.watch_api_permissions(dict)     # as App wires it to its client's permission denials
+        m.watch_ingress_nginx_annotations(list)  # as App wires it with --ingress-nginx-compat
         for family in m.registry.collect():
             samples = {re.sub(r"_(bucket|count|sum|created)$", "", s.name) for s in family.samples
                        if not s.name.endswith("_created")}
@@ -298,6 +313,12 @@ def _write() -> None:
     docs = replace_blocks(read("docs/annotations.md"), NGINX_ORG)
     with open(os.path.join(REPO, "docs", "annotations.md"), "w", encoding="utf-8") as f:
         f.write(docs)
+    from ingressctl.kinds.ingress.annotations_ingress_nginx import INGRESS_NGINX
+    from ingressctl.kinds.ingress.ingress_nginx import docs as ingress_nginx_docs
+
+    migration = ingress_nginx_docs.replace_blocks(read("docs/ingress-nginx-migration.md"), INGRESS_NGINX)
+    with open(os.path.join(REPO, "docs", "ingress-nginx-migration.md"), "w", encoding="utf-8") as f:
+        f.write(migration)
     print("README.md flag tables, docs/policies.md's type table and docs/annotations.md's tables updated")
 
 

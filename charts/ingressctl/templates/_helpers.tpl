@@ -92,6 +92,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 - --watch-namespace={{ . }}
 {{- end }}
 - --enable-snippets={{ $c.enableSnippets }}
+{{- if $c.ingressNginxCompat }}
+- --ingress-nginx-compat=true
+{{- end }}
 - --health-status={{ $c.healthStatus }}
 - --health-status-uri={{ $c.healthStatusURI }}
 - --nginx-status={{ $c.nginxStatus.enable }}

@@ -28,7 +28,7 @@ def markers(table: AnnotationTable, name: str) -> tuple[str, str]:
             f"<!-- annotations:{table.family}:{name}:end -->")
 
 
-def _cell(row: Annotation, text: str) -> str:
+def cell(row: Annotation, text: str) -> str:
     if "\n" in text or _UNESCAPED_PIPE.search(text):
         raise ValueError(f"annotation {row.key}: a docs cell has a newline or an unescaped '|': {text!r}")
     return f" {text} " if text else " "
@@ -65,7 +65,7 @@ def section_table(table: AnnotationTable, section: Section) -> str:
         if section.values_column:
             cells.append(_values(row))
         cells.append(row.effect)
-        lines.append("|" + "|".join(_cell(row, c) for c in cells) + "|")
+        lines.append("|" + "|".join(cell(row, c) for c in cells) + "|")
     return "\n".join(lines)
 
 
@@ -89,7 +89,7 @@ def blocks(table: AnnotationTable) -> dict[str, str]:
     return result
 
 
-def _span(text: str, table: AnnotationTable, name: str) -> tuple[int, int]:
+def span(text: str, table: AnnotationTable, name: str) -> tuple[int, int]:
     begin, end = markers(table, name)
     start, stop = text.find(begin), text.find(end)
     if start < 0 or stop < start:
@@ -101,7 +101,7 @@ def read_blocks(text: str, table: AnnotationTable) -> dict[str, str]:
     """What the document holds in each of the table's blocks."""
     result = {}
     for name in blocks(table):
-        start, stop = _span(text, table, name)
+        start, stop = span(text, table, name)
         result[name] = text[start:stop].strip()
     return result
 
@@ -109,6 +109,6 @@ def read_blocks(text: str, table: AnnotationTable) -> dict[str, str]:
 def replace_blocks(text: str, table: AnnotationTable) -> str:
     """The document with every block of the table generated afresh."""
     for name, markdown in blocks(table).items():
-        start, stop = _span(text, table, name)
+        start, stop = span(text, table, name)
         text = text[:start] + "\n" + markdown + "\n" + text[stop:]
     return text

@@ -7,8 +7,9 @@ Guarantees:
   typed value) and what the value sets (`handling` and `sets`: a `ConfigParams` field, an `IngressAnnotations`
   field, or a named special handling); its default (the ConfigMap key that sets the same field, else a
   literal in the annotation's syntax); whether masters and minions may have it (NIC's deny and inheritance
-  lists); its relations to other rows (`ignored_with`, `requires`, `group`); and its docs (section, value
-  syntax, effect, as Markdown).
+  lists); its relations to other rows (`ignored_with`, `requires`, `group`); its docs (section, value
+  syntax, effect, as Markdown); and, for a family read on behalf of another controller (ingress-nginx's),
+  what ingressctl makes of it (`status`, `reason`, `fail_closed`).
 - Rows of different families may set the same field with different value syntaxes: a row names its field,
   not its neighbours.
 - `AnnotationTable` checks its rows when it is built and raises `ValueError` naming the wrong row: keys
@@ -17,6 +18,9 @@ Guarantees:
 - Reading a table per Ingress costs dict lookups: everything the parser and validation need is computed when
   the table is built. Rows of one kind are applied in table order, which is also their order in the docs.
 - Nothing registers itself: a family's table is one module-level `AnnotationTable(...)` of its rows.
+- `status` defaults to SERVED with no reason, and nothing in the `nginx.org` family's reading looks at it:
+  the status, reason and `fail_closed` are read by the ingress-nginx family's translator and report
+  (`kinds/ingress/ingress_nginx/`) and its docs.
 """
 
 from __future__ import annotations
@@ -45,7 +49,18 @@ class Handling(enum.Enum):
     PROXY_REDIRECT = "proxy-redirect"  # the two proxy-redirect rows, parsed together into `sets`
     POLICIES = "policies"              # not parsed here: the Ingress's Policies (kinds/ingress/policies.py)
     MERGEABLE = "mergeable"            # not parsed here: the model reads it (master or minion)
+    FAMILY = "family"                  # `parse` checks the value; the family's own translator applies it
     NONE = "none"                      # nothing reads the value: validated only (NGINX Plus), or listed only
+
+
+class Status(enum.Enum):
+    """What ingressctl does with an annotation of another controller's family (docs and the report)."""
+
+    SERVED = "served"              # honoured with that controller's semantics
+    TRANSLATED = "translated"      # mapped onto ingressctl's equivalent, same observable behaviour
+    APPROXIMATED = "approximated"  # honoured in part (the reason says how); a Warning event names it
+    IGNORED = "ignored"            # not honoured, the rest of the Ingress is served; a Warning event names it
+    REFUSED = "refused"            # the Ingress is rejected (`Rejected`): serving it without it is unsafe
 
 
 class Minion(enum.Enum):
@@ -91,6 +106,9 @@ class Annotation:
     ignored_with: str = ""        # parsed but ignored, with a warning, when this row is set too
     deprecated: bool = False      # the old name of `ignored_with`: read with a warning saying so
     requires: str = ""            # parsed but ignored, with a warning, when this row is not set
+    status: Status = Status.SERVED  # another controller's family: what ingressctl makes of it ...
+    reason: str = ""                # ... and why (docs, events); not implemented yet: what it will be
+    fail_closed: bool = False       # not yet implemented (`handling` NONE): refuse the Ingress, not ignore it
     checks: tuple[AnnotationValidator, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -140,6 +158,10 @@ class AnnotationTable:
         parsed = row.handling in (Handling.FIELD, Handling.INGRESS)
         if parsed and (row.parse is None or not row.sets):
             raise wrong(f"a {row.handling.value} row needs `parse` and `sets`")
+        if row.handling is Handling.FAMILY:
+            if row.parse is None:
+                raise wrong("a family row needs `parse` (its value check)")
+            parsed = True
         if not parsed and row.parse is not None:
             raise wrong(f"a {row.handling.value} row is not parsed by the table's parser")
         if row.handling is Handling.FIELD and row.sets not in _CONFIG_PARAMS_FIELDS:

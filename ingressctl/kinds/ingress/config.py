@@ -60,6 +60,9 @@ from ingressctl.configs.config import (
     BasicAuth,
     IngressMeta,
     IngressNginxConfig,
+    LimitConn,
+    LimitConnZone,
+    LimitKeyMap,
     LimitReq,
     LimitReqZone,
     Location,
@@ -74,7 +77,10 @@ from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.controller.model import CATCH_ALL_HOST
 from ingressctl.controller.secrets import ERROR_SECRET_MISSING
 from ingressctl.kinds.ingress.annotations import master_annotations, minion_annotations
+from ingressctl.kinds.ingress.catch_all import catch_all_locations, catch_all_tls, is_catch_all
+from ingressctl.kinds.ingress.catch_all import catch_all_upstream as catch_all_upstream
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
+from ingressctl.kinds.ingress.ingress_nginx import limits
 from ingressctl.kinds.ingress.locations import (
     ENDPOINT,
     HOST,
@@ -140,11 +146,15 @@ class _Builder:
         self.upstreams: dict[str, Upstream] = {}
         self.limit_req_zones: dict[str, LimitReqZone] = {}
         self.grpc_services = settings.grpc_services
+        self.ssl_all, self.grpc_all = settings.ssl_all, settings.grpc_all
+        self.limit_conn_zones: dict[str, LimitConnZone] = {}
+        self.limit_key_maps: dict[str, LimitKeyMap] = {}
         self._buffers_ok = settings.buffers_ok
         self.sticky = settings.sticky
         self.add_header_inherit = settings.add_header_inherit
         self.basic_auth = self._basic_auth()
         self.limit_req = self._limit_req()
+        self.limit_conn = self._limit_conn()
         self.proxy_set_headers = settings.proxy_set_headers
         self.minion_meta = IngressMeta(name=self.name, namespace=self.namespace) if minion_host else None
         # nginx.conf's proxy settings: locations equal to them inherit them (not in a server with snippets)
@@ -171,14 +181,30 @@ class _Builder:
             path = ref.path
         return BasicAuth(realm=self.params.basic_auth_realm, user_file=path)
 
+    def _limit_key(self, key: str) -> str:
+        """The rate-limit key, or (ingress-nginx's limit allowlist) its map that exempts some clients."""
+        if not self.params.limit_exempt:
+            return key
+        m = limits.key_map(self.namespace, self.name, key, self.params.limit_exempt)
+        self.limit_key_maps[m.key_var] = m
+        return m.key_var
+
+    def _limit_conn(self) -> LimitConn | None:
+        if not self.params.limit_conn:
+            return None
+        zone, conn = limits.connection_limit(self.namespace, self.name, self.params.limit_conn,
+                                             self._limit_key(limits.CLIENT_KEY))
+        self.limit_conn_zones[zone.name] = zone
+        return conn
+
     def _limit_req(self) -> LimitReq | None:
         p = self.params
         if not p.limit_req_rate:
             return None
         zone = f"{self.namespace}/{self.name}"
         rate = parsing.scale_rate(p.limit_req_rate, self.replicas) if p.limit_req_scale else p.limit_req_rate
-        self.limit_req_zones[zone] = LimitReqZone(name=zone, key=p.limit_req_key, size=p.limit_req_zone_size,
-                                                  rate=rate)
+        self.limit_req_zones[zone] = LimitReqZone(name=zone, key=self._limit_key(p.limit_req_key),
+                                                  size=p.limit_req_zone_size, rate=rate)
         return LimitReq(zone=zone, burst=p.limit_req_burst, delay=p.limit_req_delay,
                         no_delay=p.limit_req_no_delay, dry_run=p.limit_req_dry_run,
                         log_level=p.limit_req_log_level, reject_code=p.limit_req_reject_code)
@@ -227,18 +253,19 @@ class _Builder:
         upstream and rewrite). They depend on the service only through its websocket/ssl/gRPC flags; a
         regular Ingress gets them from `shared_location_settings`, so Ingresses with the same effective
         settings (all those without annotations, typically) share one object."""
-        flags = (service in self.anns.websocket_services, service in self.anns.ssl_services,
-                 service in self.grpc_services)
+        flags = (service in self.anns.websocket_services, self.ssl_all or service in self.anns.ssl_services,
+                 self.grpc_all or service in self.grpc_services)
         settings = self._settings.get(flags)
         if settings is None:
             if self.minion_meta is None:  # (an IngressMeta holds a dict: a minion's are not shared)
                 settings = shared_location_settings(
                     self.params, self._buffers_ok, self.proxy_set_headers, self.basic_auth, self.limit_req,
-                    self.add_header_inherit, self.proxy_defaults, *flags)
+                    self.add_header_inherit, self.proxy_defaults, *flags, self.limit_conn)
             else:
                 settings = location_settings(
                     self.params, self._buffers_ok, self.proxy_set_headers, self.basic_auth, self.limit_req,
-                    self.add_header_inherit, self.proxy_defaults, *flags, minion=self.minion_meta)
+                    self.add_header_inherit, self.proxy_defaults, *flags, self.limit_conn,
+                    minion=self.minion_meta)
             self._settings[flags] = settings
         return settings
 
@@ -366,30 +393,9 @@ def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, 
         parts = servers.setdefault(host, ServerParts(host))
         for path_entry in as_list(as_dict(rule.get("http")).get("paths")):
             b.add_path(parts.locations, host, path_entry)
-    if _is_catch_all(ing_ex, spec) and default_upstream and minion_host is None:
+    if is_catch_all(ing_ex) and default_upstream and minion_host is None:
         servers.setdefault(CATCH_ALL_HOST, ServerParts(CATCH_ALL_HOST))  # `_server` adds the backend's `/`
     return _Parts(b, list(servers.values()), default_upstream, default_service, spec)
-
-
-def _is_catch_all(ing_ex: IngressEx, spec: dict[str, Any]) -> bool:
-    """An Ingress that owns the class-wide catch-all: one without rules, or (-allow-empty-ingress-host) one
-    with a rule without a host."""
-    return ing_ex.valid_hosts.get(CATCH_ALL_HOST, False)
-
-
-def _catch_all_tls(b: _Builder, spec: dict[str, Any]) -> tuple[bool, str, bool, bool]:
-    """(ssl, pem path, reject handshake, own certificate) of the catch-all server: the Secret of a `spec.tls`
-    entry without hosts (the Ingress spec's "all hosts"), else the default server's certificate, else TLS
-    handshakes are refused as the default server refuses them."""
-    for tls in as_list(spec.get("tls")):
-        if isinstance(tls, dict) and not as_list(tls.get("hosts")):
-            secret = tls.get("secretName") or ""
-            secret = secret if isinstance(secret, str) else ""
-            ssl, pem, reject = b.tls(CATCH_ALL_HOST, {CATCH_ALL_HOST: secret})
-            return ssl, pem, reject, not reject
-    if b.static.default_server_tls_path:
-        return True, b.static.default_server_tls_path, False, False
-    return True, "", True, False
 
 
 def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict[str, str]) -> Server:
@@ -414,11 +420,11 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     catch_all = host == CATCH_ALL_HOST
     to_catch_all = parts.to_catch_all and not catch_all
     if to_catch_all:
-        locations = [*locations, *_catch_all_locations(b, locations, host)]
+        locations = [*locations, *catch_all_locations(b, locations, host)]
         has_root = True  # the catch-all's `location /` when the server had none
     fallback = 0 if has_root else 404
     if catch_all:
-        ssl, pem, reject, own_certificate = _catch_all_tls(b, parts.spec)
+        ssl, pem, reject, own_certificate = catch_all_tls(b, parts.spec)
     else:
         ssl, pem, reject = b.tls(host, tls_hosts)
         own_certificate = ssl and not reject
@@ -444,36 +450,6 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
         health_status_uri=static.health_status_uri if catch_all and static.health_status else "",
         to_catch_all=to_catch_all,
     )
-
-
-CATCH_ALL_NAMED_LOCATION = "@ingressctl_catch_all"
-
-
-def _catch_all_locations(b: _Builder, locations: list[Location], host: str) -> list[Location]:
-    """While a catch-all exists, what a server adds to reach it: `location /` when it has none (its unmatched
-    paths), and for a wildcard host the named location its other hosts are sent to. Both use the server's own
-    proxy settings and `$ingressctl_catch_all`, the upstream nginx.conf names, so no file refers to another
-    file's upstream."""
-    paths = []
-    if not has_root_location(locations):
-        paths.append("/")
-    if one_label_host_regex(host):
-        paths.append(CATCH_ALL_NAMED_LOCATION)
-    # The catch-all's requests are not this Ingress's paths: its nginx.org/rewrite-target does not apply.
-    return [derive(b.location(PREFIX, path, "", "", trailing_slash=False), catch_all=True,
-                   rewrite_pattern="", rewrite_target="")
-            for path in paths]
-
-
-def catch_all_upstream(ing_ex: IngressEx) -> str:
-    """The upstream of a catch-all Ingress (its defaultBackend's); "" when `ing_ex` is not the catch-all."""
-    spec = as_dict(ing_ex.ingress.get("spec"))
-    if not _is_catch_all(ing_ex, spec):
-        return ""
-    backend, _ = service_backend(spec.get("defaultBackend"))
-    if backend is None:
-        return ""
-    return upstream_name(ing_ex.namespace, ing_ex.name, "", backend.service, backend.port)
 
 
 def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_params: ConfigParams, *,
@@ -504,6 +480,8 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
         ingress=IngressMeta(name=b.name, namespace=b.namespace, annotations=annotations),
         keepalive=str(b.params.keepalive) if b.params.keepalive > 0 else "",
         limit_req_zones=tuple(b.limit_req_zones[z] for z in sorted(b.limit_req_zones) if used),
+        limit_conn_zones=tuple(b.limit_conn_zones[z] for z in sorted(b.limit_conn_zones) if used),
+        limit_key_maps=tuple(b.limit_key_maps[m] for m in sorted(b.limit_key_maps) if used),
     )
     cfg, policy_warnings, _ = apply_ingress_policies(cfg, ing_ex, static)
     return cfg, warnings + policy_warnings
@@ -539,6 +517,8 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
     hosts = [sp.host for sp in parts.servers]
     upstreams = dict(b.upstreams) if parts.default_upstream else {}
     zones: dict[str, LimitReqZone] = {}
+    conn_zones: dict[str, LimitConnZone] = {}
+    key_maps: dict[str, LimitKeyMap] = {}
     minion_warnings: dict[str, list[str]] = {}
     master_keepalive = b.params.keepalive
     servers: list[Server] = []
@@ -576,6 +556,9 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
                 upstreams[name] = derive(mparts.builder.upstreams[name], keepalive=master_keepalive)
             if used and mparts.builder.limit_req is not None:  # the zone of the minion's served locations
                 zones.update(mparts.builder.limit_req_zones)
+            if used:  # ingress-nginx's connection limits and allowlists of the minion
+                conn_zones.update(mparts.builder.limit_conn_zones)
+                key_maps.update(mparts.builder.limit_key_maps)
         master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all,
                               error_backend=parts.default_upstream)
         servers.append(_server(master_parts, host, [loc for loc, _ in locations.values()],
@@ -586,6 +569,8 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
         ingress=IngressMeta(name=b.name, namespace=b.namespace, annotations=all_master_annotations),
         keepalive=str(master_keepalive) if master_keepalive > 0 else "",
         limit_req_zones=tuple(zones[z] for z in sorted(zones)),
+        limit_conn_zones=tuple(conn_zones[z] for z in sorted(conn_zones)),
+        limit_key_maps=tuple(key_maps[m] for m in sorted(key_maps)),
     )
     cfg, policy_warnings, by_minion = apply_ingress_policies(cfg, master, static, mergeable.minions)
     warnings += policy_warnings

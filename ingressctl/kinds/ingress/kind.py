@@ -9,7 +9,9 @@ Guarantees:
   the next `apply` of that very object takes what it built, so each Ingress is built, and its events raised,
   once.
 - Only the backends of hosts the Ingress owns are resolved (a minion: only the paths it won).
-- `nginx.org/use-cluster-ip: "true"` makes a backend's single endpoint the Service's cluster IP.
+- `nginx.org/use-cluster-ip: "true"` makes a backend's single endpoint the Service's cluster IP (with
+  `--ingress-nginx-compat`, so does `nginx.ingress.kubernetes.io/service-upstream: "true"` when
+  `nginx.org/use-cluster-ip` is absent).
 - `nginx.org/policies` are resolved by `self.policies` (see `policy_ext_refs`); a missing, invalid or
   unsupported Policy gets a `Rejected` Warning event on the Ingress (or minion) that references it.
 - A backend Service without endpoints gets a `NoEndpoints` Warning event on the Ingress (or minion) that
@@ -24,11 +26,13 @@ from typing import Any, Protocol
 
 from ingressctl.controller.endpoints import BackendError, cluster_ip_endpoint, resolve_backend_endpoints
 from ingressctl.controller.handlers import IngressHandler
+from ingressctl.controller.ingress_class import IngressClasses
 from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
 from ingressctl.controller.model import Resource
 from ingressctl.controller.status import KindStatusWriter
 from ingressctl.k8s.resource import INGRESSES
 from ingressctl.keys import INGRESS_KIND, ResourceKey
+from ingressctl.kinds.ingress.annotations_ingress_nginx import SERVICE_UPSTREAM
 from ingressctl.kinds.ingress.annotations_nginx_org import USE_CLUSTER_IP
 from ingressctl.kinds.ingress.endpoint_warnings import (
     REASON_NO_ENDPOINTS,
@@ -96,8 +100,9 @@ class IngressBuilder:
     """See the module docstring."""
 
     def __init__(self, caches: Caches, secrets: SecretReferences, configurator: IngressConfigurator,
-                 warn: Warn) -> None:
+                 warn: Warn, *, ingress_nginx_compat: bool = False) -> None:
         self._caches = caches
+        self._ingress_nginx_compat = ingress_nginx_compat
         self._secrets = secrets
         self._configurator = configurator
         self._warn = warn
@@ -170,6 +175,8 @@ class IngressBuilder:
         annotations = meta.get("annotations") or {}
         # Go's strconv.ParseBool, as validation checks it (an invalid value never gets this far).
         use_cluster_ip = parse_go_bool(str(annotations.get(USE_CLUSTER_IP, ""))) is True
+        if self._ingress_nginx_compat and USE_CLUSTER_IP not in annotations:  # nginx.org's wins
+            use_cluster_ip = parse_go_bool(str(annotations.get(SERVICE_UPSTREAM, ""))) is True
         warnings: list[str] = []
         endpoints: dict[str, list[str]] = {}
         seen: set[str] = set()
@@ -209,14 +216,16 @@ class IngressBuilder:
         return ex, warnings
 
 
-def ingress_kind(*, ingress_class: str, caches: Caches, secrets: SecretReferences,
+def ingress_kind(*, ingress_class: str | IngressClasses, caches: Caches, secrets: SecretReferences,
                  configurator: IngressConfigurator, status: KindStatusWriter, warn: Warn) -> ResourceKind:
     """The Ingress's registry entry."""
+    classes = ingress_class if isinstance(ingress_class, IngressClasses) else IngressClasses(ingress_class)
 
     def handler(enqueue: Enqueue) -> EventHandler:
-        return IngressHandler(enqueue, ingress_class)
+        return IngressHandler(enqueue, classes)
 
     return ResourceKind(name=INGRESS_KIND, rt=INGRESSES, handler=handler,
-                        builder=IngressBuilder(caches, secrets, configurator, warn), status=status,
+                        builder=IngressBuilder(caches, secrets, configurator, warn,
+                                               ingress_nginx_compat=classes.compat), status=status,
                         metric_types=INGRESS_TYPES)
 

@@ -3,7 +3,8 @@
 
 Guarantees:
 - An Ingress is ours when its class (the `kubernetes.io/ingress.class` annotation, else
-  `spec.ingressClassName`) equals ours; one without a class is not.
+  `spec.ingressClassName`) is one we serve (`controller/ingress_class.py`: ours, and with
+  `--ingress-nginx-compat` the ingress-nginx ones); one without a class is not.
 - Validation is `validate_ingress` (NIC's rules); references come from the one walk in `ingress_refs`.
 - Mergeable Ingresses: a master owns its host like a regular Ingress; minions (any namespace) attach to the
   master owning their host; a path claimed by several minions goes to the oldest (then greater UID) minion,
@@ -17,11 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ingressctl.controller.ingress_class import IngressClasses
 from ingressctl.controller.model import CATCH_ALL_HOST, Claims, ConfigurationProblem, Entry, Resource
 from ingressctl.keys import INGRESS_KIND, ResourceKey
-from ingressctl.kinds.ingress.annotation_validation import get_annotations, mergeable_type
+from ingressctl.kinds.ingress.annotation_validation import mergeable_type
 from ingressctl.kinds.ingress.refs import ingress_secrets, service_names
-from ingressctl.kinds.ingress.validation import INGRESS_CLASS_ANNOTATION, path_conflict_key, validate_ingress
+from ingressctl.kinds.ingress.validation import path_conflict_key, validate_ingress
 from ingressctl.kinds.policy.refs import ingress_policy_claims
 from ingressctl.validation import aggregate_message
 
@@ -119,24 +121,26 @@ class IngressModel:
     kind = INGRESS_KIND
     api_kind = "Ingress"
 
-    def __init__(self, ingress_class: str, *, is_controller_ingress_class: bool = True, is_plus: bool = False,
-                 snippets_enabled: bool = False, allow_empty_host: bool = False) -> None:
-        self.ingress_class = ingress_class
+    def __init__(self, ingress_class: str | IngressClasses, *, is_controller_ingress_class: bool = True,
+                 is_plus: bool = False, snippets_enabled: bool = False,
+                 allow_empty_host: bool = False) -> None:
+        self.classes = ingress_class if isinstance(ingress_class, IngressClasses) else \
+            IngressClasses(ingress_class)
+        self.ingress_class = self.classes.primary
+        self.ingress_nginx_compat = self.classes.compat
         self.is_controller_ingress_class = is_controller_ingress_class
         self.is_plus = is_plus
         self.snippets_enabled = snippets_enabled
         self.allow_empty_host = allow_empty_host  # -allow-empty-ingress-host: a rule without a host is valid
 
     def is_ours(self, obj: Mapping[str, Any]) -> bool:
-        cls = get_annotations(obj).get(INGRESS_CLASS_ANNOTATION, "")
-        if not cls:
-            cls = str((obj.get("spec") or {}).get("ingressClassName") or "")
-        return self.is_controller_ingress_class and cls == self.ingress_class
+        return self.is_controller_ingress_class and self.classes.is_ours(obj)
 
     def validate(self, obj: Mapping[str, Any]) -> str:
         return aggregate_message(validate_ingress(obj, is_plus=self.is_plus,
                                                   snippets_enabled=self.snippets_enabled,
-                                                  allow_empty_host=self.allow_empty_host))
+                                                  allow_empty_host=self.allow_empty_host,
+                                                  ingress_nginx_compat=self.ingress_nginx_compat))
 
     def claims(self, obj: Mapping[str, Any]) -> Claims:
         ns = str((obj.get("metadata") or {}).get("namespace", ""))

@@ -10,6 +10,9 @@ Guarantees:
   `shared_location_settings` and `server_settings` are the location and server settings that follow from the
   params, shared the same way (the model is frozen: a shared object is never changed, a location or server is
   a copy with its own path, upstream or TLS material).
+- With `--ingress-nginx-compat`, an annotation set with `nginx.ingress.kubernetes.io/*` keys is translated
+  first (`ingress_nginx/precedence.py`) and the `nginx.org/*` ones applied on top; a set without them costs
+  one prefix test per key, once per set.
 - `inherits_proxy_defaults(...)`: a location whose proxy settings equal nginx.conf's http-level defaults, in a
   server without snippets, leaves them out.
 """
@@ -26,6 +29,7 @@ from ingressctl.configs import parsing
 from ingressctl.configs.config import (
     BasicAuth,
     IngressMeta,
+    LimitConn,
     LimitReq,
     Location,
     ProxyDefaults,
@@ -35,13 +39,16 @@ from ingressctl.configs.config import (
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.directive_values import StickyCookie
 from ingressctl.kinds.ingress.annotations import parse_annotations
+from ingressctl.kinds.ingress.annotations_ingress_nginx import BACKEND_PROTOCOL
 from ingressctl.kinds.ingress.annotations_nginx_org import ADD_HEADER_INHERIT, STICKY_COOKIE_SERVICES
+from ingressctl.kinds.ingress.ingress_nginx.precedence import ingress_nginx_settings
+from ingressctl.kinds.ingress.ingress_nginx.translate import has_ingress_nginx
 
 
 def location_settings(p: ConfigParams, buffers_ok: bool, proxy_set_headers: tuple[ProxySetHeader, ...],
                        basic_auth: BasicAuth | None, limit_req: LimitReq | None, add_header_inherit: str,
-                       proxy_defaults: ProxyDefaults | None, websocket: bool, ssl: bool, grpc: bool, *,
-                       minion: IngressMeta | None = None) -> Location:
+                       proxy_defaults: ProxyDefaults | None, websocket: bool, ssl: bool, grpc: bool,
+                       limit_conn: LimitConn | None = None, *, minion: IngressMeta | None = None) -> Location:
     """A location's settings from its Ingress's params and its service's flags (path, upstream, service name
     and rewrite left empty: `_Builder.location` fills them in)."""
     is_minion = minion is not None
@@ -51,7 +58,7 @@ def location_settings(p: ConfigParams, buffers_ok: bool, proxy_set_headers: tupl
         grpc=grpc, websocket=websocket, redirect_to_https=p.redirect_to_https, snippets=p.location_snippets,
         proxy_set_headers=proxy_set_headers, keepalive=keepalive, buffering=p.proxy_buffering,
         connect=p.proxy_connect_timeout, read=p.proxy_read_timeout, send=p.proxy_send_timeout,
-        defaults=proxy_defaults)
+        defaults=proxy_defaults, upstream_vhost=p.upstream_vhost)
     return Location(
         path="", modifier="", upstream="", service_name="",
         proxy_connect_timeout=p.proxy_connect_timeout, proxy_read_timeout=p.proxy_read_timeout,
@@ -70,7 +77,9 @@ def location_settings(p: ConfigParams, buffers_ok: bool, proxy_set_headers: tupl
         proxy_redirect=p.proxy_redirect if is_minion else ("", ""),
         add_header_inherit=add_header_inherit if is_minion else "",
         custom_http_errors=p.custom_http_errors if is_minion and not grpc else (),
-        inherits_proxy_defaults=inherits,
+        inherits_proxy_defaults=inherits, proxy_request_buffering=p.proxy_request_buffering,
+        upstream_vhost=p.upstream_vhost, return_redirect=p.return_redirect, access_rules=p.access_rules,
+        limit_conn=limit_conn,
     )
 
 
@@ -109,11 +118,21 @@ class IngressSettings:
     annotations (see `ingress_settings`); never changed after construction."""
 
     def __init__(self, annotations: dict[str, str], config: ConfigParams, static: StaticConfigParams) -> None:
+        compat = None
+        if static.ingress_nginx_compat and has_ingress_nginx(annotations):
+            compat = ingress_nginx_settings(annotations, config, static.enable_snippets)
+            config = compat.base
         anns, ann_warnings = parse_annotations(annotations, config, snippets_enabled=static.enable_snippets)
-        self.anns = anns
         self.static = static
-        self.params: ConfigParams = anns.params
         self.warnings: list[str] = list(ann_warnings)
+        self.ssl_all = self.grpc_all = False  # ingress-nginx's backend-protocol: every Service of the Ingress
+        if compat is not None:
+            self.warnings += compat.warnings
+            if compat.errors:
+                anns = dataclasses.replace(anns, errors=anns.errors + compat.errors)
+            self.ssl_all, self.grpc_all = compat.ssl_all, compat.grpc_all
+        self.anns = anns
+        self.params: ConfigParams = anns.params
         self.grpc_services = anns.grpc_services
         self.buffers_ok = True
         self.sticky: dict[str, StickyCookie] = {}
@@ -125,6 +144,10 @@ class IngressSettings:
             self.warnings.append("annotation nginx.org/grpc-services requires HTTP2 (http2 in the "
                                  "ConfigMap); ignored")
             self.grpc_services = frozenset()
+        if self.grpc_all and not self.params.http2:
+            self.warnings.append(f"annotation {BACKEND_PROTOCOL} (gRPC) requires HTTP2 (http2 in the "
+                                 "ConfigMap); ignored")
+            self.grpc_all = self.ssl_all = False
         self.buffers_ok = self._check_buffers()
         self.sticky = self._sticky_cookies()
         self.add_header_inherit = self._add_header_inherit()
@@ -208,7 +231,7 @@ def server_settings(p: ConfigParams, static: StaticConfigParams, basic_auth: Bas
     to fill in); keyed by value, so that Ingresses with the same effective settings share them."""
     return Server(
         name="", ports=p.ports or (static.http_port,), ssl_ports=p.ssl_ports or (static.https_port,), ssl=ssl,
-        redirect_to_https=p.redirect_to_https,
+        redirect_to_https=p.redirect_to_https, force_ssl_redirect=p.force_ssl_redirect,
         http2=p.http2, http2_directive=static.capabilities.has("http2_directive"),
         server_tokens=p.server_tokens, disable_ipv6=static.disable_ipv6,
         snippets=p.server_snippets,
@@ -229,10 +252,12 @@ def server_settings(p: ConfigParams, static: StaticConfigParams, basic_auth: Bas
 
 def inherits_values(*, grpc: bool, websocket: bool, redirect_to_https: bool, snippets: tuple[str, ...],
                      proxy_set_headers: tuple[ProxySetHeader, ...], keepalive: bool, buffering: bool,
-                     connect: str, read: str, send: str, defaults: ProxyDefaults) -> bool:
+                     connect: str, read: str, send: str, defaults: ProxyDefaults,
+                     upstream_vhost: str = "") -> bool:
     """True if a location's proxy settings are exactly nginx.conf's defaults (so it may leave them out).
     Snippets may set proxy headers themselves, which would hide the inherited ones: never with snippets."""
     return (not grpc and not websocket and not redirect_to_https and not snippets and not proxy_set_headers
+            and not upstream_vhost
             and keepalive == defaults.keepalive and buffering == defaults.buffering
             and connect == defaults.connect_timeout and read == defaults.read_timeout
             and send == defaults.send_timeout)
@@ -244,4 +269,4 @@ def inherits_proxy_defaults(loc: Location, defaults: ProxyDefaults | None,
         grpc=loc.grpc, websocket=loc.websocket, redirect_to_https=loc.redirect_to_https,
         snippets=loc.snippets, proxy_set_headers=loc.proxy_set_headers, keepalive=loc.keepalive,
         buffering=loc.proxy_buffering, connect=loc.proxy_connect_timeout, read=loc.proxy_read_timeout,
-        send=loc.proxy_send_timeout, defaults=defaults)
+        send=loc.proxy_send_timeout, defaults=defaults, upstream_vhost=loc.upstream_vhost)

@@ -26,6 +26,8 @@ from ingressctl.kinds.ingress.annotations_nginx_org import (
     LISTEN_PORTS_SSL,
     MERGEABLE_INGRESS_TYPE,
 )
+from ingressctl.kinds.ingress.ingress_nginx.translate import has_ingress_nginx
+from ingressctl.kinds.ingress.ingress_nginx.validation import ingress_nginx_errors
 from ingressctl.validation import (
     DNS1035_LABEL_RE,
     FieldError,
@@ -308,10 +310,14 @@ def _empty_host_errors(ing: Mapping[str, Any], field: str) -> list[FieldError]:
 
 
 def validate_ingress(ing: Mapping[str, Any], *, is_plus: bool = False, snippets_enabled: bool = False,
-                     allow_empty_host: bool = False) -> list[FieldError]:
-    """Every error of the Ingress, in NIC's order; an empty list means valid."""
+                     allow_empty_host: bool = False, ingress_nginx_compat: bool = False) -> list[FieldError]:
+    """Every error of the Ingress, in NIC's order; an empty list means valid. With `ingress_nginx_compat`,
+    the `nginx.ingress.kubernetes.io/*` annotations are checked too (`ingress_nginx/validation.py`)."""
     annotations = get_annotations(ing)
     errs = annotation_errors(ing, annotations, is_plus=is_plus, snippets_enabled=snippets_enabled)
+    if ingress_nginx_compat and annotations and has_ingress_nginx(annotations):
+        errs.extend(ingress_nginx_errors(annotations, snippets_enabled=snippets_enabled))
+        errs.sort(key=lambda e: e.field)
     errs.extend(validate_ingress_spec(ing, allow_empty_host=allow_empty_host))
     kind = annotations.get(MERGEABLE_INGRESS_TYPE, "")
     if kind == "master":

@@ -1,0 +1,475 @@
+"""The `nginx.ingress.kubernetes.io/*` annotations of the retired community controller (ingress-nginx): one
+row each in `INGRESS_NGINX`, read only with `--ingress-nginx-compat` (`ingress_nginx/translate.py`),
+documented in docs/ingress-nginx-migration.md (`kinds/ingress/ingress_nginx/docs.py`).
+
+Guarantees:
+- Every key of ingress-nginx's annotation documentation that its users are known to write is a row, with its
+  value syntax (ingress-nginx's), what ingressctl makes of it (`status`: served, translated, approximated,
+  ignored, refused) and why (`reason`). A key under the prefix that is not a row is ignored with a warning
+  naming it.
+- A row whose `handling` is NONE and whose status is neither ignored nor refused is not implemented yet: its
+  status and reason say what it will be; until then it is refused (`fail_closed`: serving the Ingress without
+  it would weaken its security, e.g. authentication) or ignored with a warning.
+- FIELD rows set a `ConfigParams` field from the parsed value; FAMILY rows are parsed (their value checked)
+  here and combined by the translator (buffers, redirects, rate limits, access lists, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from ingressctl.configs import directive_values, parsing
+from ingressctl.kinds.ingress.annotation_table import Annotation, AnnotationTable, Handling, Section, Status
+from ingressctl.kinds.ingress.ingress_nginx import values as v
+
+PREFIX: Final = "nginx.ingress.kubernetes.io/"
+
+
+def key(name: str) -> str:
+    return PREFIX + name
+
+
+PROXYING = Section("proxying", config_map_column=False)
+REDIRECTS = Section("redirects", config_map_column=False)
+ACCESS = Section("access", config_map_column=False)
+RATE_LIMITING = Section("rate-limiting", config_map_column=False)
+AUTH = Section("auth", config_map_column=False)
+ROUTING = Section("routing", config_map_column=False)
+TLS = Section("tls", config_map_column=False)
+SNIPPETS = Section("snippets", config_map_column=False)
+INERT = Section("inert", config_map_column=False)
+
+SERVED, TRANSLATED, APPROXIMATED = Status.SERVED, Status.TRANSLATED, Status.APPROXIMATED
+IGNORED, REFUSED = Status.IGNORED, Status.REFUSED
+FAMILY, NONE, FIELD = Handling.FAMILY, Handling.NONE, Handling.FIELD
+BOOL = "bool (Go's `true`, `false`, `1`, `0`, ...)"
+ON_OFF = "`on`, `off`"
+SECONDS = "integer seconds"
+SIZE = "size: digits with an optional `b`, `k`, `m`, `g`"
+NOT_YET = "Not yet implemented; "
+
+
+def _int(minimum: int, maximum: int) -> Callable[[str], int]:
+    return lambda value: v.integer(value, minimum, maximum)
+
+
+def _row(name: str, section: Section, status: Status, syntax: str, effect: str, *,
+         parse: Callable[[str], Any] | None = None, handling: Handling | None = None, sets: str = "",
+         default: str = "", reason: str = "", fail_closed: bool = False,
+         needs_snippets: bool = False) -> Annotation:
+    """A row: FIELD when it names a field, FAMILY when it has a parser only, NONE otherwise."""
+    if handling is None:
+        handling = FIELD if sets else FAMILY if parse is not None else NONE
+    return Annotation(key(name), section, syntax, effect, parse=parse, handling=handling, sets=sets,
+                      default_note=default, status=status, reason=reason, fail_closed=fail_closed,
+                      needs_snippets=needs_snippets)
+
+
+def _pending(name: str, section: Section, status: Status, syntax: str, effect: str, reason: str, *,
+             fail_closed: bool) -> Annotation:
+    """A row not implemented yet: its final status and effect; refused or ignored until then."""
+    return _row(name, section, status, syntax, effect, reason=NOT_YET + reason, fail_closed=fail_closed)
+
+
+def _ignored(name: str, syntax: str, reason: str, parse: Callable[[str], Any] | None = None, *,
+             section: Section = INERT) -> Annotation:
+    return _row(name, section, IGNORED, syntax, "nothing", parse=parse, reason=reason)
+
+
+BACKEND_PROTOCOL: Final = key("backend-protocol")
+SSL_REDIRECT: Final = key("ssl-redirect")
+FORCE_SSL_REDIRECT: Final = key("force-ssl-redirect")
+PROXY_BUFFER_SIZE: Final = key("proxy-buffer-size")
+PROXY_BUFFERS_NUMBER: Final = key("proxy-buffers-number")
+PROXY_REDIRECT_FROM: Final = key("proxy-redirect-from")
+PROXY_REDIRECT_TO: Final = key("proxy-redirect-to")
+PERMANENT_REDIRECT: Final = key("permanent-redirect")
+PERMANENT_REDIRECT_CODE: Final = key("permanent-redirect-code")
+TEMPORAL_REDIRECT: Final = key("temporal-redirect")
+TEMPORAL_REDIRECT_CODE: Final = key("temporal-redirect-code")
+LIMIT_RPS: Final = key("limit-rps")
+LIMIT_RPM: Final = key("limit-rpm")
+LIMIT_CONNECTIONS: Final = key("limit-connections")
+LIMIT_BURST_MULTIPLIER: Final = key("limit-burst-multiplier")
+LIMIT_WHITELIST: Final = key("limit-whitelist")
+LIMIT_ALLOWLIST: Final = key("limit-allowlist")
+WHITELIST_SOURCE_RANGE: Final = key("whitelist-source-range")
+ALLOWLIST_SOURCE_RANGE: Final = key("allowlist-source-range")
+DENYLIST_SOURCE_RANGE: Final = key("denylist-source-range")
+SERVICE_UPSTREAM: Final = key("service-upstream")
+ENABLE_MODSECURITY: Final = key("enable-modsecurity")
+ENABLE_OWASP_CORE_RULES: Final = key("enable-owasp-core-rules")
+PROXY_HTTP_VERSION: Final = key("proxy-http-version")
+
+_REDIRECT_NOTE = ("the status is ingress-nginx's `http-redirect-code` default, 308, for an Ingress with "
+                  "ingress-nginx annotations (unless the ConfigMap's `http-redirect-code` or "
+                  "`nginx.org/http-redirect-code` says otherwise); the trailing `/` is kept and "
+                  "`/.well-known/acme-challenge` is not exempt")
+
+INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
+    # ---------------------------------------------------------------------------------------------- proxying
+    _row("backend-protocol", PROXYING, TRANSLATED,
+         "`HTTP`, `HTTPS`, `GRPC`, `GRPCS`, `AUTO_HTTP`, `AJP`, `FCGI`",
+         "`HTTPS`: HTTPS to every Service of the Ingress (as `nginx.org/ssl-services`); `GRPC`/`GRPCS`: "
+         "`grpc_pass` (as `nginx.org/grpc-services`, `GRPCS` with TLS), which needs `http2: \"true\"` in the "
+         "ConfigMap (otherwise ignored with a warning, as for `nginx.org/grpc-services`)",
+         parse=v.backend_protocol, default="`HTTP`",
+         reason="`AUTO_HTTP`, `AJP` and `FCGI` have no ingressctl form: refused (the backend would be spoken "
+                "to in the wrong protocol)"),
+    _row("proxy-body-size", PROXYING, TRANSLATED, SIZE + "; `0` = unlimited", "`client_max_body_size`",
+         parse=v.body_size, sets="client_max_body_size", default="ConfigMap `client-max-body-size`",
+         reason="the `b` suffix is dropped"),
+    _row("proxy-connect-timeout", PROXYING, TRANSLATED, SECONDS, "`proxy_connect_timeout` (gRPC: "
+         "`grpc_connect_timeout`)", parse=v.seconds, sets="proxy_connect_timeout",
+         default="ConfigMap `proxy-connect-timeout` (60s; ingress-nginx's default is 5)"),
+    _row("proxy-read-timeout", PROXYING, TRANSLATED, SECONDS,
+         "`proxy_read_timeout` (gRPC: `grpc_read_timeout`)",
+         parse=v.seconds, sets="proxy_read_timeout", default="ConfigMap `proxy-read-timeout`"),
+    _row("proxy-send-timeout", PROXYING, TRANSLATED, SECONDS,
+         "`proxy_send_timeout` (gRPC: `grpc_send_timeout`)",
+         parse=v.seconds, sets="proxy_send_timeout", default="ConfigMap `proxy-send-timeout`"),
+    _row("proxy-buffer-size", PROXYING, TRANSLATED, SIZE,
+         "`proxy_buffer_size <size>` and `proxy_buffers <number> <size>` (number from "
+         "`proxy-buffers-number`, "
+         "else 4)", parse=v.buffer_size, default="`4k`", reason="a `g` size is written in `m`"),
+    _row("proxy-buffers-number", PROXYING, TRANSLATED, "integer",
+         "`proxy_buffers <number> <size>` (size from `proxy-buffer-size`, else `4k`)",
+         parse=_int(1, 1 << 20), default="`4`"),
+    _row("proxy-buffering", PROXYING, TRANSLATED, ON_OFF, "`proxy_buffering`", parse=v.on_off,
+         sets="proxy_buffering", default="ConfigMap `proxy-buffering` (on; ingress-nginx's default is off)"),
+    _row("proxy-request-buffering", PROXYING, TRANSLATED, ON_OFF, "`proxy_request_buffering`",
+         parse=v.on_off_text, sets="proxy_request_buffering", default="NGINX's (on)"),
+    _row("proxy-max-temp-file-size", PROXYING, TRANSLATED, SIZE, "`proxy_max_temp_file_size`",
+         parse=v.buffer_size, sets="proxy_max_temp_file_size"),
+    _row("proxy-busy-buffers-size", PROXYING, TRANSLATED, SIZE, "`proxy_busy_buffers_size`",
+         parse=v.buffer_size, sets="proxy_busy_buffers_size"),
+    _row("client-body-buffer-size", PROXYING, TRANSLATED, SIZE, "`client_body_buffer_size`",
+         parse=v.buffer_size, sets="client_body_buffer_size"),
+    _row("proxy-next-upstream", PROXYING, TRANSLATED,
+         "space-separated `error`, `timeout`, `invalid_header`, `http_500`, `http_502`, `http_503`, "
+         "`http_504`, "
+         "`http_403`, `http_404`, `http_429`, `non_idempotent`, or `off`", "`proxy_next_upstream`",
+         parse=directive_values.parse_proxy_next_upstream, sets="proxy_next_upstream",
+         default="NGINX's (`error timeout`)"),
+    _row("proxy-next-upstream-timeout", PROXYING, TRANSLATED, SECONDS, "`proxy_next_upstream_timeout`",
+         parse=v.seconds, sets="proxy_next_upstream_timeout", default="`0` = unlimited"),
+    _row("proxy-next-upstream-tries", PROXYING, TRANSLATED, "integer", "`proxy_next_upstream_tries`",
+         parse=_int(0, 1 << 20), sets="proxy_next_upstream_tries",
+         default="`0` = unlimited (ingress-nginx's default is 3)"),
+    _row("proxy-redirect-from", PROXYING, TRANSLATED, "`off`, `default`, a URL prefix or a regex",
+         "`proxy_redirect <from> <to>` (`off` and `default` alone)", parse=v.text,
+         default="NGINX's (`default`; ingress-nginx's is `off`)",
+         reason="with another value, `proxy-redirect-to` is needed (otherwise nothing is emitted, as "
+                "ingress-nginx)"),
+    _row("proxy-redirect-to", PROXYING, TRANSLATED, "the replacement (known NGINX variables allowed)",
+         "the second argument of `proxy_redirect`", parse=v.text),
+    _row("proxy-http-version", PROXYING, APPROXIMATED, "`1.0`, `1.1`", "`proxy_http_version 1.1` always",
+         parse=lambda value: parsing.parse_int(value.strip().replace(".", ""), minimum=10, maximum=11),
+         reason="ingressctl proxies with HTTP/1.1 (its upstream keep-alive needs it); `1.0` is not honoured"),
+    _row("upstream-vhost", PROXYING, TRANSLATED, "host name[:port], NGINX variables allowed",
+         "the `Host` header sent upstream (`proxy_set_header Host`)", parse=v.upstream_vhost,
+         sets="upstream_vhost", default="`$host`"),
+    _row("upstream-hash-by", PROXYING, TRANSLATED, "NGINX variables and text, e.g. `$request_uri`",
+         "load balancing `hash <value> consistent` (NGINX's ketama, as ingress-nginx's Lua chash)",
+         parse=v.hash_by, sets="lb_method"),
+    _row("load-balance", PROXYING, APPROXIMATED, "`round_robin`, `ewma`", "load-balancing method",
+         parse=v.load_balance, sets="lb_method", reason="`ewma` (Lua) is `random two least_conn`"),
+    _row("service-upstream", PROXYING, TRANSLATED, BOOL,
+         "proxy to the Service's cluster IP (as `nginx.org/use-cluster-ip`)", parse=v.go_bool,
+         sets="use_cluster_ip", default="`false`"),
+    _row("custom-http-errors", PROXYING, TRANSLATED, "comma-separated status codes",
+         "responses with these codes go to the Ingress's `spec.defaultBackend` (as "
+         "`nginx.org/custom-http-errors`)", parse=v.status_codes, sets="custom_http_errors",
+         reason="without `spec.defaultBackend` nothing is intercepted (ingress-nginx's global default "
+                "backend does not exist here), with a warning"),
+    _pending("default-backend", PROXYING, TRANSLATED, "a Service name",
+             "the backend of `custom-http-errors` and of Services without endpoints",
+             "planned as `spec.defaultBackend` does for `custom-http-errors`", fail_closed=False),
+    _row("x-forwarded-prefix", PROXYING, IGNORED, "text",
+         "`X-Forwarded-Prefix` with `rewrite-target`", parse=v.text,
+         reason=NOT_YET + "rendered with `rewrite-target` when that is"),
+    _ignored("proxy-cookie-path", "`<from> <to>`", "`proxy_cookie_path` is not implemented", v.text,
+    section=PROXYING),
+    _ignored("proxy-cookie-domain", "`<from> <to>`", "`proxy_cookie_domain` is not implemented", v.text,
+    section=PROXYING),
+    _ignored("connection-proxy-header", "header value",
+             "ingressctl sets `Connection` itself (upgrades and upstream "
+             "keep-alive)", v.text, section=PROXYING),
+    _ignored("custom-headers", "`<namespace>/<ConfigMap>`",
+             "response headers from a ConfigMap are not implemented; use "
+             "`nginx.org/add-header`", v.text, section=PROXYING),
+    _ignored("limit-rate", "integer KB/s", "`limit_rate` is not implemented", _int(0, 1 << 30),
+    section=PROXYING),
+    _ignored("limit-rate-after", "integer KB", "`limit_rate_after` is not implemented", _int(0, 1 << 30),
+    section=PROXYING),
+    _ignored("disable-proxy-intercept-errors", BOOL, "ingressctl intercepts only `custom-http-errors`",
+             v.go_bool, section=PROXYING),
+    # --------------------------------------------------------------------------------------------- redirects
+    _row("ssl-redirect", REDIRECTS, TRANSLATED, BOOL,
+         "redirect plain HTTP to HTTPS on the Ingress's TLS hosts (as `nginx.org/ssl-redirect`)",
+         parse=v.go_bool, default="ConfigMap `ssl-redirect` (true)", reason=_REDIRECT_NOTE),
+    _row("force-ssl-redirect", REDIRECTS, TRANSLATED, BOOL,
+         "redirect plain HTTP to HTTPS also on hosts without TLS (TLS ended in front of NGINX)",
+         parse=v.go_bool, default="`false`",
+         reason=_REDIRECT_NOTE + "; the scheme is the connection's (`X-Forwarded-Proto` is not read)"),
+    _row("app-root", REDIRECTS, SERVED, "a path", "`/` answers `302` to `$scheme://$http_host<path>`",
+         parse=directive_values.parse_app_root, sets="app_root"),
+    _row("permanent-redirect", REDIRECTS, SERVED, "an `http(s)://` URL (NGINX variables allowed)",
+         "every path of the Ingress answers `return <code> <url>`", parse=v.redirect_url),
+    _row("permanent-redirect-code", REDIRECTS, SERVED, "integer; 300-308, else 301",
+         "the status of `permanent-redirect`", parse=v.redirect_code, default="`301`"),
+    _row("temporal-redirect", REDIRECTS, SERVED, "an `http(s)://` URL (NGINX variables allowed)",
+         "every path of the Ingress answers `return <code> <url>`; wins over `permanent-redirect`",
+         parse=v.redirect_url),
+    _row("temporal-redirect-code", REDIRECTS, SERVED, "integer; 300-307, else 302",
+         "the status of `temporal-redirect`", parse=v.redirect_code, default="`302`"),
+    _pending("from-to-www-redirect", REDIRECTS, TRANSLATED, BOOL,
+             "a server for `www.<host>` (or the host without `www.`) redirecting to the host",
+             "planned as a redirect server for the other name when no other resource owns "
+             "it", fail_closed=False),
+    _ignored("preserve-trailing-slash", BOOL,
+             "ingressctl's HTTPS redirects always keep the trailing slash (as `preserve-trailing-slash: "
+             "true`)",
+             v.go_bool, section=REDIRECTS),
+    _ignored("use-port-in-redirects", BOOL, "`port_in_redirect` is not implemented", v.go_bool,
+    section=REDIRECTS),
+    _ignored("relative-redirects", BOOL, "`absolute_redirect` is not implemented", v.go_bool,
+    section=REDIRECTS),
+    # ------------------------------------------------------------------------------------------------ access
+    _row("whitelist-source-range", ACCESS, TRANSLATED, "comma-separated IP addresses and CIDRs",
+         "`allow <cidr>; ... deny all;` in every location of the Ingress (403 for others); the old name of "
+         "`allowlist-source-range`", parse=v.cidrs,
+         reason="an invalid entry refuses the Ingress (ingress-nginx answered 503 on its paths)"),
+    _row("allowlist-source-range", ACCESS, TRANSLATED, "comma-separated IP addresses and CIDRs",
+         "`allow <cidr>; ... deny all;` in every location of the Ingress (403 for others); wins over "
+         "`whitelist-source-range`", parse=v.cidrs,
+         reason="an invalid entry refuses the Ingress (ingress-nginx answered 503 on its paths)"),
+    _row("denylist-source-range", ACCESS, TRANSLATED, "comma-separated IP addresses and CIDRs",
+         "`deny <cidr>;` in every location of the Ingress, before the allow list (403)", parse=v.cidrs,
+         reason="an invalid entry refuses the Ingress"),
+    _pending("satisfy", ACCESS, TRANSLATED, "`all`, `any`", "`satisfy`",
+             "planned with the authentication annotations", fail_closed=True),
+    _row("server-alias", ACCESS, REFUSED, "comma-separated host names", "nothing",
+         reason="extra `server_name`s could capture hosts other resources own; list the hosts in the rules"),
+    # ----------------------------------------------------------------------------------------- rate limiting
+    _row("limit-rps", RATE_LIMITING, TRANSLATED, "integer requests per second",
+         "`limit_req` per client address, `burst` = limit x `limit-burst-multiplier`, `nodelay`, 503, a 5m "
+         "zone per Ingress (as `nginx.org/limit-req-*`)", parse=_int(0, 1 << 30),
+         reason="with `limit-rpm` also set, only `limit-rps` applies (ingress-nginx applied both)"),
+    _row("limit-rpm", RATE_LIMITING, TRANSLATED, "integer requests per minute", "as `limit-rps`, per minute",
+         parse=_int(0, 1 << 30)),
+    _row("limit-connections", RATE_LIMITING, TRANSLATED, "integer",
+         "`limit_conn` per client address, 503, a 5m zone per Ingress", parse=_int(0, 1 << 30)),
+    _row("limit-burst-multiplier", RATE_LIMITING, TRANSLATED, "integer", "the `burst` of `limit-rps`/`-rpm`",
+         parse=_int(1, 1 << 20), default="`5`"),
+    _row("limit-whitelist", RATE_LIMITING, TRANSLATED, "comma-separated IP addresses and CIDRs",
+         "clients from these addresses are not limited (a `geo` map to an empty key); the old name of "
+         "`limit-allowlist`", parse=v.cidrs),
+    _row("limit-allowlist", RATE_LIMITING, TRANSLATED, "comma-separated IP addresses and CIDRs",
+         "as `limit-whitelist` (wins over it)", parse=v.cidrs),
+    _ignored("global-rate-limit", "integer",
+             "ingress-nginx's memcached rate limits (removed) are not implemented",
+             v.text, section=RATE_LIMITING),
+    _ignored("global-rate-limit-window", "duration", "as `global-rate-limit`", v.text, section=RATE_LIMITING),
+    _ignored("global-rate-limit-key", "text", "as `global-rate-limit`", v.text, section=RATE_LIMITING),
+    _ignored("global-rate-limit-ignored-cidrs", "CIDRs", "as `global-rate-limit`", v.text,
+    section=RATE_LIMITING),
+    # -------------------------------------------------------------------------------------------------- auth
+    _pending("auth-url", AUTH, TRANSLATED, "URL, NGINX variables allowed",
+             "`auth_request` to the URL (subrequest), headers X-Original-URL, X-Original-Method, ...",
+             "planned as an external auth subrequest", fail_closed=True),
+    _pending("auth-signin", AUTH, TRANSLATED, "URL, NGINX variables allowed",
+             "a 401 of `auth-url` redirects here with `rd=<original URL>`", "planned with `auth-url`",
+             fail_closed=True),
+    _pending("auth-signin-redirect-param", AUTH, TRANSLATED, "query parameter name",
+             "the `rd` of `auth-signin`",
+             "planned with `auth-signin`", fail_closed=True),
+    _pending("auth-response-headers", AUTH, TRANSLATED, "comma-separated header names",
+             "headers of the auth response copied onto the upstream request", "planned with `auth-url`",
+             fail_closed=True),
+    _pending("auth-method", AUTH, TRANSLATED, "HTTP method", "the method of the auth subrequest",
+             "planned with `auth-url`", fail_closed=True),
+    _pending("auth-snippet", AUTH, REFUSED, "NGINX configuration", "nothing",
+             "planned: refused unless snippets are enabled, then in the auth location", fail_closed=True),
+    _pending("auth-proxy-set-headers", AUTH, TRANSLATED, "`<namespace>/<ConfigMap>`",
+             "headers sent to the auth service", "planned with `auth-url`", fail_closed=True),
+    _pending("auth-request-redirect", AUTH, TRANSLATED, "URL", "`X-Auth-Request-Redirect` of the subrequest",
+             "planned with `auth-url`", fail_closed=True),
+    _pending("auth-always-set-cookie", AUTH, TRANSLATED, BOOL,
+             "pass `Set-Cookie` of the auth response always",
+             "planned with `auth-url`", fail_closed=True),
+    _ignored("auth-cache-key", "text", "auth response caching is not implemented (only caching is lost)",
+    section=AUTH),
+    _ignored("auth-cache-duration", "`<code> <time>` list", "as `auth-cache-key`", section=AUTH),
+    _ignored("auth-keepalive", "integer", "auth keep-alive connections (Lua) are not implemented",
+    section=AUTH),
+    _ignored("auth-keepalive-requests", "integer", "as `auth-keepalive`", section=AUTH),
+    _ignored("auth-keepalive-timeout", "integer seconds", "as `auth-keepalive`", section=AUTH),
+    _ignored("auth-keepalive-share-vars", BOOL, "as `auth-keepalive`", section=AUTH),
+    _ignored("enable-global-auth", BOOL, "ingressctl has no global auth URL", section=AUTH),
+    _pending("auth-type", AUTH, TRANSLATED, "`basic`, `digest`",
+             "`basic`: HTTP basic authentication (as `nginx.org/basic-auth-secret`); `digest`: refused",
+             "planned with `auth-secret`", fail_closed=True),
+    _pending("auth-secret", AUTH, TRANSLATED, "Secret `name` or `namespace/name`, key `auth` (htpasswd)",
+             "the htpasswd file of `auth-type: basic`", "planned with `auth-type`", fail_closed=True),
+    _pending("auth-secret-type", AUTH, TRANSLATED, "`auth-file`, `auth-map`", "the Secret's layout",
+             "planned with `auth-secret`", fail_closed=True),
+    _pending("auth-realm", AUTH, TRANSLATED, "text", "the realm of basic authentication",
+             "planned with `auth-type`", fail_closed=True),
+    # --------------------------------------------------------------------------------------------------- TLS
+    _pending("auth-tls-secret", TLS, TRANSLATED, "`namespace/name` of a Secret with `ca.crt`",
+             "client certificates verified against the CA (`ssl_verify_client`)", "planned as ingressMTLS",
+             fail_closed=True),
+    _pending("auth-tls-verify-client", TLS, TRANSLATED, "`on`, `off`, `optional`, `optional_no_ca`",
+             "`ssl_verify_client`", "planned with `auth-tls-secret`", fail_closed=True),
+    _pending("auth-tls-verify-depth", TLS, TRANSLATED, "integer", "`ssl_verify_depth`",
+             "planned with `auth-tls-secret`", fail_closed=True),
+    _pending("auth-tls-pass-certificate-to-upstream", TLS, TRANSLATED, BOOL, "header `ssl-client-cert`",
+             "planned with `auth-tls-secret`", fail_closed=True),
+    _pending("auth-tls-error-page", TLS, TRANSLATED, "URL", "where a failed client certificate goes",
+             "planned with `auth-tls-secret`", fail_closed=True),
+    _pending("auth-tls-match-cn", TLS, REFUSED, "`CN=<regex>`", "nothing",
+             "planned: refused (a CN check ingressctl would not enforce)", fail_closed=True),
+    _pending("ssl-passthrough", TLS, TRANSLATED, BOOL,
+             "a TLS passthrough route to the `/` backend (with `--enable-tls-passthrough`)",
+             "planned as a passthrough route", fail_closed=True),
+    _row("ssl-ciphers", TLS, TRANSLATED, "OpenSSL cipher list", "`ssl_ciphers` of the Ingress's TLS servers",
+         parse=parsing.parse_ssl_ciphers, sets="server_ssl_ciphers"),
+    _row("ssl-prefer-server-ciphers", TLS, TRANSLATED, BOOL, "`ssl_prefer_server_ciphers on`",
+         parse=v.go_bool, sets="server_ssl_prefer_server_ciphers"),
+    _pending("proxy-ssl-secret", TLS, TRANSLATED, "`namespace/name` of a TLS Secret",
+             "client certificate and CA for HTTPS backends", "planned as egressMTLS", fail_closed=True),
+    _pending("proxy-ssl-verify", TLS, TRANSLATED, ON_OFF, "`proxy_ssl_verify`",
+             "planned with `proxy-ssl-secret`",
+             fail_closed=True),
+    _pending("proxy-ssl-verify-depth", TLS, TRANSLATED, "integer", "`proxy_ssl_verify_depth`",
+             "planned with `proxy-ssl-secret`", fail_closed=True),
+    _pending("proxy-ssl-name", TLS, TRANSLATED, "host name", "`proxy_ssl_name`",
+             "planned with `proxy-ssl-secret`",
+             fail_closed=True),
+    _pending("proxy-ssl-server-name", TLS, TRANSLATED, ON_OFF, "`proxy_ssl_server_name`",
+             "planned with `proxy-ssl-secret`", fail_closed=True),
+    _pending("proxy-ssl-protocols", TLS, TRANSLATED, "TLS protocols", "`proxy_ssl_protocols`",
+             "planned with `proxy-ssl-secret`", fail_closed=True),
+    _pending("proxy-ssl-ciphers", TLS, TRANSLATED, "OpenSSL cipher list", "`proxy_ssl_ciphers`",
+             "planned with `proxy-ssl-secret`", fail_closed=True),
+    _pending("proxy-ssl-location-only", TLS, TRANSLATED, BOOL, "the proxy-ssl settings in locations only",
+             "planned with `proxy-ssl-secret`", fail_closed=True),
+    # ----------------------------------------------------------------------------- routing: paths and canary
+    _pending("rewrite-target", ROUTING, TRANSLATED, "URI, `$1`-`$9` from the path regex",
+             "`rewrite \"(?i)<path>\" <target> break;`; regex locations for the whole host",
+             "planned with ingress-nginx's host-wide regex semantics", fail_closed=True),
+    _pending("use-regex", ROUTING, TRANSLATED, BOOL, "every path of the host as `location ~* \"^<path>\"`",
+             "planned with `rewrite-target`", fail_closed=True),
+    _pending("canary", ROUTING, TRANSLATED, BOOL,
+             "the Ingress is a canary of the same host and path: a split or match of the primary's location",
+             "planned as splits and matches over the primary Ingress's location", fail_closed=True),
+    _pending("canary-weight", ROUTING, TRANSLATED, "integer 0..weight total", "the canary's share",
+             "planned with `canary`", fail_closed=True),
+    _pending("canary-weight-total", ROUTING, TRANSLATED, "integer (100)", "the total of `canary-weight`",
+             "planned with `canary`", fail_closed=True),
+    _pending("canary-by-header", ROUTING, TRANSLATED, "header name", "`always`/`never` in that header",
+             "planned with `canary`", fail_closed=True),
+    _pending("canary-by-header-value", ROUTING, TRANSLATED, "text",
+             "an exact header value selects the canary",
+             "planned with `canary`", fail_closed=True),
+    _pending("canary-by-header-pattern", ROUTING, TRANSLATED, "PCRE", "a header pattern selects the canary",
+             "planned with `canary`", fail_closed=True),
+    _pending("canary-by-cookie", ROUTING, TRANSLATED, "cookie name", "`always`/`never` in that cookie",
+             "planned with `canary`", fail_closed=True),
+    _pending("affinity", ROUTING, TRANSLATED, "`cookie`", "sticky sessions (`sticky cookie`, NGINX with OSS "
+             "`sticky`; else a warning)", "planned as `nginx.org/sticky-cookie-services`", fail_closed=False),
+    _pending("affinity-mode", ROUTING, APPROXIMATED, "`balanced`, `persistent`", "always persistent",
+             "planned with `affinity`", fail_closed=False),
+    _pending("affinity-canary-behavior", ROUTING, APPROXIMATED, "`sticky`, `legacy`", "canaries stay sticky",
+             "planned with `affinity`", fail_closed=False),
+    _pending("session-cookie-name", ROUTING, TRANSLATED, "cookie name (`INGRESSCOOKIE`)", "the sticky cookie",
+             "planned with `affinity`", fail_closed=False),
+    _pending("session-cookie-expires", ROUTING, TRANSLATED, SECONDS, "`expires=`",
+             "planned with `affinity`", fail_closed=False),
+    _pending("session-cookie-max-age", ROUTING, APPROXIMATED, SECONDS, "`expires=` (NGINX has no max-age)",
+             "planned with `affinity`", fail_closed=False),
+    _pending("session-cookie-path", ROUTING, TRANSLATED, "path", "`path=`", "planned with `affinity`",
+             fail_closed=False),
+    _pending("session-cookie-domain", ROUTING, TRANSLATED, "domain", "`domain=`", "planned with `affinity`",
+             fail_closed=False),
+    _pending("session-cookie-samesite", ROUTING, TRANSLATED, "`None`, `Lax`, `Strict`", "`samesite=`",
+             "planned with `affinity`", fail_closed=False),
+    _pending("session-cookie-conditional-samesite-none", ROUTING, APPROXIMATED, BOOL, "nothing",
+             "planned with `affinity`", fail_closed=False),
+    _pending("session-cookie-secure", ROUTING, TRANSLATED, BOOL, "`secure`", "planned with `affinity`",
+             fail_closed=False),
+    _pending("session-cookie-change-on-failure", ROUTING, APPROXIMATED, BOOL,
+             "nothing (NGINX keeps the cookie)",
+             "planned with `affinity`", fail_closed=False),
+    _pending("upstream-hash-by-subset", ROUTING, APPROXIMATED, BOOL, "plain consistent hashing",
+             "planned with `upstream-hash-by`", fail_closed=False),
+    _pending("upstream-hash-by-subset-size", ROUTING, APPROXIMATED, "integer", "plain consistent hashing",
+             "planned with `upstream-hash-by`", fail_closed=False),
+    _pending("enable-cors", ROUTING, SERVED, BOOL, "CORS headers and preflight answers (204)",
+             "planned with ingress-nginx's CORS headers", fail_closed=False),
+    _pending("cors-allow-origin", ROUTING, SERVED, "`*` or comma-separated origins", "the allowed origins",
+             "planned with `enable-cors`", fail_closed=False),
+    _pending("cors-allow-methods", ROUTING, SERVED, "methods", "`Access-Control-Allow-Methods`",
+             "planned with `enable-cors`", fail_closed=False),
+    _pending("cors-allow-headers", ROUTING, SERVED, "header names", "`Access-Control-Allow-Headers`",
+             "planned with `enable-cors`", fail_closed=False),
+    _pending("cors-allow-credentials", ROUTING, SERVED, BOOL, "`Access-Control-Allow-Credentials`",
+             "planned with `enable-cors`", fail_closed=False),
+    _pending("cors-expose-headers", ROUTING, SERVED, "header names", "`Access-Control-Expose-Headers`",
+             "planned with `enable-cors`", fail_closed=False),
+    _pending("cors-max-age", ROUTING, SERVED, SECONDS, "`Access-Control-Max-Age`",
+             "planned with `enable-cors`",
+             fail_closed=False),
+    # ---------------------------------------------------------------------------------------------- snippets
+    _row("configuration-snippet", SNIPPETS, SERVED, "NGINX configuration",
+         "lines in every location of the Ingress (as "
+         "`nginx.org/location-snippets`)", parse=parsing.parse_lines,
+         sets="location_snippets", needs_snippets=True,
+         reason="only with `--enable-snippets`; refused without (ingress-nginx-only content such as "
+                "`more_set_headers` or Lua fails NGINX's test and rejects the Ingress)"),
+    _row("server-snippet", SNIPPETS, SERVED, "NGINX configuration",
+         "lines in every server of the Ingress (as `nginx.org/server-snippets`)", parse=parsing.parse_lines,
+         sets="server_snippets", needs_snippets=True,
+         reason="only with `--enable-snippets`; refused without"),
+    _row("stream-snippet", SNIPPETS, REFUSED, "NGINX configuration", "nothing",
+         reason="raw `stream` configuration has no ingressctl form (use a TransportServer)"),
+    _row("modsecurity-snippet", SNIPPETS, REFUSED, "ModSecurity rules", "nothing",
+         reason="no ModSecurity in ingressctl; a WAF the author believes on must not be silently off"),
+    # ----------------------------------------------------------------------------------- not honoured at all
+    _row("enable-modsecurity", INERT, REFUSED, BOOL, "nothing", parse=v.go_bool,
+         reason="no ModSecurity in ingressctl: `true` refuses the Ingress (a WAF the author believes on), "
+                "`false` is ignored"),
+    _row("enable-owasp-core-rules", INERT, REFUSED, BOOL, "nothing", parse=v.go_bool,
+         reason="as `enable-modsecurity`"),
+    _ignored("modsecurity-transaction-id", "NGINX variable", "no ModSecurity in ingressctl (only with "
+             "`enable-modsecurity`, which is refused)"),
+    _ignored("enable-rewrite-log", BOOL, "rewrite debugging (`rewrite_log`) is not implemented", v.go_bool),
+    _ignored("enable-access-log", BOOL, "per-Ingress access logs are not implemented", v.go_bool),
+    _ignored("enable-opentelemetry", BOOL,
+             "per-Ingress tracing is not implemented (see the ConfigMap's otel keys)",
+             v.go_bool),
+    _ignored("opentelemetry-trust-incoming-span", BOOL, "as `enable-opentelemetry`", v.go_bool),
+    _ignored("opentelemetry-operation-name", "text", "as `enable-opentelemetry`"),
+    _ignored("enable-opentracing", BOOL, "OpenTracing (removed from ingress-nginx) is not implemented",
+             v.go_bool),
+    _ignored("opentracing-trust-incoming-span", BOOL, "as `enable-opentracing`", v.go_bool),
+    _ignored("mirror-target", "URL", "request mirroring is not implemented"),
+    _ignored("mirror-host", "host name", "as `mirror-target`"),
+    _ignored("mirror-request-body", ON_OFF, "as `mirror-target`"),
+    _ignored("http2-push-preload", BOOL, "HTTP/2 server push was removed from NGINX 1.25.1", v.go_bool),
+    _ignored("secure-backends", BOOL, "removed in ingress-nginx 0.21.0: use `backend-protocol: HTTPS`",
+             v.go_bool),
+    _ignored("grpc-backend", BOOL, "removed in ingress-nginx 0.21.0: use `backend-protocol: GRPC`",
+             v.go_bool),
+    _ignored("session-cookie-hash", "`sha1`, `md5`, `index`", "removed from ingress-nginx"),
+    _ignored("fastcgi-index", "file name", "FastCGI backends are not supported (`backend-protocol: FCGI` is "
+             "refused)"),
+    _ignored("fastcgi-params-configmap", "`<namespace>/<ConfigMap>`", "as `fastcgi-index`"),
+    _ignored("influxdb-measurement", "text", "removed from ingress-nginx"),
+    _ignored("influxdb-port", "port", "removed from ingress-nginx"),
+    _ignored("influxdb-host", "host", "removed from ingress-nginx"),
+    _ignored("influxdb-server-name", "text", "removed from ingress-nginx"),
+    _ignored("influxdb-enabled", BOOL, "removed from ingress-nginx"),
+))
