@@ -186,11 +186,6 @@ class App:
         if s.serving.enable_prometheus_metrics:
             self._create_metrics(capabilities.has("stub_status"))
         static = dataclasses.replace(StaticConfigParams.from_settings(s), capabilities=capabilities)
-        # ConfigMap values are checked against what this NGINX can load.
-        parse = functools.partial(parse_config_map, capabilities=static.capabilities)
-        params, errors = parse(config_data)
-        for key, err in errors:
-            log.warning("invalid ConfigMap value ignored", key=key, error=err)
         if s.controller.enable_custom_resources:
             self._serve_transportservers = transportservers_served(s, self.client, self._reads)
         if self._serve_transportservers:
@@ -204,6 +199,11 @@ class App:
                     raise StartupError(str(e)) from e
                 log.error("TransportServers are not served", error=str(e))
                 self._serve_transportservers = False
+        # ConfigMap values are checked against what this NGINX can load (and whether it has a stream block).
+        parse = functools.partial(parse_config_map, capabilities=static.capabilities, stream=static.stream)
+        params, errors = parse(config_data)
+        for key, err in errors:
+            log.warning("invalid ConfigMap value ignored", key=key, error=err)
         static = with_dynamic_upstreams(self.settings, static, binary, self.manager.dynamic_peers_socket)
         static = with_certificate_cache(self.settings, static, binary)
         static = with_upstream_front(static, binary)

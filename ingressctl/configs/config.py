@@ -444,6 +444,7 @@ class MainConfig:
     proxy_protocol: bool = False  # the default server's listeners accept the PROXY protocol
     main_snippets: tuple[str, ...] = ()
     http_snippets: tuple[str, ...] = ()
+    stream_snippets: tuple[str, ...] = ()  # ConfigMap stream-snippets, at the top of the stream {} block
     stream: bool = False  # a stream {} block including stream-conf.d/*.conf (TransportServers)
     stream_module_path: str = ""  # load_module of a dynamic stream module; "" when built in or unused
     dynamic_peers_module_path: str = ""  # load_module of the dynamic-peers module and serve its API ("" off)

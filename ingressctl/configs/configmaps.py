@@ -143,6 +143,7 @@ class ConfigParams:
     worker_cpu_affinity: str = ""
     main_snippets: tuple[str, ...] = ()
     http_snippets: tuple[str, ...] = ()
+    stream_snippets: tuple[str, ...] = ()  # in the stream {} block (NIC's TCP/UDP example uses it)
     # Template overrides (None: the built-in or --*-template-path template)
     main_template: str | None = None
     ingress_template: str | None = None
@@ -304,6 +305,7 @@ CONFIG_MAP_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "ssl-dhparam-file": ("ssl_dhparam_file", parsing.parse_dhparam),
     "main-snippets": ("main_snippets", parsing.parse_lines),
     "http-snippets": ("http_snippets", parsing.parse_lines),
+    "stream-snippets": ("stream_snippets", parsing.parse_lines),
     "main-template": ("main_template", _text),
     "ingress-template": ("ingress_template", _text),
     **CAPABILITY_KEYS,
@@ -327,11 +329,15 @@ def value_error(value: str, detail: str) -> str:
     return f"invalid value {json.dumps(shown, ensure_ascii=False)}: {detail}"
 
 
-def parse_config_map(data: Mapping[str, str] | None, capabilities: Capabilities = UNKNOWN_NGINX,
-                     ) -> tuple[ConfigParams, list[tuple[str, str]]]:
+STREAM_OFF = ("ignored: this controller renders no stream {} block (it serves TransportServers only with "
+              "-enable-custom-resources and NGINX's stream module)")
+
+
+def parse_config_map(data: Mapping[str, str] | None, capabilities: Capabilities = UNKNOWN_NGINX, *,
+                     stream: bool = False) -> tuple[ConfigParams, list[tuple[str, str]]]:
     """ConfigMap `data` -> (params, [(key, error), ...]). A bad value keeps the default for its key; so does
     a value whose directive the NGINX described by `capabilities` cannot load (the error says what it
-    needs)."""
+    needs), and `stream-snippets` when there is no stream block (`stream` False)."""
     values: dict[str, Any] = {}
     errors: list[tuple[str, str]] = []
     for key, raw in sorted((data or {}).items()):
@@ -354,6 +360,8 @@ def parse_config_map(data: Mapping[str, str] | None, capabilities: Capabilities 
         errors.append(("hsts", "there are errors in the HSTS keys; all HSTS keys are ignored"))
     check_otel(values, errors)
     drop_unloadable(values, capabilities, errors)
+    if not stream and values.pop("stream_snippets", ()):
+        errors.append(("stream-snippets", STREAM_OFF))
     return dataclasses.replace(ConfigParams(), **values), errors
 
 
@@ -436,6 +444,7 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         proxy_protocol=config.proxy_protocol,
         main_snippets=config.main_snippets,
         http_snippets=config.http_snippets,
+        stream_snippets=config.stream_snippets if static.stream else (),
     )
 
 

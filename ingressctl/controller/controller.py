@@ -544,7 +544,10 @@ class LoadBalancerController:
         self.reporter.mark_failed(applied, outcome)
         if cm is not None:
             ns_name = object_key(cm)
-            if errors:
+            if outcome is not None and outcome.reloaded and outcome.error:   # NGINX refused the main config
+                self.reporter.event_for(cm, CONFIGMAPS, EVENT_WARNING, REASON_UPDATED_WITH_ERROR,
+                                        f"ConfigMap {ns_name} updated, but was not applied: {outcome.error}")
+            elif errors:
                 self.reporter.event_for(cm, CONFIGMAPS, EVENT_WARNING, REASON_UPDATED_WITH_ERROR,
                                         f"ConfigMap {ns_name} updated with errors. Ignoring invalid values")
             elif not startup:
