@@ -557,17 +557,18 @@ class App:
         return dataclasses.replace(static, dynamic_peers_module_path=path)
 
     def _with_upstream_front(self, static: StaticConfigParams, binary: str) -> StaticConfigParams:
-        """Load the upstream-front module when it is installed: NGINX then loads a configuration with
-        thousands of upstreams several times faster (configs.upstream_front); without it, only slower."""
-        from ingressctl.nginx.modules import UPSTREAM_FRONT, installed_module
+        """Load the upstream-front and scoped-include modules when they are installed: NGINX then loads a
+        configuration with thousands of upstreams and servers several times faster (configs.upstream_front,
+        docs/nginx-modules.md); without them, only slower."""
+        from ingressctl.nginx.modules import INCLUDE_SCOPED, UPSTREAM_FRONT, installed_module
 
-        path = installed_module(binary, UPSTREAM_FRONT)
-        if not path:
-            log.warning("the upstream-front NGINX module is not installed: reloads with thousands of "
-                        "upstreams are slower", module=UPSTREAM_FRONT,
-                        install="scripts/build-nginx-module.sh")
-            return static
-        return dataclasses.replace(static, upstream_front_module_path=path)
+        paths = {module: installed_module(binary, module) for module in (UPSTREAM_FRONT, INCLUDE_SCOPED)}
+        for module, path in paths.items():
+            if not path:
+                log.warning("an NGINX module is not installed: reloads with thousands of upstreams and "
+                            "servers are slower", module=module, install="scripts/build-nginx-module.sh")
+        return dataclasses.replace(static, upstream_front_module_path=paths[UPSTREAM_FRONT],
+                                   include_scoped_module_path=paths[INCLUDE_SCOPED])
 
     def _with_certificate_cache(self, static: StaticConfigParams, binary: str) -> StaticConfigParams:
         """On an NGINX without ssl_certificate_cache (< 1.27.4), load ingressctl's certificate-cache module

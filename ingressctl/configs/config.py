@@ -407,6 +407,7 @@ class MainConfig:
     stream_module_path: str = ""  # load_module of a dynamic stream module; "" when built in or unused
     dynamic_peers_module_path: str = ""  # load_module of the dynamic-peers module and serve its API ("" off)
     upstream_front_module_path: str = ""  # load_module of the upstream-front module ("" off)
+    include_scoped_module_path: str = ""  # load_module of the scoped-include module; conf.d is included by it
     tls_passthrough: bool = False  # the default server terminates TLS on the passthrough socket
 
 
