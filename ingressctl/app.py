@@ -190,6 +190,7 @@ class App:
                 log.error("TransportServers are not served", error=str(e))
                 self._serve_transportservers = False
         static = self._with_dynamic_upstreams(static, binary)
+        static = self._with_routes(static, binary)
         static = self._with_certificate_cache(static, binary)
         static = self._with_upstream_front(static, binary)
         # The special TLS Secrets: validated now, written by the Configurator before it renders nginx.conf.
@@ -555,6 +556,24 @@ class App:
             return static
         log.info("endpoint changes reach NGINX without reloads", module=path)
         return dataclasses.replace(static, dynamic_peers_module_path=path)
+
+    def _with_routes(self, static: StaticConfigParams, binary: str) -> StaticConfigParams:
+        """Load the routes module (plain Ingress hosts as data, changed without reloads: configs.routes) when
+        it is installed, not turned off, and endpoint changes are dynamic; the latency metrics, which name
+        each request's upstream by its proxy_pass, keep server blocks."""
+        if not self.settings.nginx.dynamic_routes or not static.dynamic_peers_module_path:
+            return static
+        if self.settings.serving.enable_latency_metrics:
+            log.info("plain Ingress hosts keep server blocks: latency metrics name upstreams by proxy_pass")
+            return static
+        from ingressctl.nginx.modules import ROUTES, installed_module
+
+        path = installed_module(binary, ROUTES)
+        if not path:
+            log.warning("the routes NGINX module is not installed: every Ingress change reloads NGINX",
+                        module=ROUTES, install="scripts/build-nginx-module.sh")
+            return static
+        return dataclasses.replace(static, routes_module_path=path)
 
     def _with_upstream_front(self, static: StaticConfigParams, binary: str) -> StaticConfigParams:
         """Load the upstream-front and scoped-include modules when they are installed: NGINX then loads a

@@ -898,8 +898,9 @@ class Manager:
         with os.scandir(self.run_dir) as it:
             stale = [e.path for e in it
                      if e.name.endswith(".sock") and e.name != SYSLOG_SOCKET_NAME and _is_socket(e.path)]
-        if _is_socket(self._dynamic_peers.socket_path):
-            stale.append(self._dynamic_peers.socket_path)
+        private = os.path.dirname(self._dynamic_peers.socket_path)
+        with contextlib.suppress(OSError), os.scandir(private) as it:  # the modules' API sockets
+            stale += [e.path for e in it if e.name.endswith(".sock") and _is_socket(e.path)]
         for path in stale:
             with contextlib.suppress(OSError):
                 os.unlink(path)
