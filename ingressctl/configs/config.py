@@ -410,7 +410,6 @@ class MainConfig:
     include_scoped_module_path: str = ""  # load_module of the scoped-include module; conf.d is included by it
     routes_module_path: str = ""  # load_module of the routes module and serve its table and API ("" off)
     route_shapes: tuple[tuple[str, str], ...] = ()  # (named location, client_max_body_size) of routed hosts
-    route_spares: str = ""  # the routes' spare upstream blocks, rendered (configs.routes)
     tls_passthrough: bool = False  # the default server terminates TLS on the passthrough socket
 
 

@@ -71,6 +71,7 @@ __all__ = ["REASON_ENDPOINTS", "REASON_OTHER", "Configurator", "ReloadOutcome"]
 
 DHPARAM_FILE = "dhparam.pem"
 CERTIFICATE_MAP_FILE = "ingressctl-certificates"  # conf.d/<this>.conf: the CertificateMap
+SPARES_FILE = "ingressctl-route-spares"  # conf.d/<this>.conf: the routes' spare upstreams (configs.routes)
 
 
 class Configurator:
@@ -119,6 +120,7 @@ class Configurator:
         self._catch_alls: dict[ResourceKey, str] = {}  # key -> upstream of a catch-all rendered here
         self._upstream_front = False  # nginx.conf loads the upstream-front module (configs.upstream_front)
         self._routes = RouteState()  # routable hosts as routes while nginx.conf loads the routes module
+        self._spares_written = False  # conf.d holds the routes' spares file
         # key -> (resource, context, upstream front, result, its file if written ahead) (see render_ahead)
         self._ahead: dict[ResourceKey, tuple[object, RenderContext, bool, Rendered, WrittenAhead | None]] = {}
         self.register_renderer(IngressRenderer())
@@ -134,6 +136,7 @@ class Configurator:
         # What the modules changed (the routes' spares and certificates) is there before NGINX starts.
         self._write_certificate_map()
         self.files.init_main(self._render_main())
+        self.files.loaded_as_written()
 
     # ------------------------------------------------------------------ state
 
@@ -504,14 +507,17 @@ class Configurator:
         log.info("plain Ingress hosts served from the routes module's table", enabled=routes)
 
     def _update_spares(self) -> None:
-        """As many spares in nginx.conf as the resources call for (configs.routes.spare_count); none without
-        routes, the built-in Ingress template or dynamic upstreams."""
+        """As many spares as the resources call for (configs.routes.spare_count), in a conf.d file of their
+        own (a change reloads); none without routes, the built-in Ingress template or dynamic upstreams."""
         on = self._routes.enabled and self._templates.is_ingress_builtin and self.files.dynamic is not None
         reserved = self._routes.spares(spare_count(len(self._resources)) if on else 0, self._config,
                                        self._templates, self._static)
-        if reserved is not None:
+        if reserved is not None and (self._routes.spares_text or self._spares_written):
+            # A file of conf.d's own, so that NGINX's scans of earlier upstreams stay short (scoped include).
+            self.files.write_static(SPARES_FILE, self._routes.spares_text or "# no spares\n")
+            self.files.request_reload()
+            self._spares_written = True
             self._reserve_zone(SPARES_KEY, reserved)
-            self._update_main()
 
     def _reserve_zone(self, key: ResourceKey, reserved: int) -> None:
         """Account for what a resource's upstreams reserve in the shared zone; nginx.conf is re-rendered when
@@ -529,8 +535,7 @@ class Configurator:
                                                        dhparam_path=self._write_dhparam(),
                                                        upstream_zone_size=self._zone_size),
                                   catch_all_upstream=self._catch_all_upstream(),
-                                  route_shapes=self._routes.shapes(self._config),
-                                  route_spares=self._routes.spares_text)
+                                  route_shapes=self._routes.shapes(self._config))
         try:
             return self._templates.execute_main_template(cfg)
         except TemplateRenderError as e:

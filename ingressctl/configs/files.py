@@ -143,6 +143,10 @@ class ConfigFiles:
         return (bool(self._pending()) or self._main_changed() or bool(self._render_failures)
                 or self._reload_requested)
 
+    def loaded_as_written(self) -> None:
+        """Before NGINX starts: the files as they are now are what it loads first (nothing is pending)."""
+        self._commit()
+
     def request_reload(self) -> None:
         """A file NGINX reads at reload (a certificate) changed: the next `reload_if_needed` reloads."""
         self._reload_requested = True

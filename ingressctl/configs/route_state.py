@@ -1,5 +1,5 @@
 """The Configurator's side of routes (configs.routes): whether they are on, the shapes and capturing server
-names of every resource, and the spares nginx.conf declares.
+names of every resource, and the spare upstreams (conf.d/ingressctl-route-spares.conf).
 
 Guarantees:
 - `captures()` is the union of every resource's wildcard and regex server names (`set_captures` says when

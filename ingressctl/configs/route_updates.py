@@ -9,8 +9,9 @@ Guarantees:
 - A plan exists only when, in every file, everything but its route blocks (configs.routes) and its upstream
   blocks is unchanged (a new or removed file holds nothing else but comments), every upstream that stays
   changed only in the addresses it serves (configs.dynamic_upstreams), and every new upstream is dynamic and
-  can borrow a spare: a spare upstream of nginx.conf of the same kind (balancing, parameters, keepalive)
-  with as many slots as it needs. Otherwise `push` returns False and the file engine reloads.
+  can borrow a spare: a spare upstream (conf.d/ingressctl-route-spares.conf) of the same kind (balancing,
+  parameters, keepalive) with as many slots as it needs. Otherwise `push` returns False and the file
+  engine reloads.
 - A borrowed spare serves the new upstream's addresses and the routes that name the upstream are pushed
   naming the spare; later endpoint changes of that upstream go to the spare too. Spares are lent until the
   next successful reload, which loads the real upstream blocks (the files always name them), and are then
@@ -137,7 +138,7 @@ class RouteUpdates:
         self.pushes = 0
 
     def set_spares(self, text: str) -> None:
-        """The spare upstream blocks nginx.conf declares (text rendered as a conf.d file would be)."""
+        """The spare upstream blocks NGINX loads (conf.d/ingressctl-route-spares.conf), rendered."""
         blocks, _ = upstream_blocks(text)
         self._spares = {name: shape for name, (_, shape) in blocks.items() if shape is not None}
 

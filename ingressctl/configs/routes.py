@@ -20,10 +20,10 @@ Guarantees:
 - `render_routes(cfg, server)` is the block of one routable server; every field is percent-encoded where
   NGINX's parser or the API's line format would read it otherwise, and the module decodes it.
 - Locations keep NGINX's choice: the module matches an exact path, then the longest prefix, on the same URI.
-- Spares (`spares_config`, rendered into nginx.conf): upstream blocks of the ConfigMap's balancing,
-  parameters and keepalive, with four dynamic slots, that a new upstream borrows until the next reload
-  (configs.route_updates). They serve nothing until one is lent: no route names them. `spare_count(n)`
-  steps in powers of two, so that nginx.conf changes rarely as resources come and go.
+- Spares (`spares_config`, rendered into conf.d/ingressctl-route-spares.conf): upstream blocks of the
+  ConfigMap's balancing, parameters and keepalive, with four dynamic slots, that a new upstream borrows
+  until the next reload (configs.route_updates). They serve nothing until one is lent: no route names
+  them. `spare_count(n)` steps in powers of two, so that the file (and so a reload) changes rarely.
 - A host that a wildcard or regular-expression server name of any resource would take (NGINX prefers those
   to the default server) is not routed: `RouteContext.captures` holds those names.
 """
