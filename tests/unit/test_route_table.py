@@ -275,3 +275,20 @@ def test_split_and_api_lines() -> None:
         "host a.example.com ns web - 0 443", "route prefix / ingressctl_route_1m NS-WEB-A-80 web 1048576"]
     assert split_routes("no routes here\n") == ({}, "no routes here\n")
     assert split_routes(route("c.example.com").lstrip())[0].keys() == {"c.example.com"}
+
+
+def test_hosts_a_wildcard_or_regex_server_would_take_keep_their_server_blocks() -> None:
+    from ingressctl.configs.routes import captured, capturing_names
+
+    text = ('server {\n    server_name *.example.com;\n}\nserver {\n    server_name exact.example.com;\n}\n'
+            'server {\n    server_name ~^ "";\n}\nserver {\n    server_name www.shop.*;\n}\n')
+    names = capturing_names(text)
+    assert names == {"*.example.com", "~^", "www.shop.*"}
+    assert capturing_names("ingressctl_route_host a.example.com ns a - 0 443 {\n}\n") == frozenset()
+    assert captured("a.example.com", frozenset({"*.example.com"}))
+    assert not captured("example.com", frozenset({"*.example.com"}))
+    assert captured("www.shop.de", frozenset({"www.shop.*"}))
+    assert captured("anything.org", frozenset({"~^"}))
+    assert not captured("other.org", frozenset({"*.example.com", "www.shop.*"}))
+    ctx = dataclasses.replace(CTX, captures=frozenset({"*.example.com"}))
+    assert not routable(server(), ctx) and routable(server(name="a.example.org"), ctx)
