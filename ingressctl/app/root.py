@@ -59,6 +59,7 @@ from ingressctl.app.nginx_features import (
     nginx_capabilities,
     with_certificate_cache,
     with_dynamic_upstreams,
+    with_routes,
     with_upstream_front,
 )
 from ingressctl.controller.ingress_class import NGINX_CONTROLLER as NGINX_CONTROLLER
@@ -205,6 +206,7 @@ class App:
         for key, err in errors:
             log.warning("invalid ConfigMap value ignored", key=key, error=err)
         static = with_dynamic_upstreams(self.settings, static, binary, self.manager.dynamic_peers_socket)
+        static = with_routes(self.settings, static, binary)
         static = with_certificate_cache(self.settings, static, binary)
         static = with_upstream_front(static, binary)
         # The special TLS Secrets: validated now, written by the Configurator before it renders nginx.conf.

@@ -177,6 +177,8 @@ class StaticConfigParams:
     stream_module_path: str = ""  # the dynamic stream module to load_module ("" when built in)
     dynamic_peers_module_path: str = ""  # the dynamic-peers module: endpoint changes without reloads
     upstream_front_module_path: str = ""  # the upstream-front module: proxy_pass finds its upstream at once
+    include_scoped_module_path: str = ""  # the scoped-include module: each conf.d file's upstreams to itself
+    routes_module_path: str = ""  # the routes module: plain Ingress hosts as data (configs.routes)
     # The certificate-cache module (NGINX < 1.27.4): caches the certificates loaded at handshakes.
     certificate_cache_module_path: str = ""
     tls_passthrough: bool = False  # HTTPS servers terminate TLS on passthrough_socket() behind the SNI split
@@ -407,6 +409,8 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         stream_module_path=static.stream_module_path,
         dynamic_peers_module_path=static.dynamic_peers_module_path,
         upstream_front_module_path=static.upstream_front_module_path,
+        include_scoped_module_path=static.include_scoped_module_path,
+        routes_module_path=static.routes_module_path,
         tls_passthrough=static.tls_passthrough,
         default_http_listener_port=static.http_port,
         default_https_listener_port=static.https_port,

@@ -105,7 +105,7 @@ def test_burst_of_100_changes_is_batched(env: Env) -> None:
 
 def test_byte_identical_renders_cause_no_reload(env: Env) -> None:
     populate(env, 3)
-    c = env.controller()
+    c = env.controller(dynamic_routes=False)  # so that the real change below reloads (routes push it)
     c.wait_backend("ing-0.example.com", "/", "web")
     c.wait_idle()
     before, syncs = c.reloads, c.lbc.stats.syncs
