@@ -40,6 +40,7 @@ class NginxSettings:
     disable_ipv6: bool = False  # no IPv6 listeners even where the host supports IPv6
     default_server_access_log_off: bool = False  # the ConfigMap key of the same name overrides it
     dynamic_upstreams: bool = True  # no reloads for endpoint changes (where the dynamic-peers module is)
+    dynamic_routes: bool = True  # plain Ingress hosts in the routes module's table (where it is installed)
     # Certificates loaded at handshakes cached by the certificate-cache module (NGINX < 1.27.4, if installed).
     certificate_cache: bool = True
 

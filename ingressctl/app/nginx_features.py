@@ -42,18 +42,39 @@ def with_dynamic_upstreams(settings: Settings, static: StaticConfigParams, binar
     log.info("endpoint changes reach NGINX without reloads", module=path)
     return dataclasses.replace(static, dynamic_peers_module_path=path)
 
-def with_upstream_front(static: StaticConfigParams, binary: str) -> StaticConfigParams:
-    """Load the upstream-front module when it is installed: NGINX then loads a configuration with
-    thousands of upstreams several times faster (configs.upstream_front); without it, only slower."""
-    from ingressctl.nginx.modules import UPSTREAM_FRONT, installed_module
-
-    path = installed_module(binary, UPSTREAM_FRONT)
-    if not path:
-        log.warning("the upstream-front NGINX module is not installed: reloads with thousands of "
-                    "upstreams are slower", module=UPSTREAM_FRONT,
-                    install="scripts/build-nginx-module.sh")
+def with_routes(settings: Settings, static: StaticConfigParams, binary: str) -> StaticConfigParams:
+    """Load the routes module (plain Ingress hosts as data, changed without reloads: configs.routes) when
+    it is installed, not turned off, and endpoint changes are dynamic; the latency metrics, which name
+    each request's upstream by its proxy_pass, keep server blocks."""
+    if not settings.nginx.dynamic_routes or not static.dynamic_peers_module_path:
         return static
-    return dataclasses.replace(static, upstream_front_module_path=path)
+    if settings.serving.enable_latency_metrics:
+        log.info("plain Ingress hosts keep server blocks: latency metrics name upstreams by proxy_pass")
+        return static
+    from ingressctl.nginx.modules import ROUTES, installed_module
+
+    path = installed_module(binary, ROUTES)
+    if not path:
+        log.warning("the routes NGINX module is not installed: every Ingress change reloads NGINX",
+                    module=ROUTES, install="scripts/build-nginx-module.sh")
+        return static
+    return dataclasses.replace(static, routes_module_path=path)
+
+
+def with_upstream_front(static: StaticConfigParams, binary: str) -> StaticConfigParams:
+    """Load the upstream-front and scoped-include modules when they are installed: NGINX then loads a
+    configuration with thousands of upstreams and servers several times faster (configs.upstream_front,
+    docs/nginx-modules.md); without them, only slower."""
+    from ingressctl.nginx.modules import INCLUDE_SCOPED, UPSTREAM_FRONT, installed_module
+
+    paths = {module: installed_module(binary, module) for module in (UPSTREAM_FRONT, INCLUDE_SCOPED)}
+    for module, path in paths.items():
+        if not path:
+            log.warning("an NGINX module is not installed: reloads with thousands of upstreams and "
+                        "servers are slower", module=module, install="scripts/build-nginx-module.sh")
+    return dataclasses.replace(static, upstream_front_module_path=paths[UPSTREAM_FRONT],
+                               include_scoped_module_path=paths[INCLUDE_SCOPED])
+
 
 def with_certificate_cache(settings: Settings, static: StaticConfigParams,
                            binary: str) -> StaticConfigParams:

@@ -60,6 +60,7 @@ from ingressctl.app.nginx_features import (
     nginx_capabilities,
     with_certificate_cache,
     with_dynamic_upstreams,
+    with_routes,
     with_upstream_front,
 )
 from ingressctl.controller.ingress_class import NGINX_CONTROLLER as NGINX_CONTROLLER
@@ -187,16 +188,6 @@ class App:
         if s.serving.enable_prometheus_metrics:
             self._create_metrics(capabilities.has("stub_status"))
         static = dataclasses.replace(StaticConfigParams.from_settings(s), capabilities=capabilities)
-        # ConfigMap values are checked against what this NGINX can load.
-        parse: Callable[[Any], tuple[Any, list[tuple[str, str]]]] = functools.partial(
-            parse_config_map, capabilities=static.capabilities)
-        if s.controller.ingress_nginx_compat:  # ingress-nginx's ConfigMap keys too
-            from ingressctl.kinds.ingress.ingress_nginx.configmap import with_ingress_nginx_keys
-
-            parse = with_ingress_nginx_keys(parse, snippets_enabled=s.controller.enable_snippets)
-        params, errors = parse(config_data)
-        for key, err in errors:
-            log.warning("invalid ConfigMap value ignored", key=key, error=err)
         if s.controller.enable_custom_resources:
             self._serve_transportservers = transportservers_served(s, self.client, self._reads)
         if self._serve_transportservers:
@@ -210,7 +201,18 @@ class App:
                     raise StartupError(str(e)) from e
                 log.error("TransportServers are not served", error=str(e))
                 self._serve_transportservers = False
+        # ConfigMap values are checked against what this NGINX can load (and whether it has a stream block).
+        parse: Callable[[Any], tuple[Any, list[tuple[str, str]]]] = functools.partial(
+            parse_config_map, capabilities=static.capabilities, stream=static.stream)
+        if s.controller.ingress_nginx_compat:  # ingress-nginx's ConfigMap keys too
+            from ingressctl.kinds.ingress.ingress_nginx.configmap import with_ingress_nginx_keys
+
+            parse = with_ingress_nginx_keys(parse, snippets_enabled=s.controller.enable_snippets)
+        params, errors = parse(config_data)
+        for key, err in errors:
+            log.warning("invalid ConfigMap value ignored", key=key, error=err)
         static = with_dynamic_upstreams(self.settings, static, binary, self.manager.dynamic_peers_socket)
+        static = with_routes(self.settings, static, binary)
         static = with_certificate_cache(self.settings, static, binary)
         static = with_upstream_front(static, binary)
         # The special TLS Secrets: validated now, written by the Configurator before it renders nginx.conf.

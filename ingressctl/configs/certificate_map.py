@@ -69,7 +69,18 @@ class CertificateMap:
         self._claims: dict[ResourceKey, dict[str, str]] = {}  # owner -> host -> PEM path
         self._owners: dict[str, list[ResourceKey]] = {}  # host -> owners claiming it, the latest last
         self._entries: dict[str, str] = {}  # host -> PEM path NGINX maps it to
+        self._default_variable = ""  # maps the names without an entry instead of `default` (configs.routes)
         self.changed = True
+
+    @property
+    def default_variable(self) -> str:
+        return self._default_variable
+
+    @default_variable.setter
+    def default_variable(self, variable: str) -> None:
+        """A variable (`$name`) the names without an entry map to instead of the default PEM ("": the PEM)."""
+        if variable != self._default_variable:
+            self._default_variable, self.changed = variable, True
 
     @property
     def default(self) -> str:
@@ -126,7 +137,8 @@ class CertificateMap:
         """The `map` block (and `changed` becomes False)."""
         self.changed = False
         lines = ["# Each server's certificate, loaded at TLS handshakes by the default server's context.",
-                 f"map $server_name {VARIABLE} {{", f"    default {quote(self._default)};"]
+                 f"map $server_name {VARIABLE} {{",
+                 f"    default {self._default_variable or quote(self._default)};"]
         # A leading backslash makes every key literal (a host named `default` or `include` is no keyword).
         lines.extend(f"    {quote(chr(92) + host)} {quote(pem)};"
                      for host, pem in sorted(self._entries.items()))

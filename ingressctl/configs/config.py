@@ -444,10 +444,14 @@ class MainConfig:
     proxy_protocol: bool = False  # the default server's listeners accept the PROXY protocol
     main_snippets: tuple[str, ...] = ()
     http_snippets: tuple[str, ...] = ()
+    stream_snippets: tuple[str, ...] = ()  # ConfigMap stream-snippets, at the top of the stream {} block
     stream: bool = False  # a stream {} block including stream-conf.d/*.conf (TransportServers)
     stream_module_path: str = ""  # load_module of a dynamic stream module; "" when built in or unused
     dynamic_peers_module_path: str = ""  # load_module of the dynamic-peers module and serve its API ("" off)
     upstream_front_module_path: str = ""  # load_module of the upstream-front module ("" off)
+    include_scoped_module_path: str = ""  # load_module of the scoped-include module; conf.d is included by it
+    routes_module_path: str = ""  # load_module of the routes module and serve its table and API ("" off)
+    route_shapes: tuple[tuple[str, str], ...] = ()  # (named location, client_max_body_size) of routed hosts
     tls_passthrough: bool = False  # the default server terminates TLS on the passthrough socket
 
 

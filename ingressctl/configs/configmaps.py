@@ -143,6 +143,7 @@ class ConfigParams:
     worker_cpu_affinity: str = ""
     main_snippets: tuple[str, ...] = ()
     http_snippets: tuple[str, ...] = ()
+    stream_snippets: tuple[str, ...] = ()  # in the stream {} block (NIC's TCP/UDP example uses it)
     # Template overrides (None: the built-in or --*-template-path template)
     main_template: str | None = None
     ingress_template: str | None = None
@@ -176,6 +177,8 @@ class StaticConfigParams:
     stream_module_path: str = ""  # the dynamic stream module to load_module ("" when built in)
     dynamic_peers_module_path: str = ""  # the dynamic-peers module: endpoint changes without reloads
     upstream_front_module_path: str = ""  # the upstream-front module: proxy_pass finds its upstream at once
+    include_scoped_module_path: str = ""  # the scoped-include module: each conf.d file's upstreams to itself
+    routes_module_path: str = ""  # the routes module: plain Ingress hosts as data (configs.routes)
     # The certificate-cache module (NGINX < 1.27.4): caches the certificates loaded at handshakes.
     certificate_cache_module_path: str = ""
     tls_passthrough: bool = False  # HTTPS servers terminate TLS on passthrough_socket() behind the SNI split
@@ -304,6 +307,7 @@ CONFIG_MAP_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "ssl-dhparam-file": ("ssl_dhparam_file", parsing.parse_dhparam),
     "main-snippets": ("main_snippets", parsing.parse_lines),
     "http-snippets": ("http_snippets", parsing.parse_lines),
+    "stream-snippets": ("stream_snippets", parsing.parse_lines),
     "main-template": ("main_template", _text),
     "ingress-template": ("ingress_template", _text),
     **CAPABILITY_KEYS,
@@ -327,11 +331,15 @@ def value_error(value: str, detail: str) -> str:
     return f"invalid value {json.dumps(shown, ensure_ascii=False)}: {detail}"
 
 
-def parse_config_map(data: Mapping[str, str] | None, capabilities: Capabilities = UNKNOWN_NGINX,
-                     ) -> tuple[ConfigParams, list[tuple[str, str]]]:
+STREAM_OFF = ("ignored: this controller renders no stream {} block (it serves TransportServers only with "
+              "-enable-custom-resources and NGINX's stream module)")
+
+
+def parse_config_map(data: Mapping[str, str] | None, capabilities: Capabilities = UNKNOWN_NGINX, *,
+                     stream: bool = False) -> tuple[ConfigParams, list[tuple[str, str]]]:
     """ConfigMap `data` -> (params, [(key, error), ...]). A bad value keeps the default for its key; so does
     a value whose directive the NGINX described by `capabilities` cannot load (the error says what it
-    needs)."""
+    needs), and `stream-snippets` when there is no stream block (`stream` False)."""
     values: dict[str, Any] = {}
     errors: list[tuple[str, str]] = []
     for key, raw in sorted((data or {}).items()):
@@ -354,6 +362,8 @@ def parse_config_map(data: Mapping[str, str] | None, capabilities: Capabilities 
         errors.append(("hsts", "there are errors in the HSTS keys; all HSTS keys are ignored"))
     check_otel(values, errors)
     drop_unloadable(values, capabilities, errors)
+    if not stream and values.pop("stream_snippets", ()):
+        errors.append(("stream-snippets", STREAM_OFF))
     return dataclasses.replace(ConfigParams(), **values), errors
 
 
@@ -399,6 +409,8 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         stream_module_path=static.stream_module_path,
         dynamic_peers_module_path=static.dynamic_peers_module_path,
         upstream_front_module_path=static.upstream_front_module_path,
+        include_scoped_module_path=static.include_scoped_module_path,
+        routes_module_path=static.routes_module_path,
         tls_passthrough=static.tls_passthrough,
         default_http_listener_port=static.http_port,
         default_https_listener_port=static.https_port,
@@ -436,6 +448,7 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         proxy_protocol=config.proxy_protocol,
         main_snippets=config.main_snippets,
         http_snippets=config.http_snippets,
+        stream_snippets=config.stream_snippets if static.stream else (),
     )
 
 

@@ -53,6 +53,9 @@ from ingressctl.configs.dynamic_upstreams import DynamicUpstreams
 from ingressctl.configs.files import REASON_ENDPOINTS, REASON_OTHER, ConfigFiles, ReloadOutcome, WrittenAhead
 from ingressctl.configs.prerender import MEASURED_ITEMS, MIN_ITEMS, RenderAheadStats, render_ahead
 from ingressctl.configs.renderers import ChildCounter, IngressRenderer, RenderContext, Rendered, Renderer
+from ingressctl.configs.route_state import RouteState
+from ingressctl.configs.route_updates import RouteUpdates
+from ingressctl.configs.routes import CERTIFICATE_VARIABLE, SPARES_KEY, capturing_names, spare_count
 from ingressctl.configs.templates import TemplateError, TemplateExecutor, TemplateRenderError
 from ingressctl.configs.upstream_front import front_upstreams
 from ingressctl.keys import INGRESS_KIND, ResourceKey
@@ -60,8 +63,9 @@ from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses
 from ingressctl.logging import get_logger
 from ingressctl.nginx.conf_dir import WrittenFile
 from ingressctl.nginx.manager import Manager
-from ingressctl.nginx.modules import DYNAMIC_PEERS, UPSTREAM_FRONT
+from ingressctl.nginx.modules import DYNAMIC_PEERS, ROUTES, UPSTREAM_FRONT
 from ingressctl.nginx.paths import STREAM_CONF_D_DIR
+from ingressctl.nginx.routes import SOCKET_DIR, SOCKET_NAME, RoutesClient
 
 log = get_logger(__name__)
 
@@ -69,6 +73,7 @@ __all__ = ["REASON_ENDPOINTS", "REASON_OTHER", "Configurator", "ReloadOutcome"]
 
 DHPARAM_FILE = "dhparam.pem"
 CERTIFICATE_MAP_FILE = "ingressctl-certificates"  # conf.d/<this>.conf: the CertificateMap
+SPARES_FILE = "ingressctl-route-spares"  # conf.d/<this>.conf: the routes' spare upstreams (configs.routes)
 
 
 class Configurator:
@@ -116,6 +121,8 @@ class Configurator:
         self._zone_size = shared_zone_size(0)  # as nginx.conf declares it
         self._catch_alls: dict[ResourceKey, str] = {}  # key -> upstream of a catch-all rendered here
         self._upstream_front = False  # nginx.conf loads the upstream-front module (configs.upstream_front)
+        self._routes = RouteState()  # routable hosts as routes while nginx.conf loads the routes module
+        self._spares_written = False  # conf.d holds the routes' spares file
         # key -> (resource, context, upstream front, result, its file if written ahead) (see render_ahead)
         self._ahead: dict[ResourceKey, tuple[object, RenderContext, bool, Rendered, WrittenAhead | None]] = {}
         self.register_renderer(IngressRenderer())
@@ -124,11 +131,14 @@ class Configurator:
             self.files.prune_stale()
         for name, content in (special_secrets or {}).items():
             self.files.create_secret(name, content, 0o600)
-        self._write_certificate_map()
         for warning in self._update_templates(config):
             log.warning("template override ignored", error=warning)
         self.files.init_main(self._render_main())
         self._sync_modules()
+        # What the modules changed (the routes' spares and certificates) is there before NGINX starts.
+        self._write_certificate_map()
+        self.files.init_main(self._render_main())
+        self.files.loaded_as_written()
 
     # ------------------------------------------------------------------ state
 
@@ -244,6 +254,9 @@ class Configurator:
         self.files.write(key, name, rendered.text, written)
         spares = self.files.dynamic.spare_slots(name) if self.files.dynamic is not None else 0
         self._reserve_zone(key, rendered.zone_bytes + spares * ZONE_BYTES_PER_SERVER)
+        if self._routes.route_shapes.set(key, rendered.route_shapes):
+            self._update_main()  # a body size no routed location had: nginx.conf declares its location
+        self._set_captures(key, capturing_names(rendered.text))
         return rendered.warnings
 
     def _render(self, renderer: Renderer, key: ResourceKey, resource: object, ctx: RenderContext) -> Rendered:
@@ -313,23 +326,38 @@ class Configurator:
         between resources by the identity of the params objects it is given (a ProxyDefaults made per render
         would defeat that)."""
         builtin = self._templates.is_main_builtin
+        routes = self._routes.enabled and builtin and not self._catch_all_upstream()
+        captures = self._routes.captures() if routes else frozenset()
         inputs = (self._static, self._config, self._templates, self._replicas, self._catch_all_upstream(),
-                  builtin)
+                  builtin, routes, captures)
         if self._ctx is None or self._ctx[0] != inputs:
+            defaults = proxy_defaults(self._config) if builtin else None
+            route_ctx = (self._routes.context(self._static, self._config, defaults, captures)
+                         if routes and defaults is not None else None)
             self._ctx = (inputs, RenderContext(self._static, self._config, self._templates, self._replicas,
-                                               self._catch_all_upstream(),
-                                               proxy_defaults(self._config) if builtin else None))
+                                               self._catch_all_upstream(), defaults, route_ctx))
         return self._ctx[1]
 
     def delete(self, key: ResourceKey) -> None:
         """Forget a resource and remove its file."""
         self._hold(key, None)
         self._child_warnings.pop(key, None)
+        self._routes.route_shapes.set(key, frozenset())
+        self._set_captures(key, frozenset())
         if self._certificates is not None:
             self._certificates.remove(key)
         self._set_catch_all(key, "")
         if self.files.remove(key) is not None:
             self._reserve_zone(key, 0)
+
+    def _set_captures(self, key: ResourceKey, names: frozenset[str]) -> None:
+        """Track the wildcard and regex server names of `key`'s file: NGINX gives them the hosts they match
+        before the default server, so those hosts keep server blocks (configs.routes); when the names in
+        use change, every other resource is rendered again."""
+        if self._routes.set_captures(key, names):
+            for other, resource in list(self._resources.items()):
+                if other != key:
+                    self.add_or_update(other, resource)
 
     def _catch_all_upstream(self) -> str:
         """The upstream nginx.conf names as `$ingressctl_catch_all` ("" without a catch-all)."""
@@ -444,13 +472,16 @@ class Configurator:
         self._sync_modules()
 
     def _sync_modules(self) -> None:
-        """Dynamic upstreams are on while nginx.conf loads the dynamic-peers module, and upstreams go to the
-        front while it loads the upstream-front module (a custom main template may load neither); when
-        either changes, every resource is rendered again in the other form."""
+        """Dynamic upstreams are on while nginx.conf loads the dynamic-peers module, upstreams go to the
+        front while it loads the upstream-front module, and routable hosts are routes while it loads the
+        routes module (with dynamic upstreams; a custom main template may load none); when one changes,
+        every resource is rendered again in the other form."""
         main = self.files.main_text
         dynamic = bool(self._static.dynamic_peers_module_path) and DYNAMIC_PEERS in main
         front = bool(self._static.upstream_front_module_path) and UPSTREAM_FRONT in main
-        if dynamic == (self.files.dynamic is not None) and front == self._upstream_front:
+        routes = dynamic and bool(self._static.routes_module_path) and ROUTES in main
+        if (dynamic == (self.files.dynamic is not None) and front == self._upstream_front
+                and routes == self._routes.enabled):
             return
         if dynamic != (self.files.dynamic is not None):
             spare = error_server_address(self._static.run_dir)
@@ -459,8 +490,36 @@ class Configurator:
         if front != self._upstream_front:
             self._upstream_front = front
             log.info("upstreams declared at the front of NGINX's upstream list", enabled=front)
+        if routes != self._routes.enabled:
+            self._sync_routes(routes)
         for key, resource in list(self._resources.items()):
             self.add_or_update(key, resource)
+
+    def _sync_routes(self, routes: bool) -> None:
+        """Serve routable hosts from the routes module's table (configs.routes) or from server blocks."""
+        self._routes.enabled = routes
+        self._routes.updates = self.files.routes = None
+        if routes:
+            client = RoutesClient(os.path.join(self._manager.run_dir, SOCKET_DIR, SOCKET_NAME))
+            self._routes.updates = self.files.routes = RouteUpdates(
+                client, self._manager.update_upstreams, lambda: self._manager.reload_count)
+        self._update_spares()
+        if self._certificates is not None:
+            self._certificates.default_variable = CERTIFICATE_VARIABLE if routes else ""
+        log.info("plain Ingress hosts served from the routes module's table", enabled=routes)
+
+    def _update_spares(self) -> None:
+        """As many spares as the resources call for (configs.routes.spare_count), in a conf.d file of their
+        own (a change reloads); none without routes, the built-in Ingress template or dynamic upstreams."""
+        on = self._routes.enabled and self._templates.is_ingress_builtin and self.files.dynamic is not None
+        reserved = self._routes.spares(spare_count(len(self._resources)) if on else 0, self._config,
+                                       self._templates, self._static)
+        if reserved is not None and (self._routes.spares_text or self._spares_written):
+            # A file of conf.d's own, so that NGINX's scans of earlier upstreams stay short (scoped include).
+            self.files.write_static(SPARES_FILE, self._routes.spares_text or "# no spares\n")
+            self.files.request_reload()
+            self._spares_written = True
+            self._reserve_zone(SPARES_KEY, reserved)
 
     def _reserve_zone(self, key: ResourceKey, reserved: int) -> None:
         """Account for what a resource's upstreams reserve in the shared zone; nginx.conf is re-rendered when
@@ -477,7 +536,8 @@ class Configurator:
         cfg = dataclasses.replace(generate_main_config(self._static, self._config,
                                                        dhparam_path=self._write_dhparam(),
                                                        upstream_zone_size=self._zone_size),
-                                  catch_all_upstream=self._catch_all_upstream())
+                                  catch_all_upstream=self._catch_all_upstream(),
+                                  route_shapes=self._routes.shapes(self._config))
         try:
             return self._templates.execute_main_template(cfg)
         except TemplateRenderError as e:
@@ -524,6 +584,7 @@ class Configurator:
 
     def reload_if_needed(self, reason: str = REASON_OTHER) -> ReloadOutcome:
         """Reload NGINX once if anything changed since the last good reload (see `ConfigFiles`)."""
+        self._update_spares()
         if self._certificates is not None and self._certificates.changed:
             self._write_certificate_map()
             self.files.request_reload()

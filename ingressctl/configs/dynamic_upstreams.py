@@ -291,3 +291,37 @@ def endpoint_changes(old: str, new: str) -> dict[str, tuple[str, ...]] | None:
     if old_shape != new_shape:
         return None
     return {name: addrs for name, addrs in new_served.items() if old_served.get(name) != addrs}
+
+
+class UpstreamShape(NamedTuple):
+    """What a dynamic upstream is apart from the addresses it serves: two with equal shapes (slot counts
+    aside) balance, fail over and keep connections alike."""
+
+    head: tuple[str, ...]  # zone and lb-method lines, without the upstream-front directive
+    params: str
+    tail: tuple[str, ...]
+    slots: int
+    addresses: tuple[str, ...]
+
+    def same_kind(self, other: UpstreamShape) -> bool:
+        return (self.head, self.params, self.tail) == (other.head, other.params, other.tail)
+
+
+def upstream_blocks(text: str) -> tuple[dict[str, tuple[str, UpstreamShape | None]], str]:
+    """Each upstream block of `text` (by name: its text, and its shape when it is dynamic), and `text`
+    without them."""
+    blocks: dict[str, tuple[str, UpstreamShape | None]] = {}
+    parts: list[str] = []
+    pos = 0
+    for name, start, body, body_end in _blocks(text):
+        end = body_end + 2
+        u = _parse(name, start, end, text, body, body_end)
+        shape = None
+        if u is not None and u.dynamic:
+            head = tuple(line for line in u.head if line.strip() != _FRONT_LINE)
+            shape = UpstreamShape(head, u.params, u.tail, len(u.addresses) + len(u.down), u.addresses)
+        blocks[name] = (text[start:end], shape)
+        parts.append(text[pos:start])
+        pos = end
+    parts.append(text[pos:])
+    return blocks, "".join(parts)

@@ -23,6 +23,9 @@ Guarantees:
   `reload_if_needed()` pushes those addresses to NGINX instead of reloading (`ReloadOutcome.dynamic`); the
   files on disk hold them too, so a later reload or restart serves the same. If the push fails, it reloads
   as without the module.
+- Routes (with a `RouteUpdates` in `routes`, when NGINX serves the routes module's table): the pending
+  changes are planned and pushed by it instead (configs.route_updates: route blocks, new upstreams on
+  spares, endpoint addresses); whatever it cannot push is reloaded.
 - Not thread-safe: one sync thread owns it, as it owns NGINX.
 """
 
@@ -35,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ingressctl.configs.dynamic_upstreams import DynamicUpstreams, SlotCounts, endpoint_changes
+from ingressctl.configs.route_updates import RouteUpdates
 from ingressctl.keys import ResourceKey
 from ingressctl.logging import get_logger
 from ingressctl.nginx.conf_dir import WrittenFile, content_digest
@@ -98,6 +102,7 @@ class ConfigFiles:
     def __init__(self, manager: Manager, dynamic: DynamicUpstreams | None = None) -> None:
         self._manager = manager
         self.dynamic = dynamic
+        self.routes: RouteUpdates | None = None
         self._reloads_enabled = True
         self._reload_requested = False
         self._file_of: dict[ResourceKey, str] = {}  # key -> conf.d file name (without .conf)
@@ -140,6 +145,10 @@ class ConfigFiles:
         return (bool(self._pending()) or self._main_changed() or bool(self._render_failures)
                 or self._reload_requested)
 
+    def loaded_as_written(self) -> None:
+        """Before NGINX starts: the files as they are now are what it loads first (nothing is pending)."""
+        self._commit()
+
     def request_reload(self) -> None:
         """A file NGINX reads at reload (a certificate) changed: the next `reload_if_needed` reloads."""
         self._reload_requested = True
@@ -154,6 +163,7 @@ class ConfigFiles:
         """Write nginx.conf before NGINX starts (it becomes the last good version)."""
         self._manager.create_main_config(text)
         self._main_text = text
+        self._main_old = _UNCHANGED
 
     def write_main(self, text: str) -> None:
         """Make nginx.conf hold `text`, remembering the last good version on the first change."""
@@ -379,6 +389,10 @@ class ConfigFiles:
         when it does not, or when NGINX did not take the push (then a reload applies it)."""
         if self.dynamic is None:
             return False
+        if self.routes is not None:
+            return self.routes.push({name: (change.old, self._manager.read_config(name)
+                                            if name in self._files else None)
+                                     for name, change in pending.items()})
         servers: dict[str, tuple[str, ...]] = {}
         for name, change in pending.items():
             new = self._manager.read_config(name) if name in self._files else None

@@ -5,6 +5,9 @@ Guarantees:
   Ingress `<ns>-<name>`; a VirtualServer would be `vs_<ns>_<name>`), renders one resource, and counts its
   resources for the `ingress_resources_total{type}`-style metrics. It never writes a file: the Configurator
   hands the text to the file engine.
+- With `RenderContext.routes` (nginx.conf serves the routes module's table) and the built-in Ingress
+  template, the servers configs.routes finds routable are rendered as route blocks after the template's
+  output, and carry no certificate map entry (the module serves their certificates).
 - `IngressRenderer` renders a regular Ingress (`IngressEx`) or a master with its minions
   (`MergeableIngresses`) into one file named after the Ingress (the master); minions have no file. With a
   class-wide catch-all (`RenderContext.catch_all`) the other servers send their unmatched paths and hosts
@@ -19,8 +22,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from ingressctl.configs.config import ProxyDefaults
+from ingressctl.configs.config import (
+    ProxyDefaults,
+    Server,
+)
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
+from ingressctl.configs.routes import RouteContext, render_routes, shapes_of, split_routed
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.keys import INGRESS_KIND, ResourceKey
 from ingressctl.kinds.ingress.catch_all import catch_all_upstream
@@ -42,6 +49,8 @@ class RenderContext:
     catch_all: str = ""     # the class-wide catch-all's upstream ("" without one)
     # What nginx.conf declares at the http level (None: a custom main template, which may not)
     proxy_defaults: ProxyDefaults | None = None
+    # nginx.conf serves the routes module's table: routable servers become routes (configs.routes)
+    routes: RouteContext | None = None
 
 
 @dataclass
@@ -55,6 +64,7 @@ class Rendered:
     child_warnings: dict[str, list[str]] = field(default_factory=dict)
     # host -> PEM path of the servers whose certificate is loaded at handshakes (configs.certificate_map)
     certificates: dict[str, str] = field(default_factory=dict)
+    route_shapes: frozenset[str] = frozenset()  # client_max_body_size of its routed hosts' locations
 
 
 class Renderer(Protocol):
@@ -105,9 +115,16 @@ class IngressRenderer:
             child = {}
         else:
             raise TypeError(f"not an Ingress resource: {type(resource).__name__}")
+        routed: list[Server] = []
+        if ctx.routes is not None and ctx.templates.is_ingress_builtin:
+            cfg, routed = split_routed(cfg, ctx.routes)
         text = ctx.templates.execute_ingress_template(cfg)
+        if routed:
+            assert ctx.routes is not None
+            text += "".join(render_routes(cfg, s, ctx.routes) for s in routed)
         certificates = {s.name: s.ssl_certificate for s in cfg.servers if s.certificate_per_handshake}
-        return Rendered(text, warnings, sum(u.zone_bytes() for u in cfg.upstreams), child, certificates)
+        return Rendered(text, warnings, sum(u.zone_bytes() for u in cfg.upstreams), child, certificates,
+                        shapes_of(routed))
 
     def catch_all(self, resource: object) -> str:
         """A regular Ingress without rules that owns the catch-all names its defaultBackend's upstream."""
@@ -123,3 +140,4 @@ class IngressRenderer:
             else:
                 out["regular"] += 1
         return out
+

@@ -13,8 +13,9 @@ Guarantees:
   statuses flushed in the background.
 - Steady state: each change is resolved at once; files are written only when their bytes change and NGINX
   is reloaded only when a file changed. While two or more tasks wait, reloads are held and done once when
-  the queue drains (batching). A failed reload rejects only the offending resources (event
-  `AddedOrUpdatedWithError` with NGINX's error text); the others keep serving.
+  the queue drains (batching); the batch's events and statuses wait for that reload. A failed reload rejects
+  only the offending resources (event `AddedOrUpdatedWithError` with NGINX's error text); the others keep
+  serving.
 - Every file write and reload goes through the Configurator. The special TLS Secrets
   (`default_server_tls_secret`, `wildcard_tls_secret`) stay in step after start-up: a valid change rewrites
   their file and reloads NGINX once (event `SecretUpdated`), an invalid one is rejected with a Warning event
@@ -41,7 +42,7 @@ from ingressctl.controller.configuration import Configuration, ConfigurationProb
 from ingressctl.controller.handlers import is_supported_secret
 from ingressctl.controller.informers import InformerSet
 from ingressctl.controller.kinds import Applied, KindRegistry, ResourceKind
-from ingressctl.controller.model import Resource
+from ingressctl.controller.model import Resource, with_users
 from ingressctl.controller.options import ControllerOptions, SyncStats
 from ingressctl.controller.render_ahead import drop_prepared, render_ahead
 from ingressctl.controller.replicas import ControllerReplicas, ingresses_with_scale
@@ -49,6 +50,7 @@ from ingressctl.controller.reporter import (
     EVENT_NORMAL,
     EVENT_WARNING,
     EventSink,
+    HeldReports,
     Reporter,
     keys_of,
 )
@@ -136,6 +138,7 @@ class LoadBalancerController:
         self._thread: threading.Thread | None = None
         self._batch = False
         self._batch_update_all = False
+        self._held = HeldReports()      # a batch's events and statuses, until its reload
         self._config_map: dict[str, Any] | None = None
         self._started_at = 0.0
         self._sync_started_at = 0.0
@@ -373,11 +376,12 @@ class LoadBalancerController:
         elif self._batch:
             self._batch = False
             self.configurator.enable_reloads()
-            if self._batch_update_all:
+            applied, deleted = self._held.take()
+            if self._batch_update_all:   # reports every resource itself
                 self._batch_update_all = False
                 self.update_all_configs()
-            else:
-                self._reload("batch")
+                applied = []
+            self._report(applied, deleted, "batch")
 
     def _rendering(self) -> bool:
         """Whether changes are rendered now: after start-up, or during a legacy start-up."""
@@ -449,13 +453,8 @@ class LoadBalancerController:
 
     def _service_users(self, ns: str, name: str) -> list[Resource]:
         """The configured resources using the Service: as a backend, or through a Policy."""
-        resources = self.configuration.find_resources_for_service(ns, name)
-        if not self.service_users:
-            return resources
-        found = {r.key_with_kind: r for r in resources}
-        for users in self.service_users:
-            found.update((r.key_with_kind, r) for r in users(ns, name))
-        return [found[k] for k in sorted(found)]
+        found = self.configuration.find_resources_for_service(ns, name)
+        return with_users(found, self.service_users, ns, name)
 
     def sync_secret(self, key: str) -> None:
         ns, name = split_key(key)
@@ -469,12 +468,8 @@ class LoadBalancerController:
             changed = self.secret_store.add_or_update_secret(secret)
         if changed is False or not self._rendering():
             return
-        resources = self.configuration.find_resources_for_secret(ns, name)
-        if self.secret_users:
-            found = {r.key_with_kind: r for r in resources}
-            for users in self.secret_users:
-                found.update((r.key_with_kind, r) for r in users(ns, name))
-            resources = [found[k] for k in sorted(found)]
+        found = self.configuration.find_resources_for_secret(ns, name)
+        resources = with_users(found, self.secret_users, ns, name)
         if resources:
             # NGINX reads certificates at reload: a changed file needs one even if no config text changed.
             self.configurator.request_reload()
@@ -544,7 +539,10 @@ class LoadBalancerController:
         self.reporter.mark_failed(applied, outcome)
         if cm is not None:
             ns_name = object_key(cm)
-            if errors:
+            if outcome is not None and outcome.reloaded and outcome.error:   # NGINX refused the main config
+                self.reporter.event_for(cm, CONFIGMAPS, EVENT_WARNING, REASON_UPDATED_WITH_ERROR,
+                                        f"ConfigMap {ns_name} updated, but was not applied: {outcome.error}")
+            elif errors:
                 self.reporter.event_for(cm, CONFIGMAPS, EVENT_WARNING, REASON_UPDATED_WITH_ERROR,
                                         f"ConfigMap {ns_name} updated with errors. Ignoring invalid values")
             elif not startup:
@@ -587,15 +585,7 @@ class LoadBalancerController:
                 deleted.append(ch)
             else:
                 updates.append(ch.resource)
-        applied = self._apply(updates)
-        outcome = self._reload("ingress")
-        self.reporter.mark_failed(applied, outcome)
-        for ch in deleted:
-            self.reporter.report_delete(ch)
-        legacy = self.options.legacy_startup
-        self.reporter.report(applied, defer_status=not self._ready.is_set() and not legacy)
-        if not self._ready.is_set() and legacy:
-            self.status_writers.bulk_update([k for a in applied for k in keys_of(a.resource)], workers=1)
+        self._report(self._apply(updates), deleted, "ingress")
 
     def _process_problems(self, problems: Sequence[ConfigurationProblem]) -> None:
         """NIC's processProblems (deferred until the initial queue drains)."""
@@ -607,9 +597,24 @@ class LoadBalancerController:
         self.reporter.report_problems(problems)
 
     def _apply_with_events(self, resources: list[Resource], reason: str) -> None:
-        applied = self._apply(resources)
+        self._report(self._apply(resources), [], reason, defer_status=False)
+
+    def _report(self, applied: list[Applied], deleted: Sequence[ResourceChange], reason: str,
+                defer_status: bool | None = None) -> None:
+        """Reload, then events and status (deferred during start-up); in a batch, held for its reload."""
+        if self._batch:
+            self._held.hold(applied, deleted)
+            return
         self.reporter.mark_failed(applied, self._reload(reason))
-        self.reporter.report(applied, defer_status=False)
+        for ch in deleted:
+            self.reporter.report_delete(ch)
+        legacy_startup = not self._ready.is_set() and self.options.legacy_startup
+        if defer_status is not None:
+            self.reporter.report(applied, defer_status=defer_status)
+            return
+        self.reporter.report(applied, defer_status=not self._ready.is_set() and not legacy_startup)
+        if legacy_startup:
+            self.status_writers.bulk_update([k for a in applied for k in keys_of(a.resource)], workers=1)
 
     def _apply(self, resources: Iterable[Resource]) -> list[Applied]:
         """Render each resource with its kind's builder; collect warnings."""

@@ -14,7 +14,7 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple, Protocol
@@ -207,3 +207,15 @@ def catch_all_rank(e: Entry) -> tuple[int, ResourceKey]:
 def best(entries: Iterable[Entry], host: str | None = None) -> Entry | None:
     """The owner of `host` among its claimants."""
     return min(entries, key=catch_all_rank if host == CATCH_ALL_HOST else rank_of, default=None)
+
+
+def with_users(resources: list[Resource], more: Sequence[Callable[[str, str], list[Resource]]],
+               namespace: str, name: str) -> list[Resource]:
+    """`resources` and the users of namespace/name that `more` adds (kinds outside the Configuration that
+    use a Service or a Secret), each once, sorted by key when `more` added any."""
+    if not more:
+        return resources
+    found = {r.key_with_kind: r for r in resources}
+    for users in more:
+        found.update((r.key_with_kind, r) for r in users(namespace, name))
+    return [found[k] for k in sorted(found)]

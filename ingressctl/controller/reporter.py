@@ -14,6 +14,8 @@ Guarantees:
   `ResourceKey`: the became-leader callback and the flush write exactly these. Thread-safe.
 - A reload outcome marks exactly the resources it blames (by `ResourceKey`); a resource blamed but rendered
   earlier in a batch gets its error event here too.
+- `HeldReports` keeps a batch's outcomes until the batch's one reload, so that an event or a Valid status is
+  never written before the configuration it describes is live.
 """
 
 from __future__ import annotations
@@ -270,3 +272,30 @@ class Reporter:
                                  api_version=rt.api_version)
         except Exception as e:  # the recorder promises not to raise; be safe anyway
             log.warning("error recording event", error=str(e))
+
+
+class HeldReports:
+    """The outcomes of a batch's changes, held until the batch's reload. Per resource only its last change
+    in the batch is kept (an apply replaces an earlier apply or delete, a delete an earlier apply), in the
+    order of those last changes. Used by the sync thread only."""
+
+    def __init__(self) -> None:
+        self._applied: dict[ResourceKey, Applied] = {}
+        self._deleted: dict[ResourceKey, ResourceChange] = {}
+
+    def hold(self, applied: Sequence[Applied], deleted: Sequence[ResourceChange]) -> None:
+        for ch in deleted:
+            key = ch.resource.key_with_kind
+            self._applied.pop(key, None)
+            self._deleted[key] = ch
+        for a in applied:
+            key = a.resource.key_with_kind
+            self._deleted.pop(key, None)
+            self._applied.pop(key, None)
+            self._applied[key] = a
+
+    def take(self) -> tuple[list[Applied], list[ResourceChange]]:
+        """The held outcomes (each once): applied resources, deletes."""
+        out = list(self._applied.values()), list(self._deleted.values())
+        self._applied, self._deleted = {}, {}
+        return out

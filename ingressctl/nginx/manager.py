@@ -280,7 +280,7 @@ class Manager(ConfDir):
             # Otherwise NGINX would fork into the background, out of our reach.
             raise NginxStartError(f"main config {self.paths.main_config} must contain 'daemon off;'")
         self._reap_previous()
-        clean_run_dir(self.paths, (self._dynamic_peers.socket_path,))
+        clean_run_dir(self.paths, (os.path.dirname(self._dynamic_peers.socket_path),))
         version = self.config_version
         self._write_config_version(version)
         try:
@@ -376,7 +376,7 @@ class Manager(ConfDir):
                 return
             inst.stop(timeout)
             self._instance = None
-            clean_run_dir(self.paths, (self._dynamic_peers.socket_path,))
+            clean_run_dir(self.paths, (os.path.dirname(self._dynamic_peers.socket_path),))
             log.info("nginx stopped", pid=inst.proc.pid, code=inst.proc.returncode)
 
     # ------------------------------------------------------------------ dynamic upstreams

@@ -164,15 +164,17 @@ def stop_orphan(proc_root: str, pid: int, timeout: float) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def clean_run_dir(paths: RuntimePaths, other_sockets: Iterable[str] = ()) -> None:
+def clean_run_dir(paths: RuntimePaths, socket_dirs: Iterable[str] = ()) -> None:
     """Remove a stale pid file and unix sockets left by an NGINX that was killed (bind would fail): those
-    directly in the run dir, and `other_sockets`."""
+    directly in the run dir, and those in `socket_dirs` (the modules' private API sockets)."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(paths.pid_file)
     with os.scandir(paths.run_dir) as it:
         stale = [e.path for e in it
                  if e.name.endswith(".sock") and e.name != SYSLOG_SOCKET_NAME and is_socket(e.path)]
-    stale.extend(path for path in other_sockets if is_socket(path))
+    for directory in socket_dirs:
+        with contextlib.suppress(OSError), os.scandir(directory) as it:
+            stale += [e.path for e in it if e.name.endswith(".sock") and is_socket(e.path)]
     for path in stale:
         with contextlib.suppress(OSError):
             os.unlink(path)

@@ -27,6 +27,11 @@ DYNAMIC_PEERS = "ngx_http_ingressctl_dynamic_peers_module.so"
 """Endpoint changes without reloads (see nginx.dynamic_peers)."""
 UPSTREAM_FRONT = "ngx_http_ingressctl_upstream_front_module.so"
 """`ingressctl_upstream_front` (see configs.upstream_front)."""
+INCLUDE_SCOPED = "ngx_http_ingressctl_include_scoped_module.so"
+"""`ingressctl_include_scoped`: conf.d included with the upstreams and servers of each file shown to it
+alone while NGINX reads it, so a load grows with the resources, not their square (docs/nginx-modules.md)."""
+ROUTES = "ngx_http_ingressctl_routes_module.so"
+"""Plain Ingress hosts served from a table in shared memory, changed without reloads (configs.routes)."""
 CERTIFICATE_CACHE = "ngx_http_ingressctl_certificate_cache_module.so"
 """`ingressctl_certificate_cache`: certificates loaded at TLS handshakes parsed once per worker on NGINX
 < 1.27.4 (see docs/certificates-per-handshake.md)."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ingressctl.configs.configurator import CERTIFICATE_MAP_FILE
+from ingressctl.configs.configurator import CERTIFICATE_MAP_FILE, SPARES_FILE
 from tests.helpers import Response, wait_until
 from tests.integration.harness import NS, Controller, Env, rule
 
@@ -17,8 +17,9 @@ pytestmark = pytest.mark.integration
 
 
 def resource_configs(c: Controller) -> list[str]:
-    """The conf.d files of resources (not the certificate map of certificates loaded at handshakes)."""
-    return [n for n in c.manager.list_configs() if n != CERTIFICATE_MAP_FILE]
+    """The conf.d files of resources (not the certificate map of certificates loaded at handshakes, nor the
+    routes' spare upstreams)."""
+    return [n for n in c.manager.list_configs() if n not in (CERTIFICATE_MAP_FILE, SPARES_FILE)]
 
 HOST = "shop.example.com"
 TEAM_B = "team-b"

@@ -103,9 +103,34 @@ def test_burst_of_100_changes_is_batched(env: Env) -> None:
     assert_versions_consistent(c)
 
 
+def test_a_batchs_events_wait_for_its_reload(env: Env) -> None:
+    """An AddedOrUpdated event (and the status after it) says the configuration is live: in a batch it is
+    sent only after the batch's one reload, so the host answers when its event is sent."""
+    populate(env, 0)
+    c = env.controller(dynamic_routes=False)  # every new host needs the reload
+    served_at_event: dict[str, int] = {}
+    event = c.lbc.reporter.event
+
+    def observing(obj: dict[str, Any], kind: str, event_type: str, reason: str, message: str) -> None:
+        name = obj["metadata"]["name"]
+        if reason == "AddedOrUpdated" and name.startswith("burst-"):
+            served_at_event[name] = c.get(f"{name}.example.com", "/").status
+        event(obj, kind, event_type, reason, message)
+
+    c.lbc.reporter.event = observing  # type: ignore[method-assign]
+    batches = c.lbc.stats.batches
+    for i in range(30):
+        env.ingress(f"burst-{i}", [rule(f"burst-{i}.example.com", ("/", "web"))])
+    wait_until(lambda: len(served_at_event) == 30, "an event for each Ingress of the burst")
+    c.wait_idle()
+    assert c.lbc.stats.batches > batches, "the burst was not batched"
+    assert served_at_event == {f"burst-{i}": 200 for i in range(30)}
+    assert_versions_consistent(c)
+
+
 def test_byte_identical_renders_cause_no_reload(env: Env) -> None:
     populate(env, 3)
-    c = env.controller()
+    c = env.controller(dynamic_routes=False)  # so that the real change below reloads (routes push it)
     c.wait_backend("ing-0.example.com", "/", "web")
     c.wait_idle()
     before, syncs = c.reloads, c.lbc.stats.syncs

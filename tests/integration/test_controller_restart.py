@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import requests_unixsocket
 
-from ingressctl.configs.configurator import CERTIFICATE_MAP_FILE
+from ingressctl.configs.configurator import CERTIFICATE_MAP_FILE, SPARES_FILE
 from ingressctl.nginx.paths import CONFIG_VERSION_SOCKET_NAME
 from tests.helpers import free_port, http_get, process_gone, wait_until
 from tests.integration.harness import Env, rule
@@ -58,9 +58,10 @@ def test_restart_same_config_no_lost_update_one_reload(env: Env) -> None:
     assert third.get("b.example.com", "/c").status == 404
     assert third.get("d.example.com", "/").backend == "b"
     assert third.reloads == 1
-    # the resources' files (and the certificate map where certificates are loaded at handshakes)
-    assert sorted(set(conf_d(settings.nginx.conf_dir)) - {f"{CERTIFICATE_MAP_FILE}.conf"}) == ["demo-a.conf",
-                                                                                         "demo-d.conf"]
+    # the resources' files (and the certificate map where certificates are loaded at handshakes, and the
+    # routes' spare upstreams)
+    static = {f"{CERTIFICATE_MAP_FILE}.conf", f"{SPARES_FILE}.conf"}
+    assert sorted(set(conf_d(settings.nginx.conf_dir)) - static) == ["demo-a.conf", "demo-d.conf"]
 
 
 def _served_version(run_dir: str) -> int:

@@ -462,7 +462,7 @@ def test_start_up_renders_in_two_processes_each_resource_once(env: Env,
     theirs = [n for n in names if f"{NS}/{n}" not in rendered_here]
     assert len(theirs) == size
     with open(c.manager.config_path(f"{NS}-{theirs[0]}")) as f:  # a file the other process rendered
-        assert f"server_name {theirs[0]}.example.com;" in f.read()
+        assert f"ingressctl_route_host {theirs[0]}.example.com " in f.read()  # a plain Ingress: a route
     assert not {f"{NS}-{n}" for n in theirs} & set(written_here), "a file written ahead was not taken over"
     assert {f"{NS}-{n}" for n in names if n not in theirs} & set(written_here), "this process's last share"
     assert c.manager.dynamic_peers_socket, "dynamic upstreams are on in this test"

@@ -1,7 +1,7 @@
 """NIC 5.5's VirtualServer additions end to end (devcluster, the real controller and NGINX, real
 backends), with manifests shaped like NIC 5.5's example directories: basic-configuration-vsr,
-foreign-namespace-upstreams, path-matching, vsr-multiple-regex-routes and
-vsr-route-selector-crossnamespace."""
+foreign-namespace-upstreams, path-matching, vsr-multiple-regex-routes (with its duplicate-paths case as
+published, through kubectl) and vsr-route-selector-crossnamespace."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from tests.integration.vs_helpers import (
     vsr_status,
     wait_vs_state,
 )
+from tests.webhooks import Kubectl
 
 pytestmark = pytest.mark.integration
 
@@ -244,3 +245,76 @@ def test_upstream_buffer_fields_reach_nginx(env: Env) -> None:
             in st["message"])
     assert "proxy_busy_buffers_size" not in _conf(c, "vs_buf_buf.conf")
     assert c.get(CAFE, "/").backend == "web"
+
+
+GATEWAY = "api-gateway.example.com"
+# vsr-multiple-regex-routes' virtual-server.yaml and vsr-api-duplicate-paths.yaml (one file, as published
+# apart from the `---` that joins them): two regex routes share vsr-api, whose subroutes repeat a path.
+DUPLICATE_PATHS = f"""\
+apiVersion: k8s.nginx.org/v1
+kind: VirtualServer
+metadata:
+  name: api-gateway
+spec:
+  host: {GATEWAY}
+  routes:
+  - path: /health
+    action:
+      return:
+        code: 200
+        type: text/plain
+        body: "OK\\n"
+  - path: "~/api/v1"
+    route: vsr-api
+  - path: "~/api/v2"
+    route: vsr-api
+---
+apiVersion: k8s.nginx.org/v1
+kind: VirtualServerRoute
+metadata:
+  name: vsr-api
+spec:
+  host: {GATEWAY}
+  subroutes:
+  - path: "~/api/v1"
+    action:
+      return:
+        code: 200
+        type: text/plain
+        body: "API v1\\n"
+  # "~ /api/v1" normalises to the same path as "~/api/v1" above.
+  - path: "~ /api/v1"
+    action:
+      return:
+        code: 200
+        type: text/plain
+        body: 'API v1 duplicate\\n'
+  - path: "~/api/v2"
+    action:
+      return:
+        code: 200
+        type: text/plain
+        body: "API v2\\n"
+"""
+
+
+def test_an_invalid_vsr_shared_by_regex_routes_is_reported_once(env: Env, kubectl: Kubectl) -> None:
+    """vsr-multiple-regex-routes, case 3: the VSR is Rejected (NIC's Duplicate value), and the VirtualServer's
+    warning names it once, not once per regex route that references it; /health keeps serving."""
+    install_crds(env)
+    path = Path(env.tmp) / "api-gateway.yaml"
+    path.write_text(DUPLICATE_PATHS)
+    out = kubectl.run("apply", "-n", "default", "-f", str(path))
+    assert out.returncode == 0, out.stderr
+    c = env.controller()
+    wait_until(lambda: c.get(GATEWAY, "/health").body == "OK\n", "/health served")
+    st = wait_vs_state(env, "api-gateway", "Warning", "AddedOrUpdatedWithWarning", namespace="default")
+    assert st["message"].count("VirtualServerRoute default/vsr-api doesn't exist or invalid") == 1, st
+    wait_until(lambda: vsr_status(env, "vsr-api", "default").get("reason") == "Rejected", "VSR rejected")
+    assert vsr_status(env, "vsr-api", "default")["message"] == (
+        "VirtualServerRoute default/vsr-api was rejected with error: "
+        'spec.subroutes[1].path: Duplicate value: "~ /api/v1"')
+    event = env.wait_event("api-gateway", "AddedOrUpdatedWithWarning", "vsr-api", namespace="default",
+                           kind="VirtualServer")
+    assert event["message"].count("doesn't exist or invalid") == 1
+    assert c.get(GATEWAY, "/api/v1").status == 404

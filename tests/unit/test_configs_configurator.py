@@ -481,6 +481,20 @@ def test_upstreams_go_to_the_front_only_while_nginx_conf_loads_the_module() -> N
     assert m.files["default-a"].count(" {\n" + line) == 1
 
 
+def test_nginx_conf_includes_conf_d_through_the_scoped_include_only_when_it_loads_the_module() -> None:
+    """With the scoped-include module, nginx.conf loads it and includes conf.d through its directive (and
+    nowhere else); without it, NGINX's own include."""
+    module = "/modules/ngx_http_ingressctl_include_scoped_module.so"
+    for path in (module, ""):
+        m = FakeManager()
+        c = Configurator(m, StaticConfigParams(include_scoped_module_path=path), ConfigParams(),  # type: ignore[arg-type]
+                         TemplateExecutor())
+        c.add_or_update_ingress(ex("a"))
+        scoped = "\n    ingressctl_include_scoped conf.d/*.conf;\n" in m.main
+        assert scoped == bool(path) and (f"load_module {module};" in m.main) == bool(path)
+        assert ("\n    include conf.d/*.conf;\n" in m.main) != bool(path), m.main
+
+
 def test_rendered_ahead_files_are_byte_identical_and_each_resource_is_rendered_once() -> None:
     """`render_ahead` (forked processes) gives the files the renders on this thread give, with the
     upstream-front step applied in the other processes too; `add_or_update` takes each result once and

@@ -523,7 +523,13 @@ def test_the_final_stage_gets_every_module_with_its_stamp(stages: list[Stage], f
     """The controller loads one of ingressctl's modules only when the stamp next to it names the running
     NGINX's version: the whole output directory of the module stage is copied, stamps included, and every
     module the controller looks for is one the build script builds (a directory under nginx-module/)."""
-    from ingressctl.nginx.modules import CERTIFICATE_CACHE, DYNAMIC_PEERS, UPSTREAM_FRONT
+    from ingressctl.nginx.modules import (
+        CERTIFICATE_CACHE,
+        DYNAMIC_PEERS,
+        INCLUDE_SCOPED,
+        ROUTES,
+        UPSTREAM_FRONT,
+    )
 
     module_stage = next(s for s in stages if s.name == "nginx-module")
     build = " ".join(i.args for i in module_stage.all("RUN"))
@@ -533,4 +539,5 @@ def test_the_final_stage_gets_every_module_with_its_stamp(stages: list[Stage], f
     assert [c[1:] for c in copies] == [[out.group(1).rstrip("/") + "/", "/usr/lib/nginx/modules/"]], copies
     built = {re.search(r"^ngx_module_name=(\S+)$", (d / "config").read_text(), re.M).group(1)  # type: ignore[union-attr]
              for d in (ROOT / "nginx-module").iterdir() if (d / "config").is_file()}
-    assert {m.removesuffix(".so") for m in (DYNAMIC_PEERS, UPSTREAM_FRONT, CERTIFICATE_CACHE)} <= built, built
+    modules = (DYNAMIC_PEERS, UPSTREAM_FRONT, CERTIFICATE_CACHE, INCLUDE_SCOPED, ROUTES)
+    assert {m.removesuffix(".so") for m in modules} <= built, built

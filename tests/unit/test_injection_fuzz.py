@@ -54,7 +54,7 @@ from tests.unit.test_configs_quoting import nginx_tokens
 TEMPLATES = TemplateExecutor()
 HOST = "fuzz.example.com"
 NOT_FUZZED_CONFIG_MAP_KEYS = {"main-template", "ingress-template", "main-snippets", "http-snippets",
-                              "server-snippets", "location-snippets"}
+                              "stream-snippets", "server-snippets", "location-snippets"}
 # Every annotation the parser or the model reads (not the Policies, which have fuzz tests of their own).
 ANNOTATION_NAMES = sorted(r.key for r in NGINX_ORG.rows if r.handling in (
     Handling.FIELD, Handling.INGRESS, Handling.PROXY_REDIRECT, Handling.MERGEABLE))

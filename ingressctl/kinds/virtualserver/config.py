@@ -505,6 +505,8 @@ class _Generator:
                                else list(c.server_snippets))
         server.locations = self.locations
         server.catch_all_404 = not any(loc.modifier == "" and loc.path == "/" for loc in self.locations)
+        if server.catch_all_404:
+            server.catch_all_lines = self.policies.catch_all().location
         server.named_returns = self.named_returns
         server.policy_locations = self.policies.locations
         for name, u in sorted(self.upstreams.items()):

@@ -184,7 +184,9 @@ class VirtualServerModel(CustomResourceMessages):
                     ws.append(f"VS {vs_key} has duplicate VirtualServerRoutes {key}")
                     continue
                 if key not in by_key:
-                    ws.append(f"VirtualServerRoute {key} doesn't exist or invalid")
+                    if key not in unfit:    # regex routes sharing it: said once
+                        ws.append(f"VirtualServerRoute {key} doesn't exist or invalid")
+                        unfit.add(key)
                     continue
             elif route.get("routeSelector"):
                 labels = _d(_d(route.get("routeSelector")).get("matchLabels"))

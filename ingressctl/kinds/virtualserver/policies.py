@@ -13,7 +13,8 @@ Guarantees:
   none inherits the delegating route's (which default to the VirtualServer's namespace) — NIC's rule.
 - For the same type, a route or subroute policy wins over a spec policy: server lines are overridden by
   NGINX's inheritance, and a spec policy's `inherited` lines (types that cannot live at server level, such
-  as apiKey's checks) are added to a location only when its own context has no policy of that type.
+  as apiKey's checks) are added to a location only when its own context has no policy of that type, and
+  always to `catch_all()`, the location of the paths no route matches.
 - A context whose policies fail (missing, invalid, bad Secret, NGINX Plus only) gets `error` (the owner
   answers 500 there) and its warnings; nothing else is affected. A failing spec context fails the server.
 - `http` collects every context's http-level lines once, in first-use order. Two cache policies that
@@ -92,6 +93,11 @@ class VSPolicies:
             if type_key not in result.types:
                 result.location.extend(lines)
         return result
+
+    def catch_all(self) -> PolicyResult:
+        """The unrouted paths' location (the server's 404): the spec context's `inherited` lines, so that a
+        spec policy that has to live in locations (apiKey) guards it too, as NIC's server-level one does."""
+        return self._with_inherited(PolicyResult())
 
     def route(self, refs: Any, path: str) -> PolicyResult:
         return self._with_inherited(self._run(refs, self._ns, LEVEL_ROUTE, path))

@@ -162,6 +162,7 @@ class VSServer:
     policy_lines: list[str] = field(default_factory=list)                    # complete, safe directives
     policy_locations: list[PolicyLocation] = field(default_factory=list)
     catch_all_404: bool = True           # no route for "/": unrouted requests get 404 (not a static file)
+    catch_all_lines: list[str] = field(default_factory=list)  # the spec policies' lines for unrouted paths
     grpc_errors: bool = False            # TLS with HTTP/2 and a gRPC location: NGINX errors as gRPC statuses
     snippets: list[str] = field(default_factory=list)
     locations: list[VSLocation] = field(default_factory=list)
