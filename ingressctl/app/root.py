@@ -49,6 +49,7 @@ import signal
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -201,7 +202,12 @@ class App:
                 log.error("TransportServers are not served", error=str(e))
                 self._serve_transportservers = False
         # ConfigMap values are checked against what this NGINX can load (and whether it has a stream block).
-        parse = functools.partial(parse_config_map, capabilities=static.capabilities, stream=static.stream)
+        parse: Callable[[Any], tuple[Any, list[tuple[str, str]]]] = functools.partial(
+            parse_config_map, capabilities=static.capabilities, stream=static.stream)
+        if s.controller.ingress_nginx_compat:  # ingress-nginx's ConfigMap keys too
+            from ingressctl.kinds.ingress.ingress_nginx.configmap import with_ingress_nginx_keys
+
+            parse = with_ingress_nginx_keys(parse, snippets_enabled=s.controller.enable_snippets)
         params, errors = parse(config_data)
         for key, err in errors:
             log.warning("invalid ConfigMap value ignored", key=key, error=err)

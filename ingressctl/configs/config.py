@@ -250,12 +250,12 @@ class Location:
     @property
     def has_extra_directives(self) -> bool:
         """Any of snippets, basic auth, add_header_inherit, custom error handling, rewrite, client body buffer
-        size, add_header, a redirect or access rules is set. The template tests this once before testing each
-        of them: most locations have none, and one test is cheaper than ten."""
+        size, add_header, a redirect, access rules or a connection limit is set. The template tests this once
+        before testing each of them: most locations have none, and one test is cheaper than ten."""
         return bool(self.snippets or self.basic_auth or self.add_header_inherit
                     or self.skip_custom_http_errors or self.custom_http_errors or self.rewrite_target
                     or self.client_body_buffer_size or self.add_headers or self.return_redirect[0]
-                    or self.access_rules)
+                    or self.access_rules or self.limit_conn)
 
     @property
     def has_extra_proxy_directives(self) -> bool:

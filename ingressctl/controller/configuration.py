@@ -145,6 +145,7 @@ class Configuration:
         self.ingress_classes = ingress_class if isinstance(ingress_class, IngressClasses) else \
             IngressClasses(ingress_class)
         self.ingress_class = self.ingress_classes.primary
+        self.ingress_nginx_compat = self.ingress_classes.compat
         self.is_controller_ingress_class = is_controller_ingress_class
         self.legacy_startup = legacy_startup
         self.is_plus = is_plus

@@ -118,6 +118,7 @@ class ConfigurationView(Protocol):
     ingress_class: str
     is_plus: bool
     snippets_enabled: bool
+    ingress_nginx_compat: bool
 
     def has_correct_ingress_class(self, ing: Mapping[str, Any]) -> bool: ...
 

@@ -57,7 +57,8 @@ def validate_ingress_admission(obj: Mapping[str, Any], old: Mapping[str, Any] | 
     if not config.has_correct_ingress_class(obj):
         return Verdict()
     errors = aggregate_message(validate_ingress(obj, is_plus=config.is_plus,
-                                                snippets_enabled=config.snippets_enabled))
+                                                snippets_enabled=config.snippets_enabled,
+                                                ingress_nginx_compat=config.ingress_nginx_compat))
     if errors:
         return Verdict(message=f"{object_key(obj)} was rejected: {errors}")
     return Verdict(warnings=ingress_host_warnings(obj, config))

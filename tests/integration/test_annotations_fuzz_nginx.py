@@ -1,8 +1,9 @@
 """The injection fuzzer of tests/unit/test_injection_fuzz.py against the real `nginx -t`: every fuzzed
-annotation, host, path or ConfigMap value that is not rejected renders a configuration that NGINX accepts
-AND whose statement tree has exactly the expected directives (checked with the tokenizer model as in the unit
-fuzzer; `nginx -t` confirms the model's reading is NGINX's: a config the model thinks is fine but NGINX does
-not parse would fail here). Bounded: at most 200 examples; only the rendered ones run `nginx -t`."""
+annotation (the ingress-nginx family's included), host, path or ConfigMap value that is not rejected renders
+a configuration that NGINX accepts AND whose statement tree has exactly the expected directives (checked with
+the tokenizer model as in the unit fuzzer; `nginx -t` confirms the model's reading is NGINX's: a config the
+model thinks is fine but NGINX does not parse would fail here). Bounded: at most 200 examples; only the
+rendered ones run `nginx -t`."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from tests.unit.test_injection_fuzz import (
     ANNOTATION_NAMES,
     CASES,
     CONFIG_MAP_NAMES,
+    INGRESS_NGINX_RENDERED,
     VALID,
     Case,
     Rendered,
@@ -125,6 +127,10 @@ def test_every_valid_sample_passes_nginx_t(staging: Staging) -> None:
     for name in CONFIG_MAP_NAMES:
         for v in VALID.get(name, []):
             rendered += check(staging, Case("configmap", name, v))
+    for name in INGRESS_NGINX_RENDERED:  # ingress-nginx's annotations (--ingress-nginx-compat)
+        for v in VALID[name]:
+            assert check(staging, Case("ingress-nginx", name, v)), (name, v)
+            rendered += 1
     for p, regex in (("/a{2}[0-9]+$", "case_sensitive"), ("/b/(x|y)", "case_insensitive"),
                      ("/c\\.d", "case_sensitive"), ('/e\\"f', "case_sensitive"), ("/plain", "exact")):
         rendered += check(staging, Case("path", "", p, regex))

@@ -180,8 +180,29 @@ def test_ingress_nginx_migration_tables_match_the_table() -> None:
     assert read_blocks(text, INGRESS_NGINX) == blocks(INGRESS_NGINX), (
         "docs/ingress-nginx-migration.md tables are stale: run python -m tests.integration.test_app_docs "
         "--write")
-    listed = [PREFIX + m.group(1) for m in re.finditer(r"^\| `([^`]+)` \|", text, re.MULTILINE)]
+    annotations = text.split("## ConfigMap keys", 1)[0]
+    listed = [PREFIX + m.group(1) for m in re.finditer(r"^\| `([^`]+)` \|", annotations, re.MULTILINE)]
     assert sorted(listed) == sorted(INGRESS_NGINX.by_key)
+
+
+CM_BEGIN = ("<!-- ingress-nginx:configmap:begin (generated from "
+            "ingressctl.kinds.ingress.ingress_nginx.configmap) -->")
+CM_END = "<!-- ingress-nginx:configmap:end -->"
+
+
+def configmap_docs_table() -> str:
+    from ingressctl.kinds.ingress.ingress_nginx.configmap import docs_table
+
+    return docs_table()
+
+
+def test_ingress_nginx_configmap_table_matches_the_key_table() -> None:
+    text = read("docs/ingress-nginx-migration.md")
+    block = text[text.index(CM_BEGIN) + len(CM_BEGIN):text.index(CM_END)].strip()
+    assert block == configmap_docs_table(), (
+        "docs/ingress-nginx-migration.md's ConfigMap table is stale: run python -m "
+        "tests.integration.test_app_docs "
+        "--write")
 
 
 def test_every_supported_annotation_is_documented_and_nothing_else() -> None:
@@ -317,6 +338,8 @@ def _write() -> None:
     from ingressctl.kinds.ingress.ingress_nginx import docs as ingress_nginx_docs
 
     migration = ingress_nginx_docs.replace_blocks(read("docs/ingress-nginx-migration.md"), INGRESS_NGINX)
+    start = migration.index(CM_BEGIN) + len(CM_BEGIN)
+    migration = migration[:start] + "\n" + configmap_docs_table() + "\n" + migration[migration.index(CM_END):]
     with open(os.path.join(REPO, "docs", "ingress-nginx-migration.md"), "w", encoding="utf-8") as f:
         f.write(migration)
     print("README.md flag tables, docs/policies.md's type table and docs/annotations.md's tables updated")

@@ -9,7 +9,9 @@ blocks and every statement is in the schema of its context, with per-directive m
 (one `proxy_pass` per location, one `server_name` per server, ...). An injected `;`, `{`, `}`, `#`, newline
 or quote would add a statement, a block or an argument and fail the check.
 
-Snippet annotations are fuzzed too: with snippets disabled validation must reject them. ConfigMap snippet and
+Snippet annotations are fuzzed too: with snippets disabled validation must reject them. The ingress-nginx
+family (`nginx.ingress.kubernetes.io/*`, `--ingress-nginx-compat`) is fuzzed row by row the same way, every
+row of its table (refused ones must be rejected). ConfigMap snippet and
 template keys are NGINX configuration (or Jinja2) by definition and are not fuzzed.
 
 tests/integration/test_annotations_fuzz_nginx.py runs the same cases through `nginx -t`.
@@ -34,7 +36,8 @@ from ingressctl.configs.configmaps import (
 )
 from ingressctl.configs.parsing import LB_METHODS
 from ingressctl.configs.templates import TemplateExecutor, TemplateRenderError
-from ingressctl.kinds.ingress.annotation_table import Handling
+from ingressctl.kinds.ingress.annotation_table import Handling, Status
+from ingressctl.kinds.ingress.annotations_ingress_nginx import INGRESS_NGINX
 from ingressctl.kinds.ingress.annotations_nginx_org import NGINX_ORG
 from ingressctl.kinds.ingress.config import (
     AnnotationError,
@@ -42,6 +45,7 @@ from ingressctl.kinds.ingress.config import (
     generate_nginx_config_for_mergeable,
 )
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
+from ingressctl.kinds.ingress.ingress_nginx.translate import effective_status
 from ingressctl.kinds.ingress.validation import validate_ingress
 from ingressctl.nginx.capabilities import MODULES, Capabilities
 from ingressctl.secret_types import SecretReference
@@ -55,6 +59,12 @@ NOT_FUZZED_CONFIG_MAP_KEYS = {"main-template", "ingress-template", "main-snippet
 ANNOTATION_NAMES = sorted(r.key for r in NGINX_ORG.rows if r.handling in (
     Handling.FIELD, Handling.INGRESS, Handling.PROXY_REDIRECT, Handling.MERGEABLE))
 CONFIG_MAP_NAMES = sorted(set(CONFIG_MAP_KEYS) - NOT_FUZZED_CONFIG_MAP_KEYS)
+# Every row of the ingress-nginx family (read with --ingress-nginx-compat).
+INN = "nginx.ingress.kubernetes.io/"
+INGRESS_NGINX_NAMES = sorted(INGRESS_NGINX.by_key)
+# Its rows that render something (the others are refused or ignored: any value must leave no trace).
+INGRESS_NGINX_RENDERED = sorted(r.key for r in INGRESS_NGINX.rows if "snippet" not in r.key
+                                and effective_status(r) not in (Status.IGNORED, Status.REFUSED))
 
 # Values that pass validation, so that fuzzed variations reach the generator and the templates.
 VALID: dict[str, list[str]] = {
@@ -122,6 +132,29 @@ VALID: dict[str, list[str]] = {
     "add-header-inherit": ["merge"], "otel-exporter-endpoint": ["collector.example.com:4317", "http://c:4317"],
     "otel-exporter-header-name": ["X-Api-Key"], "otel-exporter-header-value": ["k-1 2"],
     "otel-service-name": ["ingressctl:nginx"], "otel-trace-in-http": ["true"],
+    # ingress-nginx's annotations (--ingress-nginx-compat), in its value syntax
+    INN + "backend-protocol": ["HTTPS", "grpcs"], INN + "proxy-body-size": ["8m", "100B", "1G"],
+    INN + "proxy-connect-timeout": ["5"], INN + "proxy-read-timeout": ["120"],
+    INN + "proxy-send-timeout": ["30"], INN + "proxy-buffer-size": ["16k", "1M"],
+    INN + "proxy-buffers-number": ["8"], INN + "proxy-buffering": ["off", "on"],
+    INN + "proxy-request-buffering": ["off"], INN + "proxy-max-temp-file-size": ["0", "1024m"],
+    INN + "proxy-busy-buffers-size": ["8k"], INN + "client-body-buffer-size": ["64k"],
+    INN + "proxy-next-upstream": ["error timeout http_502"], INN + "proxy-next-upstream-timeout": ["10"],
+    INN + "proxy-next-upstream-tries": ["3"], INN + "proxy-redirect-from": ["http://a/", "off"],
+    INN + "proxy-redirect-to": ["https://$host/"], INN + "proxy-http-version": ["1.1"],
+    INN + "upstream-vhost": ["backend.internal", "$host:8080"], INN + "upstream-hash-by": ["$request_uri"],
+    INN + "load-balance": ["ewma", "round_robin"], INN + "service-upstream": ["true"],
+    INN + "custom-http-errors": ["404,503"], INN + "ssl-redirect": ["false", "true"],
+    INN + "force-ssl-redirect": ["true"], INN + "app-root": ["/app"],
+    INN + "permanent-redirect": ["https://new.example.com$request_uri"],
+    INN + "permanent-redirect-code": ["308"],
+    INN + "temporal-redirect": ["http://t.example.com/x?y=1"], INN + "temporal-redirect-code": ["307"],
+    INN + "whitelist-source-range": ["10.0.0.0/8, 192.168.0.1"], INN + "allowlist-source-range": ["::1/128"],
+    INN + "denylist-source-range": ["10.1.0.0/16"], INN + "limit-rps": ["5"], INN + "limit-rpm": ["300"],
+    INN + "limit-connections": ["3"], INN + "limit-burst-multiplier": ["2"],
+    INN + "limit-whitelist": ["127.0.0.1,10.0.0.0/8"], INN + "limit-allowlist": ["192.168.0.0/24"],
+    INN + "ssl-ciphers": ["HIGH:!aNULL"], INN + "ssl-prefer-server-ciphers": ["true"],
+    INN + "configuration-snippet": ["add_header X 1;"], INN + "server-snippet": ["add_header X 1;"],
 }
 INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nreturn 200;", " ", ";", "\r",
               "} server { listen 1;", '" ; root /etc ; "', "\x00", "${x}",
@@ -132,7 +165,8 @@ HOSTILE = st.text(alphabet=st.sampled_from(list(' \t\n\r;{}"\'\\#$/a=~*^()[],:01
 
 @dataclass(frozen=True)
 class Case:
-    """One fuzzed input: `kind` is annotation, minion-annotation, host, path, header-name, or configmap."""
+    """One fuzzed input: `kind` is annotation, minion-annotation, host, path, header-name, configmap, or
+    ingress-nginx (an annotation of that family, with --ingress-nginx-compat)."""
 
     kind: str
     name: str
@@ -154,6 +188,8 @@ CASES: st.SearchStrategy[Case] = st.one_of(
                                                                   st.just(n), _value(n))),
     st.sampled_from(CONFIG_MAP_NAMES).flatmap(lambda n: st.builds(Case, st.just("configmap"), st.just(n),
                                                                   _value(n))),
+    st.sampled_from(INGRESS_NGINX_NAMES).flatmap(lambda n: st.builds(Case, st.just("ingress-nginx"),
+                                                                     st.just(n), _value(n))),
     st.builds(Case, st.just("host"), st.just(""), st.one_of(
         HOSTILE, st.sampled_from(["a.example.com", "*.example.com"]),
         st.builds(lambda inj: "a" + inj + ".example.com", st.sampled_from(INJECTIONS)))),
@@ -223,8 +259,15 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
     annotations: dict[str, str] = {}
     minion_annotations: dict[str, str] = {}
     host, paths = HOST, list(PATHS)
-    if case.kind == "annotation":
+    if case.kind in ("annotation", "ingress-nginx"):
         annotations[case.name] = case.value
+        if case.kind == "ingress-nginx":
+            static = dataclasses.replace(static, ingress_nginx_compat=True)
+            if case.name == INN + "proxy-redirect-to":
+                annotations[INN + "proxy-redirect-from"] = "http://a/"
+            if case.name in (INN + "limit-whitelist", INN + "limit-allowlist",
+            INN + "limit-burst-multiplier"):
+                annotations[INN + "limit-rps"] = "5"
     elif case.kind == "minion-annotation":
         minion_annotations[case.name] = case.value
     elif case.kind == "host":
@@ -279,7 +322,8 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
         cfg = result.config
     else:
         obj = _ingress("cafe", "default", host, paths, annotations, tls=True)
-        errors = validate_ingress(obj, snippets_enabled=static.enable_snippets)
+        errors = validate_ingress(obj, snippets_enabled=static.enable_snippets,
+                                  ingress_nginx_compat=static.ingress_nginx_compat)
         if errors:
             return f"validation: {errors[0]}"
         if annotations.get("nginx.org/mergeable-ingress-type", "") == "master":
@@ -347,6 +391,7 @@ Schema = dict[Context, set[tuple[str, int]]]
 # reference renders (per block instance).
 REPEATABLE = {"listen", "upstream", "location", "proxy_set_header", "grpc_set_header", "set",
               "proxy_hide_header", "proxy_pass_header", "set_real_ip_from", "limit_req_zone", "if", "allow",
+              "deny", "geo", "map", "limit_conn_zone",
               "types", "text/html", "text/plain", "application/json"}
 # Directives with one argument per item of a list value (log_format: one quoted argument per line, one CPU
 # mask per worker, one word per protocol).
@@ -376,16 +421,29 @@ def learn(texts: list[str]) -> tuple[Schema, dict[Context, Counter[str]]]:
     return schema, counts
 
 
+def _is_network(text: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return True
+
+
 def check_structure(text: str, schema: Schema, counts: dict[Context, Counter[str]]) -> None:
     for ctx, stmts in _walk(parse_tree(text), ()):
         assert ctx in schema, f"unexpected block context {ctx}"
         names = {n for n, _ in schema[ctx]}
         for s in stmts:
+            if ctx == ("geo",) and s.args == ("1",) and _is_network(s.name):
+                continue  # an exempt source of ingress-nginx's limit-whitelist: `<cidr> 1;`
             assert (s.name, len(s.args)) in schema[ctx] or (s.name in VARIADIC and s.name in names), \
                 f"unexpected {s.name} with {len(s.args)} args in {ctx}"
         seen = Counter(s.name for s in stmts)
         for name, n in seen.items():
-            if name not in REPEATABLE and not (name == "server" and ctx[-1:] == ("upstream",)):
+            if name not in REPEATABLE and not (name == "server" and ctx[-1:] == ("upstream",)) \
+                    and not (ctx == ("geo",) and _is_network(name)):
                 assert n <= counts[ctx][name], f"{name} {n} times in {ctx}"
         for name in REQUIRED.get(ctx, ()):
             assert seen[name] >= 1, f"no {name} in a block of {ctx}"
@@ -415,6 +473,12 @@ def _reference_texts() -> tuple[list[str], list[str]]:
          "nginx.org/proxy-redirect-from": "off", "nginx.org/path-regex": "case_insensitive"},
         {"nginx.org/proxy-redirect-from": "http://a/", "nginx.org/proxy-redirect-to": "/"},
     ]
+    inn = {n: VALID[n][0] for n in INGRESS_NGINX_RENDERED if n in VALID}
+    inn_variants = [inn, {**inn, INN + "temporal-redirect": "", INN + "limit-whitelist": "",
+                          INN + "limit-allowlist": "", INN + "backend-protocol": "HTTP"},
+                    {INN + "proxy-redirect-from": "off", INN + "limit-rps": "5",
+                    INN + "whitelist-source-range": "",
+                     INN + "denylist-source-range": "10.0.0.1"}]
     maximal_cm, errors = parse_config_map_checked({k: VALID[k][0] for k in CONFIG_MAP_NAMES if k in VALID})
     assert errors == [], errors
     minimal_cm = ConfigParams()
@@ -425,11 +489,12 @@ def _reference_texts() -> tuple[list[str], list[str]]:
                                                            default_server_return="404",
                                                            worker_cpu_affinity="0101 1010"),
                ConfigParams(http2=True), ConfigParams(proxy_protocol=True)):
-        for anns in variants:
+        compat = dataclasses.replace(static, ingress_nginx_compat=True)
+        for anns, st_ in [*((a, static) for a in variants), *((a, compat) for a in inn_variants)]:
             for tls in (True, False):
                 obj = _ingress("cafe", "default", HOST, PATHS, anns, tls=tls)
                 cfg, _ = generate_nginx_config(IngressEx(obj, {HOST: True}, dict(ENDPOINTS),
-                                                         secret_refs=dict(REFS)), static, cm)
+                                                         secret_refs=dict(REFS)), st_, cm)
                 ingress_texts.append(TEMPLATES.execute_ingress_template(cfg))
         # A wildcard host: its server answers the hosts deeper than one label as the default server does.
         wildcard = _ingress("wild", "default", "*.example.com", PATHS, {}, tls=True)
@@ -498,7 +563,8 @@ def test_the_checker_catches_injections() -> None:
 
 def test_every_fuzzed_name_has_valid_samples() -> None:
     """The schema is learned from renders of these samples: a name without one would be unchecked."""
-    assert [n for n in [*ANNOTATION_NAMES, *CONFIG_MAP_NAMES] if not VALID.get(n)] == []
+    assert [n for n in [*ANNOTATION_NAMES, *CONFIG_MAP_NAMES,
+    *INGRESS_NGINX_RENDERED] if not VALID.get(n)] == []
 
 
 def test_valid_samples_render() -> None:
@@ -515,6 +581,31 @@ def test_valid_samples_render() -> None:
             r = render_case(Case("configmap", name, v))
             assert isinstance(r, Rendered), (name, v, r)
             check_rendered(r)
+    for name in INGRESS_NGINX_RENDERED:
+        for v in VALID[name]:
+            r = render_case(Case("ingress-nginx", name, v))
+            assert isinstance(r, Rendered), (name, v, r)
+            check_rendered(r)
+            assert r.ingress != render_case(Case("annotation", name, v)).ingress or name in NO_TEXT, (name, v)
+
+
+# ingress-nginx rows whose sample renders nothing of its own on the fuzzed Ingress (a value equal to the
+# default, a setting of the builder's endpoints, or one that only changes the upstream servers' addresses).
+NO_TEXT = {INN + "proxy-buffering", INN + "proxy-http-version", INN + "service-upstream",
+           INN + "load-balance", INN + "ssl-redirect", INN + "proxy-next-upstream"}
+
+
+def test_refused_and_ignored_ingress_nginx_rows_never_render_their_value() -> None:
+    """A row that is refused is rejected whatever its value; one that is ignored renders as if absent."""
+    plain = render_case(Case("ingress-nginx", INN + "proxy-body-size", "1m"))
+    assert isinstance(plain, Rendered)
+    snippets = {INN + "configuration-snippet", INN + "server-snippet"}
+    for name in sorted(set(INGRESS_NGINX_NAMES) - set(INGRESS_NGINX_RENDERED) - snippets):
+        for value in ("true", "x;y", "1"):
+            r = render_case(Case("ingress-nginx", name, value))
+            if isinstance(r, Rendered):
+                assert "x;y" not in r.ingress
+                check_rendered(r)
 
 
 @settings(max_examples=2500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -524,5 +615,5 @@ def test_fuzzed_inputs_are_rejected_or_render_exactly_the_expected_directives(ca
     if isinstance(r, str):
         return
     check_rendered(r)
-    if "snippets" in case.name:
+    if "snippet" in case.name:
         raise AssertionError("a snippet annotation passed with snippets disabled")

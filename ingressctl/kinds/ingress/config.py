@@ -115,6 +115,8 @@ from ingressctl.kinds.ingress.settings import (
 from ingressctl.secret_types import SECRET_TYPE_HTPASSWD, SECRET_TYPE_TLS, SecretReference
 from ingressctl.validation import as_dict, as_list
 
+_NONE: dict[str, Any] = {}  # the builder's empty ingress-nginx limit dicts: never written to
+
 
 class AnnotationError(ValueError):
     """Invalid annotation values: the Ingress is rejected. `errors` holds one message per annotation."""
@@ -147,14 +149,14 @@ class _Builder:
         self.limit_req_zones: dict[str, LimitReqZone] = {}
         self.grpc_services = settings.grpc_services
         self.ssl_all, self.grpc_all = settings.ssl_all, settings.grpc_all
-        self.limit_conn_zones: dict[str, LimitConnZone] = {}
-        self.limit_key_maps: dict[str, LimitKeyMap] = {}
+        self.limit_conn_zones: dict[str, LimitConnZone] = _NONE  # replaced by a dict of its own when set
+        self.limit_key_maps: dict[str, LimitKeyMap] = _NONE
         self._buffers_ok = settings.buffers_ok
         self.sticky = settings.sticky
         self.add_header_inherit = settings.add_header_inherit
         self.basic_auth = self._basic_auth()
         self.limit_req = self._limit_req()
-        self.limit_conn = self._limit_conn()
+        self.limit_conn = self._limit_conn() if self.params.limit_conn else None
         self.proxy_set_headers = settings.proxy_set_headers
         self.minion_meta = IngressMeta(name=self.name, namespace=self.namespace) if minion_host else None
         # nginx.conf's proxy settings: locations equal to them inherit them (not in a server with snippets)
@@ -186,15 +188,13 @@ class _Builder:
         if not self.params.limit_exempt:
             return key
         m = limits.key_map(self.namespace, self.name, key, self.params.limit_exempt)
-        self.limit_key_maps[m.key_var] = m
+        self.limit_key_maps = {**self.limit_key_maps, m.key_var: m}
         return m.key_var
 
-    def _limit_conn(self) -> LimitConn | None:
-        if not self.params.limit_conn:
-            return None
+    def _limit_conn(self) -> LimitConn:
         zone, conn = limits.connection_limit(self.namespace, self.name, self.params.limit_conn,
                                              self._limit_key(limits.CLIENT_KEY))
-        self.limit_conn_zones[zone.name] = zone
+        self.limit_conn_zones = {zone.name: zone}
         return conn
 
     def _limit_req(self) -> LimitReq | None:
@@ -452,6 +452,11 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     )
 
 
+def _sorted_values(d: dict[str, Any]) -> tuple[Any, ...]:
+    """The values of `d` by key; () at once for the usual empty dict (ingress-nginx's limits)."""
+    return tuple(d[k] for k in sorted(d)) if d else ()
+
+
 def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_params: ConfigParams, *,
                           replicas: int = 1, to_catch_all: bool = False,
                           proxy_defaults: ProxyDefaults | None = None,
@@ -480,8 +485,8 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
         ingress=IngressMeta(name=b.name, namespace=b.namespace, annotations=annotations),
         keepalive=str(b.params.keepalive) if b.params.keepalive > 0 else "",
         limit_req_zones=tuple(b.limit_req_zones[z] for z in sorted(b.limit_req_zones) if used),
-        limit_conn_zones=tuple(b.limit_conn_zones[z] for z in sorted(b.limit_conn_zones) if used),
-        limit_key_maps=tuple(b.limit_key_maps[m] for m in sorted(b.limit_key_maps) if used),
+        limit_conn_zones=() if not b.limit_conn_zones or not used else _sorted_values(b.limit_conn_zones),
+        limit_key_maps=() if not b.limit_key_maps or not used else _sorted_values(b.limit_key_maps),
     )
     cfg, policy_warnings, _ = apply_ingress_policies(cfg, ing_ex, static)
     return cfg, warnings + policy_warnings
@@ -569,8 +574,8 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
         ingress=IngressMeta(name=b.name, namespace=b.namespace, annotations=all_master_annotations),
         keepalive=str(master_keepalive) if master_keepalive > 0 else "",
         limit_req_zones=tuple(zones[z] for z in sorted(zones)),
-        limit_conn_zones=tuple(conn_zones[z] for z in sorted(conn_zones)),
-        limit_key_maps=tuple(key_maps[m] for m in sorted(key_maps)),
+        limit_conn_zones=_sorted_values(conn_zones),
+        limit_key_maps=_sorted_values(key_maps),
     )
     cfg, policy_warnings, by_minion = apply_ingress_policies(cfg, master, static, mergeable.minions)
     warnings += policy_warnings
