@@ -154,6 +154,7 @@ VALID: dict[str, list[str]] = {
     INN + "limit-connections": ["3"], INN + "limit-burst-multiplier": ["2"],
     INN + "limit-whitelist": ["127.0.0.1,10.0.0.0/8"], INN + "limit-allowlist": ["192.168.0.0/24"],
     INN + "ssl-ciphers": ["HIGH:!aNULL"], INN + "ssl-prefer-server-ciphers": ["true"],
+    INN + "rewrite-target": ["/$2", "$1", "/new/$host/x"], INN + "use-regex": ["true", "false"],
     INN + "configuration-snippet": ["add_header X 1;"], INN + "server-snippet": ["add_header X 1;"],
 }
 INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nreturn 200;", " ", ";", "\r",
@@ -196,7 +197,7 @@ CASES: st.SearchStrategy[Case] = st.one_of(
     st.builds(Case, st.just("path"), st.just(""), st.one_of(
         HOSTILE, st.sampled_from(["/", "/a{2}[0-9]+$", "/b/(x|y)", "/c\\.d", "/e\\\"f"]),
         st.builds(lambda inj: "/api" + inj, st.sampled_from(INJECTIONS))),
-        st.sampled_from(["", "case_sensitive", "case_insensitive", "exact"])),
+        st.sampled_from(["", "case_sensitive", "case_insensitive", "exact", "ingress-nginx"])),
 )
 
 
@@ -274,7 +275,11 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
         host = case.value
     elif case.kind == "path":
         paths = [(case.value, "Prefix", "svc-a"), ("/other", "Exact", "svc-b")]
-        if case.path_regex:
+        if case.path_regex == "ingress-nginx":  # its regex mode and rewrite (--ingress-nginx-compat)
+            static = dataclasses.replace(static, ingress_nginx_compat=True)
+            paths[0] = (case.value, "ImplementationSpecific", "svc-a")
+            annotations.update({INN + "use-regex": "true", INN + "rewrite-target": "/$1"})
+        elif case.path_regex:
             annotations["nginx.org/path-regex"] = case.path_regex
     elif case.kind == "configmap":
         data = {case.name: case.value}

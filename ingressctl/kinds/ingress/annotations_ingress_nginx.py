@@ -101,6 +101,8 @@ SERVICE_UPSTREAM: Final = key("service-upstream")
 ENABLE_MODSECURITY: Final = key("enable-modsecurity")
 ENABLE_OWASP_CORE_RULES: Final = key("enable-owasp-core-rules")
 PROXY_HTTP_VERSION: Final = key("proxy-http-version")
+REWRITE_TARGET: Final = key("rewrite-target")
+USE_REGEX: Final = key("use-regex")
 
 _REDIRECT_NOTE = ("the status is ingress-nginx's `http-redirect-code` default, 308, for an Ingress with "
                   "ingress-nginx annotations (unless the ConfigMap's `http-redirect-code` or "
@@ -357,11 +359,21 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _pending("proxy-ssl-location-only", TLS, TRANSLATED, BOOL, "the proxy-ssl settings in locations only",
              "planned with `proxy-ssl-secret`", fail_closed=True),
     # ----------------------------------------------------------------------------- routing: paths and canary
-    _pending("rewrite-target", ROUTING, TRANSLATED, "URI, `$1`-`$9` from the path regex",
-             "`rewrite \"(?i)<path>\" <target> break;`; regex locations for the whole host",
-             "planned with ingress-nginx's host-wide regex semantics", fail_closed=True),
-    _pending("use-regex", ROUTING, TRANSLATED, BOOL, "every path of the host as `location ~* \"^<path>\"`",
-             "planned with `rewrite-target`", fail_closed=True),
+    _row("rewrite-target", ROUTING, SERVED,
+         "URI: letters, digits, `-._~/:`, `$1`... from the path regex and known NGINX variables",
+         "`rewrite \"(?i)<path>\" <target> break;` in each location whose path differs from the target (the "
+         "whole URI is replaced); turns the host's regex mode on, as `use-regex`",
+         parse=v.rewrite_target, sets="rewrite_target",
+         reason="the host's regex mode covers the Ingresses ingressctl serves together for that host (the "
+                "Ingress, or a master's minions), not every Ingress naming the host; "
+                "`nginx.org/rewrite-target` and `nginx.org/rewrites` win over it"),
+    _row("use-regex", ROUTING, SERVED, BOOL,
+         "every path of the host as `location ~* \"^<path>\"` (case-insensitive, anchored at the start only, "
+         "whatever its pathType), regex locations by descending path length; a Prefix or Exact path of the "
+         "Ingress must then hold no regex characters (ingress-nginx's strict-validate-path-type)",
+         parse=v.go_bool, sets="ingress_nginx_use_regex", default="`false`",
+         reason="host-wide over the Ingresses ingressctl serves together for that host, as `rewrite-target`; "
+                "`nginx.org/path-regex` on the same Ingress wins over it"),
     _pending("canary", ROUTING, TRANSLATED, BOOL,
              "the Ingress is a canary of the same host and path: a split or match of the primary's location",
              "planned as splits and matches over the primary Ingress's location", fail_closed=True),

@@ -13,6 +13,8 @@ Guarantees:
   `ImplementationSpecific` -> `location /p`.
   With `nginx.org/path-regex`: `case_sensitive` -> `location ~ "^<path>"`, `case_insensitive` ->
   `location ~* "^<path>"` (an Exact path is also anchored at the end), `exact` -> `location = <path>`.
+  ingress-nginx's regex mode (`use-regex`, `rewrite-target`) is decided for the host: see
+  `ingress_nginx/paths.py`.
   When two paths would produce the same location, an Exact path wins over a Prefix one, otherwise the first
   wins and the other is reported. NGINX never sees a duplicate location.
 - A host, path, service, port or endpoint that is not a safe, well-formed value is left out with a warning; it
@@ -80,7 +82,7 @@ from ingressctl.kinds.ingress.annotations import master_annotations, minion_anno
 from ingressctl.kinds.ingress.catch_all import catch_all_locations, catch_all_tls, is_catch_all
 from ingressctl.kinds.ingress.catch_all import catch_all_upstream as catch_all_upstream
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
-from ingressctl.kinds.ingress.ingress_nginx import limits
+from ingressctl.kinds.ingress.ingress_nginx import limits, paths
 from ingressctl.kinds.ingress.locations import (
     ENDPOINT,
     HOST,
@@ -162,6 +164,8 @@ class _Builder:
         # nginx.conf's proxy settings: locations equal to them inherit them (not in a server with snippets)
         self.proxy_defaults: ProxyDefaults | None = None
         self._settings: dict[tuple[bool, bool, bool], Location] = {}  # service flags -> location settings
+        self.inn_regex = False  # ingress-nginx's regex mode of the host (ingress_nginx/paths.py)
+        self.inn_rewrite = False  # ingress-nginx's rewrite-target applies
 
     def _basic_auth(self) -> BasicAuth | None:
         secret = self.params.basic_auth_secret
@@ -232,6 +236,8 @@ class _Builder:
         """The regex of `nginx.org/rewrite-target`'s `rewrite`: the path (literal unless path-regex)."""
         if not self.params.rewrite_target:
             return ""
+        if self.inn_rewrite:
+            return paths.rewrite_pattern(path)
         regex = self.anns.path_regex
         if regex == "case_sensitive":
             return "^" + path
@@ -245,8 +251,12 @@ class _Builder:
         if rewrite and trailing_slash:
             rewrite = rewrite.rstrip("/") + "/"
         pattern = self._rewrite_pattern(ingress_path or path) if self.params.rewrite_target else ""
-        return derive(self._location_settings(service), path=path, modifier=modifier, upstream=upstream,
-                      service_name=service, rewrite=rewrite, rewrite_pattern=pattern)
+        loc = derive(self._location_settings(service), path=path, modifier=modifier, upstream=upstream,
+                     service_name=service, rewrite=rewrite, rewrite_pattern=pattern)
+        if self.params.ingress_nginx_rewrite and (  # ingress-nginx: no rewrite of a path equal to the target
+                not self.inn_rewrite or (ingress_path or path) == self.params.rewrite_target):
+            loc = derive(loc, rewrite_pattern="", rewrite_target="")
+        return loc
 
     def _location_settings(self, service: str) -> Location:
         """The settings every location of `service` in this Ingress shares (a Location without path,
@@ -304,17 +314,18 @@ class _Builder:
             return  # another minion won this path
         path = raw_path or "/"
         path_type = path_entry.get("pathType") or PATH_TYPE_IMPLEMENTATION_SPECIFIC
-        regex = self.anns.path_regex in ("case_sensitive", "case_insensitive")
+        inn_regex = self.inn_regex and not self.anns.path_regex  # ingress-nginx's regex mode
+        regex = inn_regex or self.anns.path_regex in ("case_sensitive", "case_insensitive")
         pattern = REGEX_PATH if regex else PATH
         if not isinstance(path, str) or not pattern.fullmatch(path):
             self.warnings.append(f"path {path!r} of host {host} is invalid; ignored")
             return
-        if regex:
-            try:
-                re.compile(path)
-            except re.error as e:
-                self.warnings.append(f"path {path!r} of host {host} is not a valid regular expression ({e}); "
-                                     "ignored")
+        if regex or self.inn_rewrite:
+            problem = paths.regex_problem(path)
+            if inn_regex and not problem and isinstance(path_type, str):
+                problem = paths.strict_path_problem(path, path_type)
+            if problem:
+                self.warnings.append(f"path {path!r} of host {host} {problem}; ignored")
                 return
         if path_type not in (PATH_TYPE_EXACT, PATH_TYPE_PREFIX, PATH_TYPE_IMPLEMENTATION_SPECIFIC):
             self.warnings.append(f"path {path} of host {host} has an unsupported pathType {path_type!r}; "
@@ -327,11 +338,13 @@ class _Builder:
         upstream = self.upstream(host, backend)
         is_exact = path_type == PATH_TYPE_EXACT
         duplicate = False
-        for modifier, location_path in location_keys(path, path_type, self.anns.path_regex):
+        keys = [paths.location_key(path)] if inn_regex else location_keys(path, path_type,
+                                                                          self.anns.path_regex)
+        for modifier, location_path in keys:
             loc = self.location(modifier, location_path, upstream, backend.service,
                                 trailing_slash=path_type == PATH_TYPE_PREFIX and modifier == PREFIX,
                                 ingress_path=path)
-            if is_exact and modifier in (REGEX, REGEX_CASE_INSENSITIVE):
+            if is_exact and modifier in (REGEX, REGEX_CASE_INSENSITIVE) and not inn_regex:
                 loc = derive(loc, exact_regex=True)
             if not put_location(locations, loc, is_exact):
                 duplicate = True
@@ -351,18 +364,26 @@ class _Parts:
     spec: dict[str, Any] = field(default_factory=dict)
     to_catch_all: bool = False  # a catch-all exists: unmatched paths and hosts go to it
     error_backend: str = ""  # a master's spec.defaultBackend upstream (nginx.org/custom-http-errors)
+    inn_regex: bool = False  # ingress-nginx's regex mode for the host: its regex locations by length
 
 
 def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, annotations: dict[str, str],
            warnings: list[str], *, replicas: int, minion_host: str | None = None,
-           proxy_defaults: ProxyDefaults | None = None) -> _Parts:
-    """Parse the annotations (raising AnnotationError on invalid values) and build the locations."""
+           proxy_defaults: ProxyDefaults | None = None, regex_host: bool | None = None) -> _Parts:
+    """Parse the annotations (raising AnnotationError on invalid values) and build the locations.
+    `regex_host`: ingress-nginx's regex mode of the host (None: this Ingress alone decides)."""
     settings = ingress_settings(annotations, config, static)
     warnings.extend(settings.warnings)
     if settings.anns.errors:
         raise AnnotationError(settings.anns.errors)
     b = _Builder(ing_ex, static, settings, warnings, replicas=replicas, minion_host=minion_host)
     b.proxy_defaults = proxy_defaults
+    if static.ingress_nginx_compat:
+        b.inn_rewrite = paths.rewrites(b.params, annotations)
+        if warning := paths.rewrite_warning(b.params, annotations):
+            warnings.append(warning)
+        wants = paths.wants_regex(b.params, annotations, ing_ex.ingress, warnings)
+        b.inn_regex = wants if regex_host is None else regex_host
     if not LABEL.fullmatch(b.namespace) or not NAME.fullmatch(b.name):
         raise ValueError(f"invalid Ingress namespace/name {b.namespace!r}/{b.name!r}")
     spec = as_dict(ing_ex.ingress.get("spec"))
@@ -395,7 +416,7 @@ def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, 
             b.add_path(parts.locations, host, path_entry)
     if is_catch_all(ing_ex) and default_upstream and minion_host is None:
         servers.setdefault(CATCH_ALL_HOST, ServerParts(CATCH_ALL_HOST))  # `_server` adds the backend's `/`
-    return _Parts(b, list(servers.values()), default_upstream, default_service, spec)
+    return _Parts(b, list(servers.values()), default_upstream, default_service, spec, inn_regex=b.inn_regex)
 
 
 def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict[str, str]) -> Server:
@@ -403,9 +424,9 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     b = parts.builder
     p = b.params
     static = b.static
-    locations = exact_first(locations)
+    locations = paths.ordered(locations) if parts.inn_regex else exact_first(locations)
     codes = p.custom_http_errors
-    has_root = has_root_location(locations)
+    has_root = has_root_location(locations) or (parts.inn_regex and paths.has_regex_root(locations))
     if not has_root and parts.default_upstream:
         locations = [*locations, derive(
             b.location(PREFIX, "/", parts.default_upstream, parts.default_service, trailing_slash=False),
@@ -515,8 +536,13 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
     warnings: list[str] = []
     if removed:
         warnings.append(f"a master Ingress cannot have the annotation(s) {', '.join(removed)}; ignored")
+    regex_host = False
+    if static.ingress_nginx_compat:
+        group = [(master.ingress, m_annotations)] + [(m.ingress, minion_annotations(
+            _annotations(m.ingress), m_annotations)[0]) for m in mergeable.minions]
+        regex_host = paths.group_wants_regex(group, config_params, static)
     parts = _build(master, static, config_params, m_annotations, warnings, replicas=replicas,
-                   proxy_defaults=proxy_defaults)
+                   proxy_defaults=proxy_defaults, regex_host=regex_host)
     b = parts.builder
     spec = as_dict(master.ingress.get("spec"))
     hosts = [sp.host for sp in parts.servers]
@@ -537,7 +563,7 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
                 mw.append(f"a minion Ingress cannot have the annotation(s) {', '.join(removed)}; ignored")
             try:
                 mparts = _build(minion, static, config_params, annotations, mw, replicas=replicas,
-                                minion_host=host)
+                                minion_host=host, regex_host=regex_host)
             except ValueError as e:  # AnnotationError included
                 mw.append(f"the minion is not applied: {e}")
                 continue
@@ -565,7 +591,7 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
                 conn_zones.update(mparts.builder.limit_conn_zones)
                 key_maps.update(mparts.builder.limit_key_maps)
         master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all,
-                              error_backend=parts.default_upstream)
+                              error_backend=parts.default_upstream, inn_regex=regex_host)
         servers.append(_server(master_parts, host, [loc for loc, _ in locations.values()],
                                tls_secret_names(spec)))
     cfg = IngressNginxConfig(

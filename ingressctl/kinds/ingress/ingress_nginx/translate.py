@@ -301,5 +301,10 @@ def _value_dependent(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> 
         out.mark(t.PROXY_HTTP_VERSION, Status.SERVED, "ingressctl proxies with HTTP/1.1")
 
 
+def _rewrite(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
+    if t.REWRITE_TARGET in parsed:  # the target is ingress-nginx's (ingress_nginx/paths.py)
+        out.set("ingress_nginx_rewrite", True, t.REWRITE_TARGET)
+
+
 _COMBINERS: tuple[Combiner, ...] = (_backend_protocol, _ssl_redirects, _buffers, _proxy_redirect, _redirects,
-                                    _limits, _access, _value_dependent)
+                                    _limits, _access, _value_dependent, _rewrite)
