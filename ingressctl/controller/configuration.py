@@ -16,7 +16,8 @@ Guarantees:
   a host except on a tie (oldest wins, then the smaller `ns/name`); the others are problems naming the
   winner and take over when it goes. (NIC rejects such an Ingress; the Ingress spec says its default backend
   serves what no rule matches.)
-- Children (Ingress minions): a child attaches to the owner of its host, if that owner is a parent (a master);
+- Children (Ingress minions): a child attaches to the owner of its host, if that owner is a parent (a master;
+  a kind may say otherwise with `child_attaches`: ingress-nginx's canaries attach to regular Ingresses);
   the parent's kind decides what the child gets (for minions, the paths it wins). A child whose host is not
   owned by a parent is a problem of its kind (`NoIngressMasterFound` for minions); one the configured parent
   does not take (a VirtualServerRoute no route of its VirtualServer validly delegates to) is an `Ignored`
@@ -290,10 +291,14 @@ class Configuration:
 
     def _parent_of(self, e: Entry) -> ResourceKey | None:
         owner = self._hosts.get(e.claims[0]) if e.claims else None
-        if owner is None or self._entries[owner].role != "parent":
+        if owner is None:
+            return None
+        model = self._kinds[owner.kind]
+        attaches = getattr(model, "child_attaches", None)  # (Ingress canaries attach to regular Ingresses)
+        owner_entry = self._entries[owner]
+        if not (attaches(e, owner_entry) if callable(attaches) else owner_entry.role == "parent"):
             return None
         # A parent takes children of its `child_kinds` (by default its own kind: Ingress masters and minions).
-        model = self._kinds[owner.kind]
         if e.key.kind not in getattr(model, "child_kinds", (model.kind,)):
             return None
         return owner
@@ -422,6 +427,10 @@ class Configuration:
             return None
         warnings = [self._taken_warning(h) for h, ok in valid_hosts.items() if not ok]
         children = self._children_for_host(e.hosts[0]) if e.role == "parent" and e.hosts else []
+        if e.role == "regular" and self._children_by_host:  # (Ingress canaries)
+            children = [c for h in dict.fromkeys(e.hosts)
+                        for k in sorted(_index_get(self._children_by_host, h))
+                        if (c := self._entries[k]) and self._parent_of(c) == key]
         return self._kinds[key.kind].build(e, valid_hosts, warnings, children)
 
     def _lost_all_hosts(self, key: ResourceKey, old: Resource) -> Resource:

@@ -1,8 +1,11 @@
-"""ingress-nginx's `use-regex` and `rewrite-target` through the real controller (`--ingress-nginx-compat`),
-devcluster, kubectl and a real NGINX: ingress-nginx's own rewrite example sends `/something/new` to the
-backend as `/new`; regex mode makes every path of the host a case-insensitive regex anchored at the start,
-the longest first; a target without capture groups replaces the whole URI; a target ingress-nginx's validator
-refuses rejects the Ingress (nothing of it reaches NGINX) and harms no other Ingress."""
+"""ingress-nginx's `use-regex`, `rewrite-target` and canaries through the real controller
+(`--ingress-nginx-compat`), devcluster, kubectl and a real NGINX: ingress-nginx's own rewrite example sends
+`/something/new` to the backend as `/new`; regex mode makes every path of the host a case-insensitive regex
+anchored at the start, the longest first; a target without capture groups replaces the whole URI; a target
+ingress-nginx's validator refuses rejects the Ingress (nothing of it reaches NGINX) and harms no other
+Ingress; a canary Ingress takes its weight's share of 1,000 real requests within 5 points, and its header and
+cookie decide first (`always`/`never`, an exact value); a canary without a primary is reported and serves
+nothing."""
 
 from __future__ import annotations
 
@@ -56,3 +59,47 @@ def test_rewrite_target_and_use_regex(env: Env, kubectl: Kubectl) -> None:
                                         'Invalid value: "/x;return 200 pwned"')
     c.wait_status("whole.example.com", "/app", 404)
     assert seen("rewrite.bar.com", "/something/new") == "special GET rewrite.bar.com/new\n"
+
+
+def test_canary_annotations(env: Env, kubectl: Kubectl) -> None:
+    for name in ("stable", "canary"):
+        env.service(name)
+        env.endpoints(name, [special(env, name)])
+    apply_manifest(env, kubectl, "canary.yaml")
+    c = compat_controller(env)
+    port = c.http_port
+    for host in ("weight", "header", "value"):
+        wait_until(lambda h=host: request(port, f"{h}.example.com").status == 200, f"{host} served")
+
+    def backend(host: str, **headers: str) -> str:
+        r = request(port, host, "/", headers=headers)
+        assert r.status == 200, (host, r.status, r.body)
+        return r.headers["x-backend"]
+
+    # canary-weight: 30 of 100, over 1,000 real requests, within 5 points
+    shares = [backend("weight.example.com") for _ in range(1000)]
+    assert 250 <= shares.count("canary") <= 350 and shares.count("canary") + shares.count("stable") == 1000
+    # canary-by-header: always / never; any other value falls through (to the cookie, then weight 0)
+    host = "header.example.com"
+    assert backend(host, **{"X-Canary": "always"}) == "canary"
+    assert backend(host, **{"X-Canary": "never", "Cookie": "canary=always"}) == "stable"  # header first
+    assert backend(host, **{"X-Canary": "maybe"}) == "stable"
+    assert backend(host) == "stable"
+    # canary-by-cookie: always / never when the header says nothing
+    assert backend(host, Cookie="a=1; canary=always") == "canary"
+    assert backend(host, **{"X-Canary": "maybe", "Cookie": "canary=always"}) == "canary"
+    assert backend(host, Cookie="canary=never") == "stable"
+    assert backend(host, **{"X-Canary": "Always"}) == "stable"  # case-sensitive, as ingress-nginx's Lua
+    # canary-by-header-value: only that exact value
+    host = "value.example.com"
+    assert backend(host, **{"X-Version": "v2"}) == "canary"
+    assert {backend(host, **{"X-Version": v}) for v in ("v3", "V2", "always", "")} == {"stable"}
+    # A canary without a primary is reported, serves nothing and harms nothing.
+    env.wait_event("orphan-canary", "Rejected",
+                   "no regular Ingress of the class serves host orphan.example.com")
+    assert request(port, "orphan.example.com").status == 404
+    assert backend("value.example.com", **{"X-Version": "v2"}) == "canary"
+    # Deleting the canary sends everything to the primary again.
+    done = kubectl.run("delete", "-n", NS, "ingress", "tester-canary")
+    assert done.returncode == 0, done.stderr
+    wait_until(lambda: backend("header.example.com", **{"X-Canary": "always"}) == "stable", "canary removed")

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from ingressctl.configs import directive_values, parsing
 from ingressctl.kinds.ingress.annotation_table import Annotation, AnnotationTable, Handling, Section, Status
+from ingressctl.kinds.ingress.ingress_nginx import canary as _canary
 from ingressctl.kinds.ingress.ingress_nginx import values as v
 
 PREFIX: Final = "nginx.ingress.kubernetes.io/"
@@ -374,22 +375,39 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          parse=v.go_bool, sets="ingress_nginx_use_regex", default="`false`",
          reason="host-wide over the Ingresses ingressctl serves together for that host, as `rewrite-target`; "
                 "`nginx.org/path-regex` on the same Ingress wins over it"),
-    _pending("canary", ROUTING, TRANSLATED, BOOL,
-             "the Ingress is a canary of the same host and path: a split or match of the primary's location",
-             "planned as splits and matches over the primary Ingress's location", fail_closed=True),
-    _pending("canary-weight", ROUTING, TRANSLATED, "integer 0..weight total", "the canary's share",
-             "planned with `canary`", fail_closed=True),
-    _pending("canary-weight-total", ROUTING, TRANSLATED, "integer (100)", "the total of `canary-weight`",
-             "planned with `canary`", fail_closed=True),
-    _pending("canary-by-header", ROUTING, TRANSLATED, "header name", "`always`/`never` in that header",
-             "planned with `canary`", fail_closed=True),
-    _pending("canary-by-header-value", ROUTING, TRANSLATED, "text",
-             "an exact header value selects the canary",
-             "planned with `canary`", fail_closed=True),
-    _pending("canary-by-header-pattern", ROUTING, TRANSLATED, "PCRE", "a header pattern selects the canary",
-             "planned with `canary`", fail_closed=True),
-    _pending("canary-by-cookie", ROUTING, TRANSLATED, "cookie name", "`always`/`never` in that cookie",
-             "planned with `canary`", fail_closed=True),
+    _row("canary", ROUTING, SERVED, BOOL,
+         "the Ingress is a canary of the Ingress serving the same host: each of its paths with the same path "
+         "and pathType as a path of that primary makes the primary's location choose between the two "
+         "upstreams (header, then cookie, then weight); the request keeps the primary's location settings "
+         "and the canary's other annotations are not applied (a warning names them)",
+         parse=_canary.PARSERS[_canary.CANARY], default="`false`",
+         reason="a canary without a primary (no Ingress of the class serves its host, or its host belongs to "
+                "a mergeable master) is reported in a `Rejected` event and changes nothing; only its first "
+                "rule's host is attached; other canary annotations without `canary: \"true\"` reject the "
+                "Ingress (ingress-nginx: configured but not enabled)"),
+    _row("canary-weight", ROUTING, SERVED, "integer 0..2147483647",
+         "that share of the requests (out of the total) goes to the canary: `split_clients` on `$request_id`",
+         parse=_canary.PARSERS[_canary.WEIGHT], default="`0`",
+         reason="the share is written as a percent with two decimals (exact for totals up to 10000)"),
+    _row("canary-weight-total", ROUTING, SERVED, "integer", "the total of `canary-weight`; only a value "
+         "above 100 counts, as ingress-nginx", parse=_canary.PARSERS[_canary.WEIGHT_TOTAL], default="`100`"),
+    _row("canary-by-header", ROUTING, SERVED, "header name: letters, digits, `-`, `_`",
+         "`always` in that header -> canary, `never` -> primary, anything else falls through to the cookie "
+         "and the weight (`map $http_<name>`)", parse=_canary.PARSERS[_canary.BY_HEADER],
+         reason="ingress-nginx also accepts `.`, `~`, `/` and `:` in the name, which no NGINX variable can "
+                "name: refused"),
+    _row("canary-by-header-value", ROUTING, SERVED, "letters, digits, `-._~/:`",
+         "exactly that header value -> canary (case-sensitive), anything else falls through",
+         parse=_canary.PARSERS[_canary.BY_HEADER_VALUE]),
+    _row("canary-by-header-pattern", ROUTING, SERVED, "PCRE of letters, digits, `-._~/:^$[](){}*+?\\|&=\\`",
+         "a header matching it -> canary (unanchored, as `ngx.re.match`); ignored when "
+         "`canary-by-header-value` is set", parse=_canary.PARSERS[_canary.BY_HEADER_PATTERN],
+         reason="an empty header counts as absent"),
+    _row("canary-by-cookie", ROUTING, SERVED, "cookie name: letters, digits, `_`",
+         "`always` in that cookie -> canary, `never` -> primary, anything else falls through to the weight "
+         "(`map $cookie_<name>`)", parse=_canary.PARSERS[_canary.BY_COOKIE],
+         reason="ingress-nginx also accepts `-`, `.`, `~`, `/` and `:` in the name, which no NGINX variable "
+                "can name: refused"),
     _pending("affinity", ROUTING, TRANSLATED, "`cookie`", "sticky sessions (`sticky cookie`, NGINX with OSS "
              "`sticky`; else a warning)", "planned as `nginx.org/sticky-cookie-services`", fail_closed=False),
     _pending("affinity-mode", ROUTING, APPROXIMATED, "`balanced`, `persistent`", "always persistent",

@@ -60,6 +60,8 @@ from ingressctl.configs.config import (
     REGEX,
     REGEX_CASE_INSENSITIVE,
     BasicAuth,
+    CanaryMap,
+    CanarySplit,
     IngressMeta,
     IngressNginxConfig,
     LimitConn,
@@ -83,6 +85,7 @@ from ingressctl.kinds.ingress.catch_all import catch_all_locations, catch_all_tl
 from ingressctl.kinds.ingress.catch_all import catch_all_upstream as catch_all_upstream
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.ingress_nginx import limits, paths
+from ingressctl.kinds.ingress.ingress_nginx.canary_locations import CanaryLocations
 from ingressctl.kinds.ingress.locations import (
     ENDPOINT,
     HOST,
@@ -304,6 +307,12 @@ class _Builder:
             return True, "", True
         return True, ref.path, False
 
+    def location_keys(self, path: str, path_type: str) -> list[tuple[str, str]]:
+        """The `(modifier, path or regex)` of the locations of one path of this Ingress."""
+        if self.inn_regex and not self.anns.path_regex:
+            return [paths.location_key(path)]
+        return location_keys(path, path_type, self.anns.path_regex)
+
     def add_path(self, locations: Locations, host: str, path_entry: Any) -> None:
         """The locations of one rule path (or a warning saying why there are none)."""
         if not isinstance(path_entry, dict):
@@ -338,9 +347,7 @@ class _Builder:
         upstream = self.upstream(host, backend)
         is_exact = path_type == PATH_TYPE_EXACT
         duplicate = False
-        keys = [paths.location_key(path)] if inn_regex else location_keys(path, path_type,
-                                                                          self.anns.path_regex)
-        for modifier, location_path in keys:
+        for modifier, location_path in self.location_keys(path, path_type):
             loc = self.location(modifier, location_path, upstream, backend.service,
                                 trailing_slash=path_type == PATH_TYPE_PREFIX and modifier == PREFIX,
                                 ingress_path=path)
@@ -497,17 +504,29 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
     tls_hosts = tls_secret_names(as_dict(ing_ex.ingress.get("spec")))
     servers = [_server(parts, sp.host, [loc for loc, _ in sp.locations.values()], tls_hosts)
                for sp in parts.servers]
+    upstreams = b.upstreams
+    canary_maps: tuple[CanaryMap, ...] = ()
+    canary_splits: tuple[CanarySplit, ...] = ()
+    if ing_ex.canaries:
+        settings = ingress_settings(annotations, config_params, static)
+        canaries = CanaryLocations(b, lambda cex: _Builder(cex, static, settings, [], replicas=replicas))
+        servers = [canaries.apply(s) for s in servers]
+        upstreams = {**b.upstreams, **canaries.upstreams}
+        canary_maps, canary_splits = tuple(canaries.maps), tuple(canaries.splits)
     used = {loc.upstream for server in servers for loc in server.locations if not loc.catch_all}
     if parts.default_upstream:
         used.add(parts.default_upstream)
+    if ing_ex.canaries:
+        used |= canaries.used
     cfg = IngressNginxConfig(
-        upstreams=tuple(b.upstreams[n] for n in sorted(used)),
+        upstreams=tuple(upstreams[n] for n in sorted(used)),
         servers=tuple(servers),
         ingress=IngressMeta(name=b.name, namespace=b.namespace, annotations=annotations),
         keepalive=str(b.params.keepalive) if b.params.keepalive > 0 else "",
         limit_req_zones=tuple(b.limit_req_zones[z] for z in sorted(b.limit_req_zones) if used),
         limit_conn_zones=() if not b.limit_conn_zones or not used else _sorted_values(b.limit_conn_zones),
         limit_key_maps=() if not b.limit_key_maps or not used else _sorted_values(b.limit_key_maps),
+        canary_maps=canary_maps, canary_splits=canary_splits,
     )
     cfg, policy_warnings, _ = apply_ingress_policies(cfg, ing_ex, static)
     return cfg, warnings + policy_warnings

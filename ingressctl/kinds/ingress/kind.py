@@ -20,6 +20,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -40,7 +41,8 @@ from ingressctl.kinds.ingress.endpoint_warnings import (
     no_endpoints_reason,
 )
 from ingressctl.kinds.ingress.ingress_ex import INGRESS_TYPES, IngressEx, MergeableIngresses, backend_key
-from ingressctl.kinds.ingress.model import IngressConfiguration
+from ingressctl.kinds.ingress.ingress_nginx.canary import canary_warnings
+from ingressctl.kinds.ingress.model import IngressConfiguration, claimed_hosts
 from ingressctl.kinds.ingress.refs import ingress_backends, ingress_secrets
 from ingressctl.kinds.policy.refs import REASON_REJECTED, IngressPolicyResolver
 from ingressctl.secret_types import SecretReference
@@ -142,7 +144,7 @@ class IngressBuilder:
             result = [w for w in result if w not in prefixed]
             return Applied(resource, built.warnings + result, child_warnings=child)
         warnings = self._configurator.add_or_update_ingress(built.renderable)
-        return Applied(resource, built.warnings + list(warnings))
+        return Applied(resource, built.warnings + list(warnings), child_warnings=built.child_warnings)
 
     def _build(self, resource: Resource) -> _Built:
         if not isinstance(resource, IngressConfiguration):
@@ -150,7 +152,18 @@ class IngressBuilder:
         if resource.is_master:
             return self._build_mergeable(resource)
         ex, ex_warnings = self.create_ingress_ex(resource)
-        return _Built(ex.key_with_kind, ex, list(resource.warnings) + ex_warnings)
+        child: dict[str, list[str]] = {}
+        if resource.canaries:
+            canaries = []
+            for c in resource.canaries:
+                spec = c.ingress.get("spec") or {}
+                valid = {h: resource.valid_hosts.get(h, False) for h in claimed_hosts(spec)}
+                ccfg = IngressConfiguration(ingress=c.ingress, key=c.key, valid_hosts=valid)
+                cex, cw = self.create_ingress_ex(ccfg)
+                canaries.append(cex)
+                child[c.key] = canary_warnings(ex.ingress, c.ingress, ccfg.valid_hosts) + cw
+            ex = dataclasses.replace(ex, canaries=tuple(canaries))
+        return _Built(ex.key_with_kind, ex, list(resource.warnings) + ex_warnings, child)
 
     def _build_mergeable(self, cfg: IngressConfiguration) -> _Built:
         master_ex, warnings = self.create_ingress_ex(cfg)

@@ -29,6 +29,7 @@ from ingressctl.configs import directive_values
 from ingressctl.kinds.ingress import annotations_ingress_nginx as t
 from ingressctl.kinds.ingress.annotation_table import Annotation, Handling, Status
 from ingressctl.kinds.ingress.annotations import annotation_error
+from ingressctl.kinds.ingress.ingress_nginx import canary
 
 INGRESS_NGINX_REDIRECT_CODE = 308
 UNKNOWN_REASON = "not an ingress-nginx annotation ingressctl knows"
@@ -306,5 +307,15 @@ def _rewrite(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
         out.set("ingress_nginx_rewrite", True, t.REWRITE_TARGET)
 
 
+def _canary(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
+    if parsed.get(canary.CANARY):
+        return
+    for key in canary.KEYS[1:]:  # ingress-nginx: "configured but not enabled"
+        if key in parsed:
+            out.problems.append(Problem(key, raw[key], f"configured but not enabled ({canary.CANARY} is not "
+                                                       "\"true\")", refused=False))
+            out.status.pop(key, None)
+
+
 _COMBINERS: tuple[Combiner, ...] = (_backend_protocol, _ssl_redirects, _buffers, _proxy_redirect, _redirects,
-                                    _limits, _access, _value_dependent, _rewrite)
+                                    _limits, _access, _value_dependent, _rewrite, _canary)
