@@ -103,3 +103,38 @@ def test_canary_annotations(env: Env, kubectl: Kubectl) -> None:
     done = kubectl.run("delete", "-n", NS, "ingress", "tester-canary")
     assert done.returncode == 0, done.stderr
     wait_until(lambda: backend("header.example.com", **{"X-Canary": "always"}) == "stable", "canary removed")
+
+
+def test_default_backend_annotation(env: Env, kubectl: Kubectl) -> None:
+    env.service("special")
+    env.endpoints("special", [special(env, "special")])
+    env.service("fallback")
+    env.endpoints("fallback", [special(env, "fallback")])
+    env.service("down")
+    env.endpoints("down", [])
+    apply_manifest(env, kubectl, "default-backend.yaml")
+    c = compat_controller(env)
+    port = c.http_port
+    wait_until(lambda: request(port, "fallback.example.com", "/").status == 200, "fallback served")
+    wait_until(lambda: request(port, "plain.example.com", "/down").status == 502, "plain served")
+    # a backend without endpoints: the default-backend Service answers, with the request as it came
+    r = request(port, "fallback.example.com", "/down/x")
+    assert (r.status, r.body) == (200, "fallback GET fallback.example.com/down/x\n")
+    # custom-http-errors go to it too, keeping the status
+    r = request(port, "fallback.example.com", "/missing")
+    assert r.status == 404 and r.headers["x-backend"] == "fallback"
+    assert request(port, "fallback.example.com", "/found").headers["x-backend"] == "special"
+    # once the backend has endpoints again, it answers itself
+    env.endpoints("down", [special(env, "down")])
+    wait_until(lambda: request(port, "fallback.example.com", "/down/x").headers.get("x-backend") == "down",
+               "down served")
+    # the default-backend Service without endpoints counts for nothing (ingress-nginx): the 502 of the backend
+    env.endpoints("down", [])
+    env.endpoints("fallback", [])
+    wait_until(lambda: request(port, "fallback.example.com", "/down/x").status == 502, "no default backend")
+    # a Service that does not exist is named in a Warning event
+    done = kubectl.run("annotate", "--overwrite", "-n", NS, "ingress", "fallback",
+                       "nginx.ingress.kubernetes.io/default-backend=nosuch")
+    assert done.returncode == 0, done.stderr
+    env.wait_event("fallback", "AddedOrUpdatedWithWarning",
+                   f"annotation nginx.ingress.kubernetes.io/default-backend: Service {NS}/nosuch not found")

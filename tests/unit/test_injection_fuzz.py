@@ -157,6 +157,7 @@ VALID: dict[str, list[str]] = {
     INN + "limit-whitelist": ["127.0.0.1,10.0.0.0/8"], INN + "limit-allowlist": ["192.168.0.0/24"],
     INN + "ssl-ciphers": ["HIGH:!aNULL"], INN + "ssl-prefer-server-ciphers": ["true"],
     INN + "rewrite-target": ["/$2", "$1", "/new/$host/x"], INN + "use-regex": ["true", "false"],
+    INN + "default-backend": ["svc-b"],
     INN + "canary": ["true"], INN + "canary-weight": ["30", "100"], INN + "canary-weight-total": ["1000"],
     INN + "canary-by-header": ["X-Canary"], INN + "canary-by-header-value": ["v2.1"],
     INN + "canary-by-header-pattern": ["^v(2|3)$"], INN + "canary-by-cookie": ["canary_user"],
@@ -277,6 +278,8 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
         annotations[case.name] = case.value
         if case.kind == "ingress-nginx":
             static = dataclasses.replace(static, ingress_nginx_compat=True)
+            if case.name == INN + "default-backend":  # the errors it takes (the builder resolved its port)
+                annotations[INN + "custom-http-errors"] = "404"
             if case.name == INN + "proxy-redirect-to":
                 annotations[INN + "proxy-redirect-from"] = "http://a/"
             if case.name in (INN + "limit-whitelist", INN + "limit-allowlist",
@@ -355,8 +358,10 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
                 return f"validation: {errors[0]}"
             canaries = (IngressEx(canary_obj, {host: True}, dict(ENDPOINTS)),)
         try:
+            default = ("svc-b", 80) if INN + "default-backend" in annotations else None
             cfg, _ = generate_nginx_config(IngressEx(obj, {host: True}, dict(ENDPOINTS), secret_refs=refs,
-                                                     canaries=canaries), static, config)
+                                                     canaries=canaries, default_backend=default),
+                                           static, config)
         except AnnotationError as e:
             return f"generator: {e}"
     try:

@@ -186,9 +186,12 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          "`nginx.org/custom-http-errors`)", parse=v.status_codes, sets="custom_http_errors",
          reason="without `spec.defaultBackend` nothing is intercepted (ingress-nginx's global default "
                 "backend does not exist here), with a warning"),
-    _pending("default-backend", PROXYING, TRANSLATED, "a Service name",
-             "the backend of `custom-http-errors` and of Services without endpoints",
-             "planned as `spec.defaultBackend` does for `custom-http-errors`", fail_closed=False),
+    _row("default-backend", PROXYING, TRANSLATED, "a Service name (of the Ingress's namespace)",
+         "an upstream of the Service's first port: the locations of a backend without endpoints proxy to it, "
+         "and `custom-http-errors` go to it (instead of `spec.defaultBackend`)",
+         parse=v.service_name, sets="ingress_nginx_default_backend",
+         reason="as ingress-nginx, only a Service with ready endpoints counts; a missing Service or one "
+                "without ports is named in a Warning event and changes nothing"),
     _row("x-forwarded-prefix", PROXYING, IGNORED, "text",
          "`X-Forwarded-Prefix` with `rewrite-target`", parse=v.text,
          reason=NOT_YET + "rendered with `rewrite-target` when that is"),

@@ -151,6 +151,8 @@ class _Builder:
         self.namespace = ing_ex.namespace
         self.name = ing_ex.name
         self.upstreams: dict[str, Upstream] = {}
+        self._no_endpoints: set[str] = set()  # upstreams on the 502 server
+        self.inn_default = ""  # ingress-nginx's default-backend upstream (ready endpoints only)
         self.limit_req_zones: dict[str, LimitReqZone] = {}
         self.grpc_services = settings.grpc_services
         self.ssl_all, self.grpc_all = settings.ssl_all, settings.grpc_all
@@ -169,6 +171,9 @@ class _Builder:
         self._settings: dict[tuple[bool, bool, bool], Location] = {}  # service flags -> location settings
         self.inn_regex = False  # ingress-nginx's regex mode of the host (ingress_nginx/paths.py)
         self.inn_rewrite = False  # ingress-nginx's rewrite-target applies
+        if ing_ex.default_backend is not None and self.params.ingress_nginx_default_backend and \
+                self.ing_ex.endpoints.get(backend_key(*ing_ex.default_backend)):
+            self.inn_default = self.upstream("", ServiceBackend(*ing_ex.default_backend))
 
     def _basic_auth(self) -> BasicAuth | None:
         secret = self.params.basic_auth_secret
@@ -219,7 +224,7 @@ class _Builder:
     def upstream(self, host: str, backend: ServiceBackend) -> str:
         name = upstream_name(self.namespace, self.name, host, backend.service, backend.port)
         if name in self.upstreams:
-            return name
+            return self.inn_default if self.inn_default and name in self._no_endpoints else name
         p = self.params
         servers = []
         for address in sorted(set(self.ing_ex.endpoints.get(backend_key(backend.service, backend.port), []))):
@@ -228,12 +233,14 @@ class _Builder:
                 continue
             servers.append(UpstreamServer(address, p.max_fails, p.fail_timeout, p.max_conns))
         if not servers:
+            self._no_endpoints.add(name)
             servers = [UpstreamServer(error_server_address(self.static.run_dir), 1, "10s", 0)]
         self.upstreams[name] = Upstream(
             name=name, servers=tuple(servers), lb_method=p.lb_method, keepalive=p.keepalive,
             zone_size=p.upstream_zone_size, sticky=self.sticky.get(backend.service),
         )
-        return name
+        # ingress-nginx's default-backend answers for a backend without endpoints
+        return self.inn_default if self.inn_default and name in self._no_endpoints else name
 
     def _rewrite_pattern(self, path: str) -> str:
         """The regex of `nginx.org/rewrite-target`'s `rewrite`: the path (literal unless path-regex)."""
@@ -439,7 +446,7 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
             b.location(PREFIX, "/", parts.default_upstream, parts.default_service, trailing_slash=False),
             skip_custom_http_errors=bool(codes))]
         has_root = True
-    error_backend = parts.error_backend or parts.default_upstream
+    error_backend = b.inn_default or parts.error_backend or parts.default_upstream
     if codes and not error_backend:
         b.warnings.append("annotation nginx.org/custom-http-errors is set but spec.defaultBackend is not; it "
                           "has no effect without a default backend to send the intercepted responses to")
@@ -516,6 +523,7 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
     used = {loc.upstream for server in servers for loc in server.locations if not loc.catch_all}
     if parts.default_upstream:
         used.add(parts.default_upstream)
+    used.update(s.custom_error_backend for s in servers if s.custom_error_backend)
     if ing_ex.canaries:
         used |= canaries.used
     cfg = IngressNginxConfig(

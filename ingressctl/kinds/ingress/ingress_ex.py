@@ -39,6 +39,8 @@ class IngressEx:
     policy_endpoints: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # ingress-nginx's canary Ingresses of this primary Ingress, with their endpoints (ingress_nginx/canary.py)
     canaries: tuple[IngressEx, ...] = ()
+    # ingress-nginx's `default-backend` annotation: (Service, its first port), its endpoints in `endpoints`
+    default_backend: tuple[str, int | str] | None = None
 
     @property
     def namespace(self) -> str:

@@ -25,6 +25,7 @@ from ingressctl.controller.model import CATCH_ALL_HOST, Claims, ConfigurationPro
 from ingressctl.keys import INGRESS_KIND, ResourceKey
 from ingressctl.kinds.ingress.annotation_validation import mergeable_type
 from ingressctl.kinds.ingress.ingress_nginx.canary import is_canary
+from ingressctl.kinds.ingress.ingress_nginx.default_backend import service_of
 from ingressctl.kinds.ingress.refs import ingress_secrets, service_names
 from ingressctl.kinds.ingress.validation import path_conflict_key, validate_ingress
 from ingressctl.kinds.policy.refs import ingress_policy_claims
@@ -160,7 +161,7 @@ class IngressModel:
         return Claims(
             role="parent" if mtype == "master" else "child" if mtype == "minion" or canary else "regular",
             hosts=claimed_hosts(obj.get("spec") or {}),
-            services=tuple(sorted({(ns, s) for s in service_names(obj)})),
+            services=tuple(sorted({(ns, s) for s in service_names(obj) | self._default_backend(obj)})),
             secrets=tuple(sorted({(ns, s) for s in refs.names})),
             uses_default_tls_secret=refs.uses_default_tls,
             policies=ingress_policy_claims(obj),
@@ -191,6 +192,11 @@ class IngressModel:
                     cfg.child_warnings.setdefault(m.key.ns_name, []).append(path_taken_warning(path))
             cfg.minions.append(MinionConfiguration(ingress=m.obj, key=m.key.ns_name, valid_paths=valid_paths))
         return cfg
+
+    def _default_backend(self, obj: Mapping[str, Any]) -> set[str]:
+        """ingress-nginx's `default-backend` Service (its endpoints matter too)."""
+        svc = service_of(obj) if self.ingress_nginx_compat else ""
+        return {svc} if svc else set()
 
     def _is_canary(self, obj: Mapping[str, Any]) -> bool:
         return (self.ingress_nginx_compat and mergeable_type(obj) not in ("master", "minion")
