@@ -125,9 +125,9 @@ class LimitKeyMap:
 
 
 @dataclass(frozen=True)
-class CanaryMap:
-    """ingress-nginx's canary: `map <source> <variable> { "~<regex>" <value>; ... default <value>; }` (http
-    level); values are upstream names or the variable of the next map."""
+class ValueMap:
+    """`map <source> <variable> { "~<regex>" <value>; ... default <value>; }` (http level): ingress-nginx's
+    canaries (values: upstream names or the variable of the next map) and www redirects."""
 
     source: str  # `$http_<name>` or `$cookie_<name>`
     variable: str
@@ -386,7 +386,7 @@ class IngressNginxConfig:
     policy_http: tuple[str, ...] = ()  # http-level lines of nginx.org/policies (maps, upstreams)
     limit_conn_zones: tuple[LimitConnZone, ...] = ()  # ingress-nginx's limit-connections
     limit_key_maps: tuple[LimitKeyMap, ...] = ()  # ingress-nginx's limit-whitelist
-    canary_maps: tuple[CanaryMap, ...] = ()  # ingress-nginx's canaries
+    value_maps: tuple[ValueMap, ...] = ()  # ingress-nginx's canaries and www redirects
     canary_splits: tuple[CanarySplit, ...] = ()
 
 

@@ -12,6 +12,8 @@ Guarantees:
   one warning per lost host, naming the winner; one that loses all of them is not configured and is reported
   as a problem naming each host and its winner (and, if it was configured, its Delete carries those warnings).
   Warnings and problems always name the current winner.
+- Weak claims (`Claims.weak_hosts`: ingress-nginx's from-to-www-redirect names): a host owned only when no
+  resource claims it as a host (then the oldest weak claimant); never what makes a resource configured.
 - The catch-all: an Ingress without rules and with a `defaultBackend` claims `CATCH_ALL_HOST`, resolved like
   a host except on a tie (oldest wins, then the smaller `ns/name`); the others are problems naming the
   winner and take over when it goes. (NIC rejects such an Ingress; the Ingress spec says its default backend
@@ -422,10 +424,12 @@ class Configuration:
         if e is None or e.role == "child":
             return None
         valid_hosts = {h: self._hosts.get(h) == key for h in e.hosts}
-        owned = [self._hosts.get(c) == key for c in e.claims]
+        owned = [self._hosts.get(c) == key for c in e.claims if c not in e.weak_hosts]
         if not any(owned):
             return None
         warnings = [self._taken_warning(h) for h, ok in valid_hosts.items() if not ok]
+        for h in e.weak_hosts:  # (the kind says what it does without one)
+            valid_hosts[h] = self._hosts.get(h) == key
         children = self._children_for_host(e.hosts[0]) if e.role == "parent" and e.hosts else []
         if e.role == "regular" and self._children_by_host:  # (Ingress canaries)
             children = [c for h in dict.fromkeys(e.hosts)
@@ -455,7 +459,7 @@ class Configuration:
                 return ConfigurationProblem(e.obj, False, REASON_IGNORED, f"{self.api_kind(parent)} "
                                             f"{parent.ns_name} ignores {self.api_kind(key)}", key=key)
             return None
-        if not any(self._hosts.get(c) == key for c in e.claims):
+        if not any(self._hosts.get(c) == key for c in e.claims if c not in e.weak_hosts):
             if not e.hosts:  # a stream resource: only listener claims
                 message = "; ".join(listener_taken_message(c, (o.ns_name, self.api_kind(o))
                                                            if (o := self._hosts.get(c)) else None)

@@ -9,11 +9,13 @@ nothing."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.helpers import wait_until
 from tests.integration.harness import NS, Env
-from tests.integration.ingress_nginx_helpers import apply_manifest, compat_controller, request, special
+from tests.integration.ingress_nginx_helpers import DATA, apply_manifest, compat_controller, request, special
 from tests.webhooks import Kubectl
 
 pytestmark = pytest.mark.integration
@@ -138,3 +140,33 @@ def test_default_backend_annotation(env: Env, kubectl: Kubectl) -> None:
     assert done.returncode == 0, done.stderr
     env.wait_event("fallback", "AddedOrUpdatedWithWarning",
                    f"annotation nginx.ingress.kubernetes.io/default-backend: Service {NS}/nosuch not found")
+
+
+def test_from_to_www_redirect(env: Env, kubectl: Kubectl) -> None:
+    env.service("special")
+    env.endpoints("special", [special(env, "special")])
+    apply_manifest(env, kubectl, "www-redirect.yaml")
+    c = compat_controller(env)
+    port = c.http_port
+    wait_until(lambda: request(port, "www.shop.example.com").status == 308, "redirect served")
+    # 308 to the host, on the port asked, with one trailing slash dropped (ingress-nginx's redirect server)
+    for path, target in (("/a/b?x=1", "/a/b?x=1"), ("/a/", "/a"), ("/", "")):
+        r = request(port, "www.shop.example.com", path)
+        assert (r.status, r.headers["location"]) == (308, f"http://shop.example.com:{port}{target}"), path
+    assert request(port, "shop.example.com", "/a").body == "special GET shop.example.com/a\n"
+    r = request(port, "blog.example.com", "/post")
+    assert (r.status, r.headers["location"]) == (308, f"http://www.blog.example.com:{port}/post")
+    # a name another Ingress serves stays its own, even a newer one's; the redirecting Ingress is told
+    wait_until(lambda: request(port, "www.taken.example.com", "/x").status == 308, "taken redirects")
+    created = env.get("ingresses", "taken")["metadata"]["creationTimestamp"]
+    wait_until(lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) > created, "a newer second")
+    done = kubectl.run("apply", "-f", str(DATA / "www-redirect-taken.yaml"))
+    assert done.returncode == 0, done.stderr
+    wait_until(lambda: request(port, "www.taken.example.com", "/x").status == 200, "taken-www served")
+    assert request(port, "www.taken.example.com", "/x").body == "special GET www.taken.example.com/x\n"
+    env.wait_event("taken", "AddedOrUpdatedWithWarning",
+                   "host www.taken.example.com is served by another resource; no redirect")
+    # when that Ingress goes, the redirect takes the name
+    done = kubectl.run("delete", "-n", NS, "ingress", "taken-www")
+    assert done.returncode == 0, done.stderr
+    wait_until(lambda: request(port, "www.taken.example.com", "/x").status == 308, "redirect takes the name")

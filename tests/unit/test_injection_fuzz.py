@@ -48,6 +48,7 @@ from ingressctl.kinds.ingress.config import (
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.ingress_nginx import canary
 from ingressctl.kinds.ingress.ingress_nginx.translate import effective_status
+from ingressctl.kinds.ingress.ingress_nginx.www_redirect import other_name
 from ingressctl.kinds.ingress.validation import validate_ingress
 from ingressctl.nginx.capabilities import MODULES, Capabilities
 from ingressctl.secret_types import SecretReference
@@ -157,7 +158,7 @@ VALID: dict[str, list[str]] = {
     INN + "limit-whitelist": ["127.0.0.1,10.0.0.0/8"], INN + "limit-allowlist": ["192.168.0.0/24"],
     INN + "ssl-ciphers": ["HIGH:!aNULL"], INN + "ssl-prefer-server-ciphers": ["true"],
     INN + "rewrite-target": ["/$2", "$1", "/new/$host/x"], INN + "use-regex": ["true", "false"],
-    INN + "default-backend": ["svc-b"],
+    INN + "default-backend": ["svc-b"], INN + "from-to-www-redirect": ["true"],
     INN + "canary": ["true"], INN + "canary-weight": ["30", "100"], INN + "canary-weight-total": ["1000"],
     INN + "canary-by-header": ["X-Canary"], INN + "canary-by-header-value": ["v2.1"],
     INN + "canary-by-header-pattern": ["^v(2|3)$"], INN + "canary-by-cookie": ["canary_user"],
@@ -359,7 +360,10 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
             canaries = (IngressEx(canary_obj, {host: True}, dict(ENDPOINTS)),)
         try:
             default = ("svc-b", 80) if INN + "default-backend" in annotations else None
-            cfg, _ = generate_nginx_config(IngressEx(obj, {host: True}, dict(ENDPOINTS), secret_refs=refs,
+            hosts = {host: True}
+            if INN + "from-to-www-redirect" in annotations and other_name(host):
+                hosts[other_name(host)] = True  # (the Configuration's weak claim, won)
+            cfg, _ = generate_nginx_config(IngressEx(obj, hosts, dict(ENDPOINTS), secret_refs=refs,
                                                      canaries=canaries, default_backend=default),
                                            static, config)
         except AnnotationError as e:
@@ -543,6 +547,11 @@ def _reference_texts() -> tuple[list[str], list[str]]:
                 secret_refs=dict(REFS), canaries=(IngressEx(cobj, {HOST: True}, dict(ENDPOINTS)),)),
                 dataclasses.replace(static, ingress_nginx_compat=True), cm)
             ingress_texts.append(TEMPLATES.execute_ingress_template(cfg))
+        www = _ingress("cafe", "default", HOST, PATHS, {INN + "from-to-www-redirect": "true"}, tls=True)
+        cfg, _ = generate_nginx_config(IngressEx(www, {HOST: True, other_name(HOST): True}, dict(ENDPOINTS),
+                                                 secret_refs=dict(REFS)),
+                                       dataclasses.replace(static, ingress_nginx_compat=True), cm)
+        ingress_texts.append(TEMPLATES.execute_ingress_template(cfg))
         # A wildcard host: its server answers the hosts deeper than one label as the default server does.
         wildcard = _ingress("wild", "default", "*.example.com", PATHS, {}, tls=True)
         cfg, _ = generate_nginx_config(IngressEx(wildcard, {"*.example.com": True}, dict(ENDPOINTS),

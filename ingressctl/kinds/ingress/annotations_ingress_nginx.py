@@ -230,10 +230,13 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          parse=v.redirect_url),
     _row("temporal-redirect-code", REDIRECTS, SERVED, "integer; 300-307, else 302",
          "the status of `temporal-redirect`", parse=v.redirect_code, default="`302`"),
-    _pending("from-to-www-redirect", REDIRECTS, TRANSLATED, BOOL,
-             "a server for `www.<host>` (or the host without `www.`) redirecting to the host",
-             "planned as a redirect server for the other name when no other resource owns "
-             "it", fail_closed=False),
+    _row("from-to-www-redirect", REDIRECTS, APPROXIMATED, BOOL,
+         "a server for `www.<host>` (or the host without `www.`) answering `<http-redirect-code>` (308) to "
+         "`$scheme://<host>:$server_port<URI>` with one trailing `/` dropped, as ingress-nginx",
+         parse=v.go_bool, sets="ingress_nginx_www_redirect", default="`false`",
+         reason="plain HTTP only: HTTPS requests to the other name are not redirected (ingress-nginx does it "
+                "when the host's certificate names it); no redirect when another resource serves that name "
+                "as a host (a Warning event says so)"),
     _ignored("preserve-trailing-slash", BOOL,
              "ingressctl's HTTPS redirects always keep the trailing slash (as `preserve-trailing-slash: "
              "true`)",

@@ -60,7 +60,6 @@ from ingressctl.configs.config import (
     REGEX,
     REGEX_CASE_INSENSITIVE,
     BasicAuth,
-    CanaryMap,
     CanarySplit,
     IngressMeta,
     IngressNginxConfig,
@@ -74,6 +73,7 @@ from ingressctl.configs.config import (
     Server,
     Upstream,
     UpstreamServer,
+    ValueMap,
     derive,
     error_server_address,
 )
@@ -86,6 +86,7 @@ from ingressctl.kinds.ingress.catch_all import catch_all_upstream as catch_all_u
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.ingress_nginx import limits, paths
 from ingressctl.kinds.ingress.ingress_nginx.canary_locations import CanaryLocations
+from ingressctl.kinds.ingress.ingress_nginx.www_redirect import add_redirects
 from ingressctl.kinds.ingress.locations import (
     ENDPOINT,
     HOST,
@@ -512,14 +513,17 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
     servers = [_server(parts, sp.host, [loc for loc, _ in sp.locations.values()], tls_hosts)
                for sp in parts.servers]
     upstreams = b.upstreams
-    canary_maps: tuple[CanaryMap, ...] = ()
+    value_maps: tuple[ValueMap, ...] = ()
+    if b.params.ingress_nginx_www_redirect:
+        servers, www_maps = add_redirects(servers, ing_ex.valid_hosts, b.params.http_redirect_code, warnings)
+        value_maps = tuple(www_maps)
     canary_splits: tuple[CanarySplit, ...] = ()
     if ing_ex.canaries:
         settings = ingress_settings(annotations, config_params, static)
         canaries = CanaryLocations(b, lambda cex: _Builder(cex, static, settings, [], replicas=replicas))
         servers = [canaries.apply(s) for s in servers]
         upstreams = {**b.upstreams, **canaries.upstreams}
-        canary_maps, canary_splits = tuple(canaries.maps), tuple(canaries.splits)
+        value_maps, canary_splits = value_maps + tuple(canaries.maps), tuple(canaries.splits)
     used = {loc.upstream for server in servers for loc in server.locations if not loc.catch_all}
     if parts.default_upstream:
         used.add(parts.default_upstream)
@@ -534,7 +538,7 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
         limit_req_zones=tuple(b.limit_req_zones[z] for z in sorted(b.limit_req_zones) if used),
         limit_conn_zones=() if not b.limit_conn_zones or not used else _sorted_values(b.limit_conn_zones),
         limit_key_maps=() if not b.limit_key_maps or not used else _sorted_values(b.limit_key_maps),
-        canary_maps=canary_maps, canary_splits=canary_splits,
+        value_maps=value_maps, canary_splits=canary_splits,
     )
     cfg, policy_warnings, _ = apply_ingress_policies(cfg, ing_ex, static)
     return cfg, warnings + policy_warnings

@@ -12,6 +12,8 @@ Guarantees:
   `NoIngressMasterFound` problem.
 - ingress-nginx's canaries (`--ingress-nginx-compat`, `canary: "true"`, not mergeable): a child of the regular
   Ingress owning its first host (`canaries`); without one, a `Rejected` problem naming the host.
+- ingress-nginx's from-to-www-redirect: the other name of each host is a weak claim (owned only when no
+  resource serves it as a host).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ingressctl.keys import INGRESS_KIND, ResourceKey
 from ingressctl.kinds.ingress.annotation_validation import mergeable_type
 from ingressctl.kinds.ingress.ingress_nginx.canary import is_canary
 from ingressctl.kinds.ingress.ingress_nginx.default_backend import service_of
+from ingressctl.kinds.ingress.ingress_nginx.www_redirect import www_redirect_names
 from ingressctl.kinds.ingress.refs import ingress_secrets, service_names
 from ingressctl.kinds.ingress.validation import path_conflict_key, validate_ingress
 from ingressctl.kinds.policy.refs import ingress_policy_claims
@@ -165,6 +168,7 @@ class IngressModel:
             secrets=tuple(sorted({(ns, s) for s in refs.names})),
             uses_default_tls_secret=refs.uses_default_tls,
             policies=ingress_policy_claims(obj),
+            weak_hosts=www_redirect_names(obj) if self.ingress_nginx_compat else (),
         )
 
     def build(self, entry: Entry, valid_hosts: dict[str, bool], warnings: list[str],

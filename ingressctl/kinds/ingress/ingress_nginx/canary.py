@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ingressctl.configs.config import CanaryMap, CanarySplit
+from ingressctl.configs.config import CanarySplit, ValueMap
 from ingressctl.kinds.ingress.annotations import annotation_error
 from ingressctl.kinds.ingress.ingress_nginx import values as v
 from ingressctl.validation import parse_go_bool
@@ -199,7 +199,7 @@ def _regex_literal(text: str) -> str:
 
 
 def choice(rules: Rules, namespace: str, name: str, host: str, location: str, primary: str,
-           canary: str) -> tuple[str, tuple[CanaryMap, ...], tuple[CanarySplit, ...]]:
+           canary: str) -> tuple[str, tuple[ValueMap, ...], tuple[CanarySplit, ...]]:
     """What a location proxies to (an upstream name, or the `$variable` of the first map), with the maps and
     the split that decide it (see the module docstring)."""
     digest = hashlib.sha1(f"{namespace}/{name}/{host}/{location}".encode()).hexdigest()[:16]
@@ -216,9 +216,9 @@ def choice(rules: Rules, namespace: str, name: str, host: str, location: str, pr
         else:
             chosen = var + "_weight"
             splits = (CanarySplit(variable=chosen, percent=percent, canary=canary, primary=primary),)
-    maps: list[CanaryMap] = []
+    maps: list[ValueMap] = []
     if rules.cookie:
-        maps.append(CanaryMap(source=f"$cookie_{rules.cookie}", variable=var + "_cookie",
+        maps.append(ValueMap(source=f"$cookie_{rules.cookie}", variable=var + "_cookie",
                               entries=(("^always$", canary), ("^never$", primary)), default=chosen))
         chosen = var + "_cookie"
     if rules.header:
@@ -229,6 +229,6 @@ def choice(rules: Rules, namespace: str, name: str, host: str, location: str, pr
             entries = (("^$", chosen), (rules.header_pattern, canary))
         else:
             entries = (("^always$", canary), ("^never$", primary))
-        maps.append(CanaryMap(source=source, variable=var + "_header", entries=entries, default=chosen))
+        maps.append(ValueMap(source=source, variable=var + "_header", entries=entries, default=chosen))
         chosen = var + "_header"
     return chosen, tuple(reversed(maps)), splits

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from ingressctl.configs.config import CanaryMap, CanarySplit, Server, Upstream, derive
+from ingressctl.configs.config import CanarySplit, Server, Upstream, ValueMap, derive
 from ingressctl.kinds.ingress.ingress_ex import IngressEx
 from ingressctl.kinds.ingress.ingress_nginx import canary
 from ingressctl.kinds.ingress.locations import (
@@ -45,7 +45,7 @@ class CanaryLocations:
     def __init__(self, b: PrimaryBuilder, canary_builder: Callable[[IngressEx], UpstreamBuilder]) -> None:
         self.b = b
         self.upstreams: dict[str, Upstream] = {}
-        self.maps: list[CanaryMap] = []
+        self.maps: list[ValueMap] = []
         self.splits: list[CanarySplit] = []
         self.used: set[str] = set()  # the canary upstreams a location chooses from
         self.by_location: dict[tuple[str, str, str], tuple[str, canary.Rules]] = {}
