@@ -211,3 +211,22 @@ def test_auth_snippet_with_snippets_enabled(env: Env, kubectl: Kubectl, tmp_path
                "snippet served")
     assert auth.requests[-1][2]["x-extra"] == "1"
     assert request(port, "snippet.example.com").status == 401
+
+
+def test_satisfy_combines_address_rules_with_auth(env: Env, kubectl: Kubectl, tmp_path: Path,
+                                                  auth: AuthService, echo: Echo) -> None:
+    echo_service(env, echo)
+    apply_auth_manifest(env, kubectl, tmp_path, auth)
+    c = compat_controller(env)
+    port = c.http_port
+    good, office, outside = {"X-Token": "good"}, "127.0.0.2", "127.0.0.1"
+    for host in ("office-any.example.com", "office-all.example.com"):
+        wait_until(lambda h=host: request(port, h, headers=good, source=office).status == 200,
+                   f"{host} served")
+    # any: the office's address is enough; elsewhere the auth service decides.
+    assert request(port, "office-any.example.com", source=office).status == 200
+    assert request(port, "office-any.example.com", source=outside, headers=good).status == 200
+    assert request(port, "office-any.example.com", source=outside).status == 401
+    # all: both are needed.
+    assert request(port, "office-all.example.com", source=office).status == 401
+    assert request(port, "office-all.example.com", source=outside, headers=good).status == 403

@@ -160,7 +160,7 @@ VALID: dict[str, list[str]] = {
                           "https://login.example.com/start"],
     INN + "auth-signin-redirect-param": ["return_to"], INN + "auth-response-headers": ["X-User, X-Email"],
     INN + "auth-method": ["POST"], INN + "auth-request-redirect": ["https://app.example.com/landing"],
-    INN + "auth-always-set-cookie": ["true"],
+    INN + "auth-always-set-cookie": ["true"], INN + "satisfy": ["any", "all"],
 }
 INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nreturn 200;", " ", ";", "\r",
               "} server { listen 1;", '" ; root /etc ; "', "\x00", "${x}",

@@ -249,8 +249,11 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _row("denylist-source-range", ACCESS, TRANSLATED, "comma-separated IP addresses and CIDRs",
          "`deny <cidr>;` in every location of the Ingress, before the allow list (403)", parse=v.cidrs,
          reason="an invalid entry refuses the Ingress"),
-    _pending("satisfy", ACCESS, TRANSLATED, "`all`, `any`", "`satisfy`",
-             "planned with the authentication annotations", fail_closed=True),
+    _row("satisfy", ACCESS, TRANSLATED, "`all`, `any`",
+         "`satisfy` in every location of the Ingress: `any` lets a request in that passes one of the "
+         "address rules (`whitelist-source-range`, ...), basic auth or `auth-url`", parse=v.text,
+         reason="an invalid value is ignored, as ingress-nginx; it applies to the `nginx.org/*` access "
+                "checks of the locations too"),
     _row("server-alias", ACCESS, REFUSED, "comma-separated host names", "nothing",
          reason="extra `server_name`s could capture hosts other resources own; list the hosts in the rules"),
     # ----------------------------------------------------------------------------------------- rate limiting

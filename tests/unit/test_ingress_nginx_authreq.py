@@ -240,3 +240,20 @@ def test_without_compat_the_annotations_render_nothing() -> None:
     off = dataclasses.replace(STATIC, ingress_nginx_compat=False)
     conf, _ = render({N + "auth-url": "http://10.0.0.9/"}, off)
     assert "auth_request" not in conf and "_external-auth-" not in conf
+
+
+# ------------------------------------------------------------------------------------------------ satisfy
+
+def test_satisfy_is_written_in_every_location() -> None:
+    conf, warnings = render({N + "whitelist-source-range": "10.0.0.0/8", N + "auth-url": "http://10.0.0.9/",
+                             N + "satisfy": " any "})
+    assert conf.count("satisfy any;") == 3 and warnings == []
+    conf, _ = render({N + "satisfy": "all"})
+    assert conf.count("satisfy all;") == 3
+
+
+@pytest.mark.parametrize("value", ["ANY", "some", "any all"])
+def test_an_invalid_satisfy_is_ignored_as_ingress_nginx_does(value: str) -> None:
+    conf, warnings = render({N + "auth-url": "http://10.0.0.9/", N + "satisfy": value})
+    assert "satisfy" not in conf.replace(N + "satisfy", "")
+    assert f"{N}satisfy ignored (invalid value (ingress-nginx ignores it too)" in warnings[0]
