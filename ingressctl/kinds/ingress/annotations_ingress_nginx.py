@@ -324,7 +324,9 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _ignored("enable-global-auth", BOOL, "ingressctl has no global auth URL", section=AUTH),
     _pending("auth-type", AUTH, TRANSLATED, "`basic`, `digest`",
              "`basic`: HTTP basic authentication (as `nginx.org/basic-auth-secret`); `digest`: refused",
-             "planned with `auth-secret`", fail_closed=True),
+             "planned with `auth-secret` (ingress-nginx's Opaque Secrets, key `auth` or a user map, are not "
+             "read yet); `digest` will stay refused: NGINX has no digest authentication (ingress-nginx loads "
+             "a third-party module)", fail_closed=True),
     _pending("auth-secret", AUTH, TRANSLATED, "Secret `name` or `namespace/name`, key `auth` (htpasswd)",
              "the htpasswd file of `auth-type: basic`", "planned with `auth-type`", fail_closed=True),
     _pending("auth-secret-type", AUTH, TRANSLATED, "`auth-file`, `auth-map`", "the Secret's layout",
