@@ -196,7 +196,7 @@ def test_server_level_basic_auth_guards_the_paths_no_rule_matches(env: Env) -> N
     def get(path: str, headers: dict[str, str]) -> Response:
         return http_get(c.http_port, "cafe.example.com", path, headers=headers)
 
-    wait_until(lambda: get("/tea", basic("alice", "wonderland")).backend == "tea", "the route with credentials")
+    wait_until(lambda: get("/tea", basic("alice", "wonderland")).backend == "tea", "the route, authenticated")
     assert get("/tea", {}).status == 401
     assert get("/coffee", {}).status == 401
     assert get("/coffee", basic("alice", "wonderland")).status == 404

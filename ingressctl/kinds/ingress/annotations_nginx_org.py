@@ -422,10 +422,12 @@ NGINX_ORG = AnnotationTable("nginx.org", __name__, (
     _plus("jwt-login-url", "redirect when the JWT is missing"),
     _plus("policies", "Policies on an Ingress that may include App Protect WAF (use `nginx.org/policies` "
           "otherwise)"),  # NIC 5.5: the Plus twin of nginx.org/policies (WAF Policies)
-    # ------------------------------------------------------- NGINX App Protect WAF and DoS (appprotect*.f5.com)
-    *(Annotation(f"appprotect.f5.com/{name}", PLUS, "", f"NGINX App Protect WAF: {feature}; ingressctl has no "
-                 "App Protect, so the Ingress is rejected (`annotation requires AppProtect`, as NIC without it)",
-                 (v.validate_app_protect_only, v.validate_plus_only), handling=Handling.NONE, needs_plus=True)
+    # -------------------------------------------------- NGINX App Protect WAF and DoS (appprotect*.f5.com)
+    *(Annotation(f"appprotect.f5.com/{name}", PLUS, "",
+                 f"NGINX App Protect WAF: {feature}; ingressctl has no App Protect, so the Ingress is "
+                 "rejected (`annotation requires AppProtect`, as NIC without it)",
+                 (v.validate_app_protect_only, v.validate_plus_only), handling=Handling.NONE,
+                 needs_plus=True)
       for name, feature in (("app-protect-enable", "turns WAF on"),
                             ("app-protect-policy", "the APPolicy"),
                             ("app-protect-security-log-enable", "turns security logging on"),
