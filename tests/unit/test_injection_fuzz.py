@@ -155,6 +155,12 @@ VALID: dict[str, list[str]] = {
     INN + "limit-whitelist": ["127.0.0.1,10.0.0.0/8"], INN + "limit-allowlist": ["192.168.0.0/24"],
     INN + "ssl-ciphers": ["HIGH:!aNULL"], INN + "ssl-prefer-server-ciphers": ["true"],
     INN + "configuration-snippet": ["add_header X 1;"], INN + "server-snippet": ["add_header X 1;"],
+    INN + "auth-url": ["https://10.0.0.8:8443/check?u=$request_uri", "http://10.0.0.9/a"],
+    INN + "auth-signin": ["https://login.example.com/start?rd=$scheme://$host$request_uri",
+                          "https://login.example.com/start"],
+    INN + "auth-signin-redirect-param": ["return_to"], INN + "auth-response-headers": ["X-User, X-Email"],
+    INN + "auth-method": ["POST"], INN + "auth-request-redirect": ["https://app.example.com/landing"],
+    INN + "auth-always-set-cookie": ["true"], INN + "satisfy": ["any", "all"],
 }
 INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nreturn 200;", " ", ";", "\r",
               "} server { listen 1;", '" ; root /etc ; "', "\x00", "${x}",
@@ -268,6 +274,10 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
             if case.name in (INN + "limit-whitelist", INN + "limit-allowlist",
             INN + "limit-burst-multiplier"):
                 annotations[INN + "limit-rps"] = "5"
+            if case.name.startswith(INN + "auth-") and case.name != INN + "auth-url":
+                annotations[INN + "auth-url"] = "http://10.0.0.9/check"
+                if case.name == INN + "auth-signin-redirect-param":
+                    annotations[INN + "auth-signin"] = "https://login.example.com/start"
     elif case.kind == "minion-annotation":
         minion_annotations[case.name] = case.value
     elif case.kind == "host":

@@ -29,6 +29,7 @@ from ingressctl.configs import directive_values
 from ingressctl.kinds.ingress import annotations_ingress_nginx as t
 from ingressctl.kinds.ingress.annotation_table import Annotation, Handling, Status
 from ingressctl.kinds.ingress.annotations import annotation_error
+from ingressctl.kinds.ingress.ingress_nginx import auth_request, satisfy
 
 INGRESS_NGINX_REDIRECT_CODE = 308
 UNKNOWN_REASON = "not an ingress-nginx annotation ingressctl knows"
@@ -68,6 +69,9 @@ class Translation:
     problems: tuple[Problem, ...] = ()
     warnings: tuple[str, ...] = ()
     report: tuple[Entry, ...] = ()
+    # What the rendering step reads: a concern's name -> its parsed settings, for what is not a ConfigParams
+    # field (`auth_request.EXTRA`: the external auth subrequest; `satisfy.EXTRA`), rendered by `render.py`.
+    extras: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -87,6 +91,7 @@ class _Out:
     backend_protocol: str = ""
     problems: list[Problem] = field(default_factory=list)
     status: dict[str, Entry] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
 
     def set(self, name: str, value: Any, origin: str) -> None:
         self.overrides[name] = value
@@ -152,7 +157,7 @@ def _translate(present: tuple[tuple[str, str], ...], snippets_enabled: bool,
     warnings = _warnings(report)
     return Translation(overrides=dict(out.overrides), origin=dict(out.origin),
                        backend_protocol=out.backend_protocol, problems=tuple(out.problems),
-                       warnings=warnings, report=report)
+                       warnings=warnings, report=report, extras=dict(out.extras))
 
 
 def _implemented(row: Annotation) -> bool:
@@ -302,4 +307,5 @@ def _value_dependent(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> 
 
 
 _COMBINERS: tuple[Combiner, ...] = (_backend_protocol, _ssl_redirects, _buffers, _proxy_redirect, _redirects,
-                                    _limits, _access, _value_dependent)
+                                    _limits, _access, _value_dependent, auth_request.combine,
+                                    satisfy.combine)
