@@ -5,8 +5,8 @@ Guarantees:
   `--enable-snippets` and `--allow-empty-ingress-host` are the controller's flags of the same names (the
   verdicts depend on them); `--output text|json`.
 - Usage errors exit 2 with argparse's message; unreadable input exits 2 with one line naming it on stderr;
-  otherwise the report goes to stdout and the exit status is 0. Nothing else is written to stdout (log lines,
-  warnings and above only, go to stderr).
+  otherwise the report goes to stdout and the exit status is 0. Nothing else is written to stdout, and the
+  client's own log lines (meant for the controller) are off: the one error line says what failed.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ingressctl.logging import configure_logging
     from ingressctl.settings import LogSettings
 
-    configure_logging(LogSettings(level="warning"))  # stderr: stdout is the report's alone
+    configure_logging(LogSettings(level="fatal"))  # the report says what failed; stdout is its alone
     try:
         inputs, where, source = _read(a)
     except SourceError as e:

@@ -92,3 +92,58 @@ def test_primary_class_missing_and_unreachable_cluster(env: Env) -> None:
     env.cluster.stop()
     gone = run("--kubeconfig", env.kubeconfig)
     assert gone.returncode == 2 and "cannot list" in gone.stderr and not gone.stdout
+
+
+NAMESPACED_READER = """
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: auditor, namespace: edge}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: ingress-reader, namespace: edge}
+rules:
+  - {apiGroups: [networking.k8s.io], resources: [ingresses], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: auditor-ingress-reader, namespace: edge}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: ingress-reader}
+subjects: [{kind: ServiceAccount, name: auditor, namespace: edge}]
+"""
+
+
+def test_a_user_who_may_read_one_namespace(tmp_path: Path) -> None:
+    """RBAC as a namespace's team has it: the Ingresses of its namespace, no IngressClasses (a note, the
+    report goes on), and a list of every namespace refused (exit 2, the API server's message)."""
+    from ingressctl.devcluster import DevCluster
+
+    def kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> str:
+        done = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, *args], input=stdin,
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    with DevCluster(authorization_mode="RBAC") as dc:
+        admin = dc.write_kubeconfig(str(tmp_path / "admin"))
+        kubectl(admin, "create", "namespace", "edge")
+        kubectl(admin, "apply", "-f", "-", stdin=NAMESPACED_READER)
+        kubectl(admin, "apply", "-f", "-", stdin=json.dumps(
+            ingress("web", "edge", annotations={N + "proxy-read-timeout": "30"})))
+        token = kubectl(admin, "create", "token", "auditor", "-n", "edge").strip()
+        auditor = dc.write_kubeconfig(str(tmp_path / "auditor"), token=token)
+
+        done = run("--kubeconfig", auditor, "--namespace", "edge", "-o", "json")
+        assert done.returncode == 0, done.stderr
+        doc = json.loads(done.stdout)
+        assert [(i["name"], i["verdict"]) for i in doc["ingresses"]] == [("web", "served")]
+        assert len(doc["notes"]) == 1 and doc["notes"][0].startswith(
+            "cannot list IngressClasses (403 Forbidden: ingressclasses.networking.k8s.io is forbidden: User "
+            '"system:serviceaccount:edge:auditor" cannot list resource "ingressclasses"')
+        everywhere = run("--kubeconfig", auditor)
+        assert everywhere.returncode == 2 and not everywhere.stdout
+        assert everywhere.stderr.count("\n") == 1  # one line: the client's log lines are for the controller
+        assert everywhere.stderr.startswith(
+            "ingressctl migrate-report: error: cannot list Ingresses in all namespaces: 403 Forbidden: "
+            'ingresses.networking.k8s.io is forbidden: User "system:serviceaccount:edge:auditor" cannot list '
+            'resource "ingresses" in API group "networking.k8s.io" at the cluster scope'), everywhere.stderr

@@ -50,7 +50,7 @@ def doc() -> dict[str, Any]:
 def test_verdicts_of_published_manifests(doc: dict[str, Any]) -> None:
     ings = by_name(doc)
     assert doc["kind"] == "IngressNginxMigrationReport" and doc["version"] == 1
-    assert doc["summary"]["ingresses"]["total"] == len(ings) == 13
+    assert doc["summary"]["ingresses"]["total"] == len(ings) == 14
     # A chart's rendered Ingress and kubectl's List output: served, with the IngressClass of ingress-nginx.
     assert ings["default/shop-web"]["verdict"] == "served"
     assert ings["default/shop-web"]["where"] == "chart-rendered.yaml, document 2"
@@ -58,6 +58,11 @@ def test_verdicts_of_published_manifests(doc: dict[str, Any]) -> None:
     assert ings["ops/admin"]["why"] == [
         "class internal: IngressClass internal has controller k8s.io/ingress-nginx"]
     assert ings["echo/production"]["verdict"] == "served"
+    # nginx.org's annotation wins, with the warning of the controller's event.
+    assert ings["web/both"]["verdict"] == "served-with-warnings"
+    assert ings["web/both"]["warnings"] == [
+        f"annotation nginx.org/client-max-body-size wins over {N}proxy-body-size (both set "
+        f"client_max_body_size); {N}proxy-body-size is ignored"]
     # No class: the default IngressClass of the files, as the API server sets it at creation.
     assert ings["default/no-redirect"]["classSource"] == "default IngressClass"
     assert ings["default/no-redirect"]["verdict"] == "served"
@@ -124,12 +129,12 @@ def test_summary_counts_every_annotation(doc: dict[str, Any]) -> None:
     summary = doc["summary"]["annotations"]
     assert {k: {s: n for s, n in v.items() if n} for k, v in summary.items()} == counted
     assert summary[N + "ssl-redirect"]["translated"] == 3
-    assert summary[N + "proxy-body-size"]["translated"] == 2
+    assert summary[N + "proxy-body-size"]["translated"] == 3
     assert summary[N + "limit-rps"]["invalid"] == 1
     assert set(summary[N + "ssl-redirect"]) == {"served", "translated", "approximated", "ignored", "refused",
                                                 "invalid"}
     verdicts = doc["summary"]["ingresses"]
-    assert sum(verdicts[v] for v in ("served", "served-with-warnings", "rejected", "not-served")) == 13
+    assert sum(verdicts[v] for v in ("served", "served-with-warnings", "rejected", "not-served")) == 14
     assert [(s["where"], s["kind"], s["name"]) for s in doc["skipped"]] == [
         ("chart-rendered.yaml, document 1", "Service", "shop-web"),
         ("elsewhere.yml, document 5", "Deployment", "web")]
@@ -150,7 +155,7 @@ def test_text_report(doc: dict[str, Any]) -> None:
     done = run("migrate-report", "--from-files", str(DATA))
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert out.startswith("ingress-nginx migration report: 13 Ingresses from ")
+    assert out.startswith("ingress-nginx migration report: 14 Ingresses from ")
     block = out.split("\nshop/waf  (refused.yaml, document 1)\n", 1)[1].split("\n\n", 1)[0]
     assert "  verdict: REJECTED" in block
     assert f"    - annotations.{N}enable-modsecurity: Forbidden: not supported by ingressctl: " in block
@@ -161,8 +166,8 @@ def test_text_report(doc: dict[str, Any]) -> None:
     assert f'    translated  {N}proxy-body-size="50m"\n                -> client_max_body_size\n' in shop
     v = doc["summary"]["ingresses"]
     assert (f"Summary: {v['served']} served, {v['served-with-warnings']} served with warnings, "
-            f"{v['rejected']} rejected, {v['not-served']} not served (13 Ingresses)") in out
-    assert re.search(rf"\n{re.escape(N)}proxy-body-size +\. +2 +\. +\. +\. +\.\n", out)
+            f"{v['rejected']} rejected, {v['not-served']} not served (14 Ingresses)") in out
+    assert re.search(rf"\n{re.escape(N)}proxy-body-size +\. +3 +\. +\. +\. +\.\n", out)
     assert re.search(rf"\n{re.escape(N)}limit-rps +\. +\. +\. +\. +\. +1\n", out)
     assert ("Skipped 2 other documents:\n"
             "  chart-rendered.yaml, document 1: Service shop-web: not an Ingress\n") in out
