@@ -448,7 +448,7 @@ def check_structure(text: str, schema: Schema, counts: dict[Context, Counter[str
                 assert n <= counts[ctx][name], f"{name} {n} times in {ctx}"
         for name in REQUIRED.get(ctx, ()):
             assert seen[name] >= 1, f"no {name} in a block of {ctx}"
-        returns = any(s.name in ("return", "stub_status") for s in stmts)
+        returns = any(s.name in ("return", "stub_status", "try_files") for s in stmts)
         if ctx and ctx[-1] == "location" and stmts and not returns:
             passes = [s.name for s in stmts if s.name in ("proxy_pass", "grpc_pass")]
             assert len(passes) == 1, f"a location with {passes}"
