@@ -20,6 +20,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -221,17 +222,27 @@ def _api_refusals(ing: Mapping[str, Any]) -> list[str]:
         out.append(f"the API server refuses it: apiVersion {api_version}: Kubernetes serves Ingresses as "
                    f"{INGRESS_API_VERSION} only (the beta versions were removed in 1.22): convert the "
                    "manifest")
+    refuses = "the API server refuses it: "
+    if not isinstance(ing.get("metadata"), dict):
+        out.append(refuses + "metadata: must be a map")
+    spec = ing.get("spec")
+    if spec is not None and not isinstance(spec, dict):
+        out.append(refuses + "spec: must be a map")
+    elif isinstance(spec, dict):
+        for name, kind in (("ingressClassName", str), ("rules", list), ("tls", list)):
+            if spec.get(name) is not None and not isinstance(spec[name], kind):
+                out.append(f"{refuses}spec.{name}: must be a {'string' if kind is str else 'list'}")
     meta = _meta(ing)
     if not meta.get("name"):
-        out.append("the API server refuses it: metadata.name: Required value")
+        out.append(refuses + "metadata.name: Required value")
     annotations = meta.get("annotations")
     if annotations is not None and not isinstance(annotations, dict):
         out.append("the API server refuses it: metadata.annotations: must be a map of strings")
     elif annotations:
         for k, v in sorted(annotations.items()):
             if not isinstance(v, str):
-                out.append(f"the API server refuses it: metadata.annotations.{k}: the value {_as_text(v)} "
-                           "is not a string: quote it in the manifest")
+                out.append(f"the API server refuses it: metadata.annotations.{k}: the value "
+                           f"{json.dumps(v, default=str)} is not a string: quote it in the manifest")
     return out
 
 

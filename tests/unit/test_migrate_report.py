@@ -224,3 +224,64 @@ def test_the_controller_command_line_is_unchanged() -> None:
     assert "--ingress-nginx-compat" in helped.stdout
     wrong = run("--kubeconfig", "/tmp/kc", "migrate-report")  # the subcommand only leads
     assert wrong.returncode == 2 and "unrecognized arguments: migrate-report" in wrong.stderr
+
+
+ODD = """
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: []
+spec: "x"
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: a
+  annotations: {nginx.ingress.kubernetes.io/limit-rps: null, kubernetes.io/ingress.class: 5, x/y: 2024-01-01}
+spec: {rules: {a: b}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: b, namespace: x, annotations: "str"}
+spec: {ingressClassName: nginx, rules: [1, {host: 2}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: c, namespace: x}
+spec: {ingressClassName: [nginx], rules: [{host: c.example.com, http: {paths: "no"}}]}
+---
+- not an object
+---
+kind: List
+apiVersion: v1
+items: [null, 3]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: d, namespace: x}
+spec: {ingressClassName: nginx, rules: [{host: d.example.com, http: {paths: [{path: /, pathType: Prefix}]}}]}
+"""
+
+
+def test_malformed_documents_get_a_reason_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "odd.yaml").write_text(ODD)
+    done = run("migrate-report", "--from-files", str(tmp_path), "-o", "json")
+    assert done.returncode == 0, done.stderr
+    ings = by_name(json.loads(done.stdout))
+    refuses = "the API server refuses it: "
+    assert ings["default/"]["why"][:3] == [
+        refuses + "metadata: must be a map", refuses + "spec: must be a map",
+        refuses + "metadata.name: Required value"]
+    assert ings["default/a"]["why"][:4] == [
+        refuses + "spec.rules: must be a list",
+        refuses + "metadata.annotations.kubernetes.io/ingress.class: the value 5 is not a string: quote it "
+                  "in the manifest",
+        refuses + f"metadata.annotations.{N}limit-rps: the value null is not a string: quote it in the "
+                  "manifest",
+        refuses + 'metadata.annotations.x/y: the value "2024-01-01" is not a string: quote it in the '
+                  "manifest"]
+    assert ings["x/b"]["why"][0] == refuses + "metadata.annotations: must be a map of strings"
+    assert ings["x/c"]["why"][0] == refuses + "spec.ingressClassName: must be a string"
+    assert ings["x/d"]["verdict"] == "rejected"  # a path without a backend: the controller's validation
+    assert all(i["verdict"] == "not-served" for k, i in ings.items() if k != "x/d")
+    text = run("migrate-report", "--from-files", str(tmp_path))
+    assert text.returncode == 0 and "Traceback" not in text.stderr
