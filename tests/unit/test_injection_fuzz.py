@@ -143,6 +143,7 @@ VALID: dict[str, list[str]] = {
     INN + "proxy-next-upstream-tries": ["3"], INN + "proxy-redirect-from": ["http://a/", "off"],
     INN + "proxy-redirect-to": ["https://$host/"], INN + "proxy-http-version": ["1.1"],
     INN + "upstream-vhost": ["backend.internal", "$host:8080"], INN + "upstream-hash-by": ["$request_uri"],
+    INN + "upstream-hash-by-subset": ["true", "false"], INN + "upstream-hash-by-subset-size": ["3", "0"],
     INN + "load-balance": ["ewma", "round_robin"], INN + "service-upstream": ["true"],
     INN + "custom-http-errors": ["404,503"], INN + "ssl-redirect": ["false", "true"],
     INN + "force-ssl-redirect": ["true"], INN + "app-root": ["/app"],

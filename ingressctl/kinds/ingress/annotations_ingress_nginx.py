@@ -102,6 +102,9 @@ SERVICE_UPSTREAM: Final = key("service-upstream")
 ENABLE_MODSECURITY: Final = key("enable-modsecurity")
 ENABLE_OWASP_CORE_RULES: Final = key("enable-owasp-core-rules")
 PROXY_HTTP_VERSION: Final = key("proxy-http-version")
+UPSTREAM_HASH_BY: Final = key("upstream-hash-by")
+UPSTREAM_HASH_BY_SUBSET: Final = key("upstream-hash-by-subset")
+UPSTREAM_HASH_BY_SUBSET_SIZE: Final = key("upstream-hash-by-subset-size")
 
 _REDIRECT_NOTE = ("the status is ingress-nginx's `http-redirect-code` default, 308, for an Ingress with "
                   "ingress-nginx annotations (unless the ConfigMap's `http-redirect-code` or "
@@ -419,10 +422,16 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _pending("session-cookie-change-on-failure", ROUTING, APPROXIMATED, BOOL,
              "nothing (NGINX keeps the cookie)",
              "planned with `affinity`", fail_closed=False),
-    _pending("upstream-hash-by-subset", ROUTING, APPROXIMATED, BOOL, "plain consistent hashing",
-             "planned with `upstream-hash-by`", fail_closed=False),
-    _pending("upstream-hash-by-subset-size", ROUTING, APPROXIMATED, "integer", "plain consistent hashing",
-             "planned with `upstream-hash-by`", fail_closed=False),
+    _row("upstream-hash-by-subset", ROUTING, APPROXIMATED, BOOL,
+         "plain consistent hashing: `upstream-hash-by`'s `hash <key> consistent`, one endpoint per key",
+         parse=v.go_bool, default="`false`",
+         reason="ingress-nginx hashed a key to a subset of `upstream-hash-by-subset-size` endpoints and "
+                "picked one of them at random per request; here a key always reaches the same endpoint. "
+                "`false` is served; ignored without `upstream-hash-by`"),
+    _row("upstream-hash-by-subset-size", ROUTING, APPROXIMATED, "integer",
+         "nothing: see `upstream-hash-by-subset`", parse=_int(0, 1 << 20), default="`3`, also for `0`",
+         reason="no subsets (see `upstream-hash-by-subset`); ignored unless `upstream-hash-by-subset` is "
+                "true"),
     _pending("enable-cors", ROUTING, SERVED, BOOL, "CORS headers and preflight answers (204)",
              "planned with ingress-nginx's CORS headers", fail_closed=False),
     _pending("cors-allow-origin", ROUTING, SERVED, "`*` or comma-separated origins", "the allowed origins",

@@ -29,7 +29,7 @@ from ingressctl.configs import directive_values
 from ingressctl.kinds.ingress import annotations_ingress_nginx as t
 from ingressctl.kinds.ingress.annotation_table import Annotation, Handling, Status
 from ingressctl.kinds.ingress.annotations import annotation_error
-from ingressctl.kinds.ingress.ingress_nginx import auth_request, satisfy
+from ingressctl.kinds.ingress.ingress_nginx import auth_request, hashing, satisfy
 
 INGRESS_NGINX_REDIRECT_CODE = 308
 UNKNOWN_REASON = "not an ingress-nginx annotation ingressctl knows"
@@ -306,6 +306,11 @@ def _value_dependent(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> 
         out.mark(t.PROXY_HTTP_VERSION, Status.SERVED, "ingressctl proxies with HTTP/1.1")
 
 
+def _hash_subsets(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
+    for name, (status, reason) in hashing.subset_statuses(parsed).items():
+        out.mark(name, status, reason)
+
+
 _COMBINERS: tuple[Combiner, ...] = (_backend_protocol, _ssl_redirects, _buffers, _proxy_redirect, _redirects,
                                     _limits, _access, _value_dependent, auth_request.combine,
-                                    satisfy.combine)
+                                    satisfy.combine, _hash_subsets)
