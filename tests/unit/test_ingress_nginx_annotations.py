@@ -63,7 +63,7 @@ PENDING = {"rewrite-target", "use-regex", "canary", "canary-weight", "canary-wei
 "canary-by-header",
            "canary-by-header-value", "canary-by-header-pattern", "canary-by-cookie", "affinity",
            "affinity-mode",
-           "affinity-canary-behavior", "enable-cors", "auth-url", "auth-signin", "auth-response-headers",
+           "affinity-canary-behavior", "auth-url", "auth-signin", "auth-response-headers",
            "auth-method", "auth-type", "auth-secret", "auth-tls-secret", "ssl-passthrough"}
 
 
@@ -116,7 +116,7 @@ def test_rows_not_implemented_yet_say_what_they_will_be_and_fail_closed_where_it
     for name in ("auth-url", "auth-type", "auth-tls-secret", "canary", "rewrite-target", "ssl-passthrough",
                  "proxy-ssl-verify"):
         assert pending[name].fail_closed and effective_status(pending[name]) is Status.REFUSED, name
-    for name in ("enable-cors", "affinity", "session-cookie-name"):
+    for name in ("affinity", "session-cookie-name"):
         assert not pending[name].fail_closed and effective_status(pending[name]) is Status.IGNORED, name
     assert all(r.reason.startswith("Not yet implemented") for r in pending.values())
 

@@ -154,6 +154,11 @@ VALID: dict[str, list[str]] = {
     INN + "limit-connections": ["3"], INN + "limit-burst-multiplier": ["2"],
     INN + "limit-whitelist": ["127.0.0.1,10.0.0.0/8"], INN + "limit-allowlist": ["192.168.0.0/24"],
     INN + "ssl-ciphers": ["HIGH:!aNULL"], INN + "ssl-prefer-server-ciphers": ["true"],
+    INN + "enable-cors": ["true"],
+    INN + "cors-allow-origin": ["https://a.example.com, https://*.b.example.com:8443", "*"],
+    INN + "cors-allow-methods": ["GET, POST"], INN + "cors-allow-headers": ["X-A, Content-Type"],
+    INN + "cors-allow-credentials": ["false"], INN + "cors-expose-headers": ["X-B, *"],
+    INN + "cors-max-age": ["600"],
     INN + "configuration-snippet": ["add_header X 1;"], INN + "server-snippet": ["add_header X 1;"],
 }
 INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nreturn 200;", " ", ";", "\r",
@@ -265,6 +270,8 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
             static = dataclasses.replace(static, ingress_nginx_compat=True)
             if case.name == INN + "proxy-redirect-to":
                 annotations[INN + "proxy-redirect-from"] = "http://a/"
+            if case.name.startswith(INN + "cors-"):
+                annotations[INN + "enable-cors"] = "true"
             if case.name in (INN + "limit-whitelist", INN + "limit-allowlist",
             INN + "limit-burst-multiplier"):
                 annotations[INN + "limit-rps"] = "5"
@@ -476,6 +483,8 @@ def _reference_texts() -> tuple[list[str], list[str]]:
     inn = {n: VALID[n][0] for n in INGRESS_NGINX_RENDERED if n in VALID}
     inn_variants = [inn, {**inn, INN + "temporal-redirect": "", INN + "limit-whitelist": "",
                           INN + "limit-allowlist": "", INN + "backend-protocol": "HTTP"},
+                    {INN + "enable-cors": "true"},  # ingress-nginx's CORS defaults (origin *)
+                    {INN + "enable-cors": "true", INN + "cors-expose-headers": "X-B"},
                     {INN + "proxy-redirect-from": "off", INN + "limit-rps": "5",
                     INN + "whitelist-source-range": "",
                      INN + "denylist-source-range": "10.0.0.1"}]

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from ingressctl.configs import directive_values, parsing
 from ingressctl.kinds.ingress.annotation_table import Annotation, AnnotationTable, Handling, Section, Status
+from ingressctl.kinds.ingress.ingress_nginx import cors_values as cv
 from ingressctl.kinds.ingress.ingress_nginx import values as v
 
 PREFIX: Final = "nginx.ingress.kubernetes.io/"
@@ -407,21 +408,26 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
              "planned with `upstream-hash-by`", fail_closed=False),
     _pending("upstream-hash-by-subset-size", ROUTING, APPROXIMATED, "integer", "plain consistent hashing",
              "planned with `upstream-hash-by`", fail_closed=False),
-    _pending("enable-cors", ROUTING, SERVED, BOOL, "CORS headers and preflight answers (204)",
-             "planned with ingress-nginx's CORS headers", fail_closed=False),
-    _pending("cors-allow-origin", ROUTING, SERVED, "`*` or comma-separated origins", "the allowed origins",
-             "planned with `enable-cors`", fail_closed=False),
-    _pending("cors-allow-methods", ROUTING, SERVED, "methods", "`Access-Control-Allow-Methods`",
-             "planned with `enable-cors`", fail_closed=False),
-    _pending("cors-allow-headers", ROUTING, SERVED, "header names", "`Access-Control-Allow-Headers`",
-             "planned with `enable-cors`", fail_closed=False),
-    _pending("cors-allow-credentials", ROUTING, SERVED, BOOL, "`Access-Control-Allow-Credentials`",
-             "planned with `enable-cors`", fail_closed=False),
-    _pending("cors-expose-headers", ROUTING, SERVED, "header names", "`Access-Control-Expose-Headers`",
-             "planned with `enable-cors`", fail_closed=False),
-    _pending("cors-max-age", ROUTING, SERVED, SECONDS, "`Access-Control-Max-Age`",
-             "planned with `enable-cors`",
-             fail_closed=False),
+    _row("enable-cors", ROUTING, SERVED, BOOL,
+         "CORS headers on every response of the Ingress and `OPTIONS` preflights answered 204 by NGINX",
+         parse=v.go_bool, default="`false`",
+         reason="`add_header ... always` instead of `more_set_headers`; a list of origins also sends "
+                "`Vary: Origin`; a CORS Policy of `nginx.org/policies` wins"),
+    _row("cors-allow-origin", ROUTING, SERVED,
+         "`*`, or comma-separated `<scheme>://host[:port]`, `<scheme>://*.domain[:port]`, `null`",
+         "`*`: `Access-Control-Allow-Origin: *`; a list: a matching `Origin` is echoed, any other gets no "
+         "CORS header (and its preflight goes to the backend)", parse=cv.origins, default="`*`",
+         reason="an origin ingress-nginx's parser skips is skipped with a warning; the match is anchored"),
+    _row("cors-allow-methods", ROUTING, SERVED, "comma-separated methods (letters)",
+         "`Access-Control-Allow-Methods`", parse=cv.methods, default=f"`{cv.DEFAULT_METHODS}`"),
+    _row("cors-allow-headers", ROUTING, SERVED, "comma-separated header names (letters, digits, `-`, `_`)",
+         "`Access-Control-Allow-Headers`", parse=cv.headers, default=f"`{cv.DEFAULT_HEADERS}`"),
+    _row("cors-allow-credentials", ROUTING, SERVED, BOOL, "`Access-Control-Allow-Credentials: true`",
+         parse=v.go_bool, default="`true` (also with the origin `*`, as ingress-nginx)"),
+    _row("cors-expose-headers", ROUTING, SERVED, "comma-separated header names or `*`",
+         "`Access-Control-Expose-Headers`", parse=cv.expose_headers, default="none"),
+    _row("cors-max-age", ROUTING, SERVED, SECONDS, "`Access-Control-Max-Age`", parse=cv.max_age,
+         default=f"`{cv.DEFAULT_MAX_AGE}`"),
     # ---------------------------------------------------------------------------------------------- snippets
     _row("configuration-snippet", SNIPPETS, SERVED, "NGINX configuration",
          "lines in every location of the Ingress (as "

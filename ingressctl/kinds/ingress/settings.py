@@ -126,6 +126,7 @@ class IngressSettings:
         self.static = static
         self.warnings: list[str] = list(ann_warnings)
         self.ssl_all = self.grpc_all = False  # ingress-nginx's backend-protocol: every Service of the Ingress
+        self.cors = compat.translation.cors if compat is not None else None  # ingress-nginx's enable-cors
         if compat is not None:
             self.warnings += compat.warnings
             if compat.errors:

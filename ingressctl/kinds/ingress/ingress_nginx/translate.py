@@ -29,6 +29,8 @@ from ingressctl.configs import directive_values
 from ingressctl.kinds.ingress import annotations_ingress_nginx as t
 from ingressctl.kinds.ingress.annotation_table import Annotation, Handling, Status
 from ingressctl.kinds.ingress.annotations import annotation_error
+from ingressctl.kinds.ingress.ingress_nginx.cors import CorsConfig
+from ingressctl.kinds.ingress.ingress_nginx.cors import combine as combine_cors
 
 INGRESS_NGINX_REDIRECT_CODE = 308
 UNKNOWN_REASON = "not an ingress-nginx annotation ingressctl knows"
@@ -68,6 +70,7 @@ class Translation:
     problems: tuple[Problem, ...] = ()
     warnings: tuple[str, ...] = ()
     report: tuple[Entry, ...] = ()
+    cors: CorsConfig | None = None  # enable-cors
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -87,6 +90,7 @@ class _Out:
     backend_protocol: str = ""
     problems: list[Problem] = field(default_factory=list)
     status: dict[str, Entry] = field(default_factory=dict)
+    cors: CorsConfig | None = None
 
     def set(self, name: str, value: Any, origin: str) -> None:
         self.overrides[name] = value
@@ -152,7 +156,7 @@ def _translate(present: tuple[tuple[str, str], ...], snippets_enabled: bool,
     warnings = _warnings(report)
     return Translation(overrides=dict(out.overrides), origin=dict(out.origin),
                        backend_protocol=out.backend_protocol, problems=tuple(out.problems),
-                       warnings=warnings, report=report)
+                       warnings=warnings, report=report, cors=out.cors)
 
 
 def _implemented(row: Annotation) -> bool:
@@ -301,5 +305,9 @@ def _value_dependent(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> 
         out.mark(t.PROXY_HTTP_VERSION, Status.SERVED, "ingressctl proxies with HTTP/1.1")
 
 
+def _cors(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
+    out.cors = combine_cors(parsed, out.mark)
+
+
 _COMBINERS: tuple[Combiner, ...] = (_backend_protocol, _ssl_redirects, _buffers, _proxy_redirect, _redirects,
-                                    _limits, _access, _value_dependent)
+                                    _limits, _access, _value_dependent, _cors)
