@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from ingressctl.configs import directive_values, parsing
 from ingressctl.kinds.ingress.annotation_table import Annotation, AnnotationTable, Handling, Section, Status
+from ingressctl.kinds.ingress.ingress_nginx import authtls_values as atv
 from ingressctl.kinds.ingress.ingress_nginx import cors_values as cv
 from ingressctl.kinds.ingress.ingress_nginx import values as v
 
@@ -319,19 +320,26 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _pending("auth-realm", AUTH, TRANSLATED, "text", "the realm of basic authentication",
              "planned with `auth-type`", fail_closed=True),
     # --------------------------------------------------------------------------------------------------- TLS
-    _pending("auth-tls-secret", TLS, TRANSLATED, "`namespace/name` of a Secret with `ca.crt`",
-             "client certificates verified against the CA (`ssl_verify_client`)", "planned as ingressMTLS",
-             fail_closed=True),
-    _pending("auth-tls-verify-client", TLS, TRANSLATED, "`on`, `off`, `optional`, `optional_no_ca`",
-             "`ssl_verify_client`", "planned with `auth-tls-secret`", fail_closed=True),
-    _pending("auth-tls-verify-depth", TLS, TRANSLATED, "integer", "`ssl_verify_depth`",
-             "planned with `auth-tls-secret`", fail_closed=True),
-    _pending("auth-tls-pass-certificate-to-upstream", TLS, TRANSLATED, BOOL, "header `ssl-client-cert`",
-             "planned with `auth-tls-secret`", fail_closed=True),
-    _pending("auth-tls-error-page", TLS, TRANSLATED, "URL", "where a failed client certificate goes",
-             "planned with `auth-tls-secret`", fail_closed=True),
-    _pending("auth-tls-match-cn", TLS, REFUSED, "`CN=<regex>`", "nothing",
-             "planned: refused (a CN check ingressctl would not enforce)", fail_closed=True),
+    _row("auth-tls-secret", TLS, TRANSLATED, "`<namespace>/<name>` (or `/<name>`) of a Secret with `ca.crt`",
+         "client certificates verified against the CA (`ssl_client_certificate`, `ssl_crl` from `ca.crl`) on "
+         "the Ingress's TLS servers, as an ingressMTLS Policy", parse=atv.secret,
+         reason="the Secret must be of the type `nginx.org/ca` (ingressctl keeps no data of Opaque Secrets) "
+                "in the Ingress's namespace; otherwise, or on a host without TLS or a minion, the server "
+                "answers 500 with a warning; with `on`, plain HTTP requests of the server answer 400; an "
+                "ingressMTLS Policy of `nginx.org/policies` wins"),
+    _row("auth-tls-verify-client", TLS, TRANSLATED, "`on`, `off`, `optional`, `optional_no_ca`",
+         "`ssl_verify_client`", parse=atv.verify_client, default="`on`"),
+    _row("auth-tls-verify-depth", TLS, TRANSLATED, "integer", "`ssl_verify_depth`", parse=atv.verify_depth,
+         default="`1` (also for `0`)"),
+    _row("auth-tls-pass-certificate-to-upstream", TLS, TRANSLATED, BOOL,
+         "header `ssl-client-cert` (the URL-escaped PEM) to the backend; `ssl-client-verify`, "
+         "`ssl-client-subject-dn`, `ssl-client-issuer-dn` are always sent", parse=v.go_bool,
+         default="`false`"),
+    _row("auth-tls-error-page", TLS, TRANSLATED, "URL, path or `@name`",
+         "`error_page 495 496 = <page>` (a failed client certificate goes there)", parse=atv.error_page),
+    _row("auth-tls-match-cn", TLS, TRANSLATED, "`CN=<regex>`",
+         "`if ($ssl_client_s_dn !~ \"CN=<regex>\") { return 403; }` (ingress-nginx's own check)",
+         parse=atv.match_cn, reason="the regex must compile in PCRE-like syntax without control characters"),
     _pending("ssl-passthrough", TLS, TRANSLATED, BOOL,
              "a TLS passthrough route to the `/` backend (with `--enable-tls-passthrough`)",
              "planned as a passthrough route", fail_closed=True),

@@ -81,6 +81,7 @@ from ingressctl.kinds.ingress.catch_all import catch_all_locations, catch_all_tl
 from ingressctl.kinds.ingress.catch_all import catch_all_upstream as catch_all_upstream
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.ingress_nginx import limits
+from ingressctl.kinds.ingress.ingress_nginx.authtls import apply_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.cors import apply_cors
 from ingressctl.kinds.ingress.locations import (
     ENDPOINT,
@@ -150,7 +151,7 @@ class _Builder:
         self.limit_req_zones: dict[str, LimitReqZone] = {}
         self.grpc_services = settings.grpc_services
         self.ssl_all, self.grpc_all = settings.ssl_all, settings.grpc_all
-        self.cors = settings.cors
+        self.cors, self.auth_tls = settings.cors, settings.auth_tls
         self.limit_conn_zones: dict[str, LimitConnZone] = _NONE  # replaced by a dict of its own when set
         self.limit_key_maps: dict[str, LimitKeyMap] = _NONE
         self._buffers_ok = settings.buffers_ok
@@ -492,6 +493,7 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
     )
     cfg, policy_warnings, _ = apply_ingress_policies(cfg, ing_ex, static)
     cfg, cors_warnings, _ = apply_cors(cfg, b.cors, ing_ex.policies)
+    cfg = apply_auth_tls(cfg, b.auth_tls)
     return cfg, warnings + policy_warnings + cors_warnings
 
 
@@ -585,6 +587,7 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
     )
     cfg, policy_warnings, by_minion = apply_ingress_policies(cfg, master, static, mergeable.minions)
     cfg, cors_warnings, cors_by_minion = apply_cors(cfg, b.cors, master.policies, minion_cors)
+    cfg = apply_auth_tls(cfg, b.auth_tls)
     warnings += policy_warnings + cors_warnings
     for key, ws in [*by_minion.items(), *cors_by_minion.items()]:
         minion_warnings.setdefault(key, []).extend(ws)

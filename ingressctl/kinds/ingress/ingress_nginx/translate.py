@@ -29,6 +29,8 @@ from ingressctl.configs import directive_values
 from ingressctl.kinds.ingress import annotations_ingress_nginx as t
 from ingressctl.kinds.ingress.annotation_table import Annotation, Handling, Status
 from ingressctl.kinds.ingress.annotations import annotation_error
+from ingressctl.kinds.ingress.ingress_nginx.authtls import AuthTLSConfig
+from ingressctl.kinds.ingress.ingress_nginx.authtls import combine as combine_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.cors import CorsConfig
 from ingressctl.kinds.ingress.ingress_nginx.cors import combine as combine_cors
 
@@ -71,6 +73,7 @@ class Translation:
     warnings: tuple[str, ...] = ()
     report: tuple[Entry, ...] = ()
     cors: CorsConfig | None = None  # enable-cors
+    auth_tls: AuthTLSConfig | None = None  # auth-tls-secret
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -91,6 +94,7 @@ class _Out:
     problems: list[Problem] = field(default_factory=list)
     status: dict[str, Entry] = field(default_factory=dict)
     cors: CorsConfig | None = None
+    auth_tls: AuthTLSConfig | None = None
 
     def set(self, name: str, value: Any, origin: str) -> None:
         self.overrides[name] = value
@@ -156,7 +160,8 @@ def _translate(present: tuple[tuple[str, str], ...], snippets_enabled: bool,
     warnings = _warnings(report)
     return Translation(overrides=dict(out.overrides), origin=dict(out.origin),
                        backend_protocol=out.backend_protocol, problems=tuple(out.problems),
-                       warnings=warnings, report=report, cors=out.cors)
+                       warnings=warnings, report=report, cors=out.cors,
+                       auth_tls=out.auth_tls)
 
 
 def _implemented(row: Annotation) -> bool:
@@ -307,6 +312,7 @@ def _value_dependent(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> 
 
 def _cors(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
     out.cors = combine_cors(parsed, out.mark)
+    out.auth_tls = combine_auth_tls(parsed, out.mark)
 
 
 _COMBINERS: tuple[Combiner, ...] = (_backend_protocol, _ssl_redirects, _buffers, _proxy_redirect, _redirects,
