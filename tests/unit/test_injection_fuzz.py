@@ -166,6 +166,12 @@ VALID: dict[str, list[str]] = {
     INN + "auth-tls-error-page": ["https://errors.example.com/cert", "@errors"],
     INN + "auth-tls-match-cn": ["CN=(client|admin)$"],
     INN + "configuration-snippet": ["add_header X 1;"], INN + "server-snippet": ["add_header X 1;"],
+    INN + "auth-url": ["https://10.0.0.8:8443/check?u=$request_uri", "http://10.0.0.9/a"],
+    INN + "auth-signin": ["https://login.example.com/start?rd=$scheme://$host$request_uri",
+                          "https://login.example.com/start"],
+    INN + "auth-signin-redirect-param": ["return_to"], INN + "auth-response-headers": ["X-User, X-Email"],
+    INN + "auth-method": ["POST"], INN + "auth-request-redirect": ["https://app.example.com/landing"],
+    INN + "auth-always-set-cookie": ["true"], INN + "satisfy": ["any", "all"],
 }
 INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nreturn 200;", " ", ";", "\r",
               "} server { listen 1;", '" ; root /etc ; "', "\x00", "${x}",
@@ -291,6 +297,10 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
             if case.name in (INN + "limit-whitelist", INN + "limit-allowlist",
             INN + "limit-burst-multiplier"):
                 annotations[INN + "limit-rps"] = "5"
+            if case.name.startswith(INN + "auth-") and case.name != INN + "auth-url":
+                annotations[INN + "auth-url"] = "http://10.0.0.9/check"
+                if case.name == INN + "auth-signin-redirect-param":
+                    annotations[INN + "auth-signin"] = "https://login.example.com/start"
     elif case.kind == "minion-annotation":
         minion_annotations[case.name] = case.value
     elif case.kind == "host":
@@ -470,7 +480,7 @@ def check_structure(text: str, schema: Schema, counts: dict[Context, Counter[str
                 assert n <= counts[ctx][name], f"{name} {n} times in {ctx}"
         for name in REQUIRED.get(ctx, ()):
             assert seen[name] >= 1, f"no {name} in a block of {ctx}"
-        returns = any(s.name in ("return", "stub_status") for s in stmts)
+        returns = any(s.name in ("return", "stub_status", "try_files") for s in stmts)
         if ctx and ctx[-1] == "location" and stmts and not returns:
             passes = [s.name for s in stmts if s.name in ("proxy_pass", "grpc_pass")]
             assert len(passes) == 1, f"a location with {passes}"

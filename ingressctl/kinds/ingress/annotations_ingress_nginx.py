@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from ingressctl.configs import directive_values, parsing
 from ingressctl.kinds.ingress.annotation_table import Annotation, AnnotationTable, Handling, Section, Status
+from ingressctl.kinds.ingress.ingress_nginx import auth_request as authreq
 from ingressctl.kinds.ingress.ingress_nginx import authtls_values as atv
 from ingressctl.kinds.ingress.ingress_nginx import cors_values as cv
 from ingressctl.kinds.ingress.ingress_nginx import values as v
@@ -250,8 +251,11 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _row("denylist-source-range", ACCESS, TRANSLATED, "comma-separated IP addresses and CIDRs",
          "`deny <cidr>;` in every location of the Ingress, before the allow list (403)", parse=v.cidrs,
          reason="an invalid entry refuses the Ingress"),
-    _pending("satisfy", ACCESS, TRANSLATED, "`all`, `any`", "`satisfy`",
-             "planned with the authentication annotations", fail_closed=True),
+    _row("satisfy", ACCESS, TRANSLATED, "`all`, `any`",
+         "`satisfy` in every location of the Ingress: `any` lets a request in that passes one of the "
+         "address rules (`whitelist-source-range`, ...), basic auth or `auth-url`", parse=v.text,
+         reason="an invalid value is ignored, as ingress-nginx; it applies to the `nginx.org/*` access "
+                "checks of the locations too"),
     _row("server-alias", ACCESS, REFUSED, "comma-separated host names", "nothing",
          reason="extra `server_name`s could capture hosts other resources own; list the hosts in the rules"),
     # ----------------------------------------------------------------------------------------- rate limiting
@@ -278,29 +282,39 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _ignored("global-rate-limit-ignored-cidrs", "CIDRs", "as `global-rate-limit`", v.text,
     section=RATE_LIMITING),
     # -------------------------------------------------------------------------------------------------- auth
-    _pending("auth-url", AUTH, TRANSLATED, "URL, NGINX variables allowed",
-             "`auth_request` to the URL (subrequest), headers X-Original-URL, X-Original-Method, ...",
-             "planned as an external auth subrequest", fail_closed=True),
-    _pending("auth-signin", AUTH, TRANSLATED, "URL, NGINX variables allowed",
-             "a 401 of `auth-url` redirects here with `rd=<original URL>`", "planned with `auth-url`",
-             fail_closed=True),
-    _pending("auth-signin-redirect-param", AUTH, TRANSLATED, "query parameter name",
-             "the `rd` of `auth-signin`",
-             "planned with `auth-signin`", fail_closed=True),
-    _pending("auth-response-headers", AUTH, TRANSLATED, "comma-separated header names",
-             "headers of the auth response copied onto the upstream request", "planned with `auth-url`",
-             fail_closed=True),
-    _pending("auth-method", AUTH, TRANSLATED, "HTTP method", "the method of the auth subrequest",
-             "planned with `auth-url`", fail_closed=True),
-    _pending("auth-snippet", AUTH, REFUSED, "NGINX configuration", "nothing",
-             "planned: refused unless snippets are enabled, then in the auth location", fail_closed=True),
+    _row("auth-url", AUTH, TRANSLATED, "http(s) URL; NGINX variables in its path and query",
+         "`auth_request` in every location of the Ingress to an internal location proxying a body-less copy "
+         "of the request to the URL (Host, X-Original-URL, X-Original-Method, X-Auth-Request-Redirect, "
+         "X-Sent-From, X-Real-IP, X-Forwarded-For); 2xx lets the request through, 401/403 answer so, any "
+         "other answer 500; `Set-Cookie` of the auth answer on 2xx/3xx answers", parse=authreq.auth_url,
+         reason="variables in the URL's host are refused (no resolver); keepalive and caching are not "
+                "implemented (`auth-keepalive*`, `auth-cache-*` are ignored)"),
+    _row("auth-signin", AUTH, APPROXIMATED, "URL, NGINX variables allowed",
+         "a 401 of `auth-url` answers 302 to this URL with `rd=<original URL>` appended (unless the URL "
+         "has it)", parse=v.text,
+         reason="`rd` is the original URL as the client sent it, not percent-escaped again (NGINX has no "
+                "`set_escape_uri`): a `&` in its query ends `rd` early; an invalid value is ignored, as "
+                "ingress-nginx"),
+    _row("auth-signin-redirect-param", AUTH, TRANSLATED, "query parameter name (`rd`)",
+         "the parameter of `auth-signin` carrying the original URL", parse=v.text,
+         reason="an invalid value is ignored (`rd`), as ingress-nginx"),
+    _row("auth-response-headers", AUTH, TRANSLATED, "comma-separated header names",
+         "these headers of the auth answer are set on the upstream request (`auth_request_set`)",
+         parse=authreq.response_headers),
+    _row("auth-method", AUTH, TRANSLATED, "`GET`, `HEAD`, `POST`, `PUT`, `PATCH`, `DELETE`, `CONNECT`, "
+         "`OPTIONS`, `TRACE`", "the method of the auth subrequest (with X-Original-URI and X-Scheme)",
+         parse=authreq.method),
+    _row("auth-snippet", AUTH, SERVED, "NGINX configuration", "lines in the internal auth location",
+         parse=parsing.parse_lines, needs_snippets=True,
+         reason="only with `--enable-snippets`; refused without"),
     _pending("auth-proxy-set-headers", AUTH, TRANSLATED, "`<namespace>/<ConfigMap>`",
-             "headers sent to the auth service", "planned with `auth-url`", fail_closed=True),
-    _pending("auth-request-redirect", AUTH, TRANSLATED, "URL", "`X-Auth-Request-Redirect` of the subrequest",
-             "planned with `auth-url`", fail_closed=True),
-    _pending("auth-always-set-cookie", AUTH, TRANSLATED, BOOL,
-             "pass `Set-Cookie` of the auth response always",
-             "planned with `auth-url`", fail_closed=True),
+             "headers sent to the auth service", "planned with `auth-url` (needs the ConfigMap read from "
+             "the cluster)", fail_closed=True),
+    _row("auth-request-redirect", AUTH, TRANSLATED, "URL", "`X-Auth-Request-Redirect` of the subrequest "
+         "(default: the request URI)", parse=authreq.request_redirect),
+    _row("auth-always-set-cookie", AUTH, TRANSLATED, BOOL,
+         "`Set-Cookie` of the auth answer on every answer (`add_header ... always`), not only 2xx/3xx",
+         parse=v.go_bool),
     _ignored("auth-cache-key", "text", "auth response caching is not implemented (only caching is lost)",
     section=AUTH),
     _ignored("auth-cache-duration", "`<code> <time>` list", "as `auth-cache-key`", section=AUTH),
@@ -312,7 +326,9 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _ignored("enable-global-auth", BOOL, "ingressctl has no global auth URL", section=AUTH),
     _pending("auth-type", AUTH, TRANSLATED, "`basic`, `digest`",
              "`basic`: HTTP basic authentication (as `nginx.org/basic-auth-secret`); `digest`: refused",
-             "planned with `auth-secret`", fail_closed=True),
+             "planned with `auth-secret` (ingress-nginx's Opaque Secrets, key `auth` or a user map, are not "
+             "read yet); `digest` will stay refused: NGINX has no digest authentication (ingress-nginx loads "
+             "a third-party module)", fail_closed=True),
     _pending("auth-secret", AUTH, TRANSLATED, "Secret `name` or `namespace/name`, key `auth` (htpasswd)",
              "the htpasswd file of `auth-type: basic`", "planned with `auth-type`", fail_closed=True),
     _pending("auth-secret-type", AUTH, TRANSLATED, "`auth-file`, `auth-map`", "the Secret's layout",

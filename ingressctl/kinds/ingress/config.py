@@ -83,6 +83,7 @@ from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, b
 from ingressctl.kinds.ingress.ingress_nginx import limits
 from ingressctl.kinds.ingress.ingress_nginx.authtls import apply_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.cors import apply_cors
+from ingressctl.kinds.ingress.ingress_nginx.render import apply_extras
 from ingressctl.kinds.ingress.locations import (
     ENDPOINT,
     HOST,
@@ -157,6 +158,7 @@ class _Builder:
         self._buffers_ok = settings.buffers_ok
         self.sticky = settings.sticky
         self.add_header_inherit = settings.add_header_inherit
+        self.ingress_nginx_extras = settings.ingress_nginx_extras  # auth-url, satisfy, ... (render.py)
         self.basic_auth = self._basic_auth()
         self.limit_req = self._limit_req()
         self.limit_conn = self._limit_conn() if self.params.limit_conn else None
@@ -492,6 +494,9 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
         limit_key_maps=() if not b.limit_key_maps or not used else _sorted_values(b.limit_key_maps),
     )
     cfg, policy_warnings, _ = apply_ingress_policies(cfg, ing_ex, static)
+    if b.ingress_nginx_extras:
+        cfg, extra_warnings = apply_extras(cfg, {(b.namespace, b.name): b.ingress_nginx_extras})
+        policy_warnings += extra_warnings
     cfg, cors_warnings, _ = apply_cors(cfg, b.cors, ing_ex.policies)
     cfg = apply_auth_tls(cfg, b.auth_tls)
     return cfg, warnings + policy_warnings + cors_warnings
@@ -532,6 +537,7 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
     minion_warnings: dict[str, list[str]] = {}
     minion_cors = []  # ingress-nginx's enable-cors of each minion
     master_keepalive = b.params.keepalive
+    extras = {(b.namespace, b.name): b.ingress_nginx_extras}  # ingress-nginx's auth-url, satisfy, ...
     servers: list[Server] = []
     if hosts:
         host = hosts[0]
@@ -572,6 +578,8 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
             if used:  # ingress-nginx's connection limits and allowlists of the minion
                 conn_zones.update(mparts.builder.limit_conn_zones)
                 key_maps.update(mparts.builder.limit_key_maps)
+            if used and mparts.builder.ingress_nginx_extras:
+                extras[(minion.namespace, minion.name)] = mparts.builder.ingress_nginx_extras
         master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all,
                               error_backend=parts.default_upstream)
         servers.append(_server(master_parts, host, [loc for loc, _ in locations.values()],
@@ -586,6 +594,8 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
         limit_key_maps=_sorted_values(key_maps),
     )
     cfg, policy_warnings, by_minion = apply_ingress_policies(cfg, master, static, mergeable.minions)
+    cfg, extra_warnings = apply_extras(cfg, extras)
+    policy_warnings += extra_warnings
     cfg, cors_warnings, cors_by_minion = apply_cors(cfg, b.cors, master.policies, minion_cors)
     cfg = apply_auth_tls(cfg, b.auth_tls)
     warnings += policy_warnings + cors_warnings

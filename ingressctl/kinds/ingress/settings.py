@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 from ingressctl.configs import parsing
@@ -134,6 +134,8 @@ class IngressSettings:
                 anns = dataclasses.replace(anns, errors=anns.errors + compat.errors)
             self.ssl_all, self.grpc_all = compat.ssl_all, compat.grpc_all
         self.anns = anns
+        # What the ingress-nginx translation renders itself (e.g. the auth subrequest; see translate.extras).
+        self.ingress_nginx_extras: Mapping[str, Any] = compat.translation.extras if compat is not None else {}
         self.params: ConfigParams = anns.params
         self.grpc_services = anns.grpc_services
         self.buffers_ok = True

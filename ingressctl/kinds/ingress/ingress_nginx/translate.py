@@ -29,6 +29,7 @@ from ingressctl.configs import directive_values
 from ingressctl.kinds.ingress import annotations_ingress_nginx as t
 from ingressctl.kinds.ingress.annotation_table import Annotation, Handling, Status
 from ingressctl.kinds.ingress.annotations import annotation_error
+from ingressctl.kinds.ingress.ingress_nginx import auth_request, satisfy
 from ingressctl.kinds.ingress.ingress_nginx.authtls import AuthTLSConfig
 from ingressctl.kinds.ingress.ingress_nginx.authtls import combine as combine_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.cors import CorsConfig
@@ -72,6 +73,9 @@ class Translation:
     problems: tuple[Problem, ...] = ()
     warnings: tuple[str, ...] = ()
     report: tuple[Entry, ...] = ()
+    # What the rendering step reads: a concern's name -> its parsed settings, for what is not a ConfigParams
+    # field (`auth_request.EXTRA`: the external auth subrequest; `satisfy.EXTRA`), rendered by `render.py`.
+    extras: Mapping[str, Any] = field(default_factory=dict)
     cors: CorsConfig | None = None  # enable-cors
     auth_tls: AuthTLSConfig | None = None  # auth-tls-secret
 
@@ -93,6 +97,7 @@ class _Out:
     backend_protocol: str = ""
     problems: list[Problem] = field(default_factory=list)
     status: dict[str, Entry] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
     cors: CorsConfig | None = None
     auth_tls: AuthTLSConfig | None = None
 
@@ -160,7 +165,7 @@ def _translate(present: tuple[tuple[str, str], ...], snippets_enabled: bool,
     warnings = _warnings(report)
     return Translation(overrides=dict(out.overrides), origin=dict(out.origin),
                        backend_protocol=out.backend_protocol, problems=tuple(out.problems),
-                       warnings=warnings, report=report, cors=out.cors,
+                       warnings=warnings, report=report, extras=dict(out.extras), cors=out.cors,
                        auth_tls=out.auth_tls)
 
 
@@ -316,4 +321,5 @@ def _cors(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
 
 
 _COMBINERS: tuple[Combiner, ...] = (_backend_protocol, _ssl_redirects, _buffers, _proxy_redirect, _redirects,
-                                    _limits, _access, _value_dependent, _cors)
+                                    _limits, _access, _value_dependent, auth_request.combine,
+                                    satisfy.combine, _cors)
