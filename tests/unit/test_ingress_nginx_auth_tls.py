@@ -115,3 +115,22 @@ def test_the_secret_is_referenced_so_its_changes_re_render_the_ingress() -> None
     assert ingress_secrets(ingress(ON)).names == ("ca",)
     assert ingress_secrets(ingress({N + "auth-tls-secret": "/ca"}, tls=True)).names == ("app-tls", "ca")
     assert ingress_secrets(ingress({N + "auth-tls-secret": "other/ca"})).names == ()
+
+
+def test_auth_tls_on_a_minion_fails_its_locations_closed() -> None:
+    from ingressctl.kinds.ingress.config import generate_nginx_config_for_mergeable
+    from ingressctl.kinds.ingress.ingress_ex import MergeableIngresses
+
+    master = ingress({"nginx.org/mergeable-ingress-type": "master"}, name="shop", tls=True)
+    master["spec"]["rules"][0]["http"] = {"paths": []}
+    minion = ingress({"nginx.org/mergeable-ingress-type": "minion", **ON}, name="web")
+    pols, _ = with_auth_tls(minion, None, lambda k: CA_REF, lambda k: None)
+    endpoints = {backend_key("web", 80): ["10.0.0.1:1"], backend_key("api", 80): ["10.0.0.2:1"]}
+    result = generate_nginx_config_for_mergeable(MergeableIngresses(
+        IngressEx(master, {"app.example.com": True}, {}, secret_refs={"app-tls": SecretReference(
+            "shop/app-tls", secret_type="kubernetes.io/tls", path="/etc/ic/secrets/tls")}),
+        [IngressEx(minion, {"app.example.com": True}, endpoints, policies=pols,
+                   valid_minion_paths={"/": True, "/api": True})]), STATIC, ConfigParams())
+    text = TEMPLATES.execute_ingress_template(result.config)
+    assert text.count("        return 500;") == 3 and "ssl_client_certificate" not in text
+    assert any("not allowed on a minion" in w for w in result.minion_warnings["shop/web"])
