@@ -63,8 +63,8 @@ PENDING = {"rewrite-target", "use-regex", "canary", "canary-weight", "canary-wei
 "canary-by-header",
            "canary-by-header-value", "canary-by-header-pattern", "canary-by-cookie", "affinity",
            "affinity-mode",
-           "affinity-canary-behavior", "enable-cors",
-           "auth-type", "auth-secret", "auth-tls-secret", "ssl-passthrough"}
+           "affinity-canary-behavior",
+           "auth-type", "auth-secret", "ssl-passthrough"}
 
 
 def ingress(annotations: dict[str, str], *, name: str = "app", tls: bool = False,
@@ -113,10 +113,10 @@ def test_rows_not_implemented_yet_say_what_they_will_be_and_fail_closed_where_it
     pending = {r.key.removeprefix(PREFIX): r for r in INGRESS_NGINX.rows
                if r.handling is Handling.NONE and r.status not in (Status.IGNORED, Status.REFUSED)}
     assert set(pending) >= PENDING
-    for name in ("auth-type", "auth-tls-secret", "canary", "rewrite-target", "ssl-passthrough",
+    for name in ("auth-type", "canary", "rewrite-target", "ssl-passthrough",
                  "proxy-ssl-verify"):
         assert pending[name].fail_closed and effective_status(pending[name]) is Status.REFUSED, name
-    for name in ("enable-cors", "affinity", "session-cookie-name"):
+    for name in ("affinity", "session-cookie-name"):
         assert not pending[name].fail_closed and effective_status(pending[name]) is Status.IGNORED, name
     assert all(r.reason.startswith("Not yet implemented") for r in pending.values())
 

@@ -45,9 +45,11 @@ from ingressctl.kinds.ingress.config import (
     generate_nginx_config_for_mergeable,
 )
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
+from ingressctl.kinds.ingress.ingress_nginx.authtls_policy import with_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.translate import effective_status
 from ingressctl.kinds.ingress.validation import validate_ingress
 from ingressctl.nginx.capabilities import MODULES, Capabilities
+from ingressctl.policies.base import ResolvedPolicy
 from ingressctl.secret_types import SecretReference
 from tests.unit.test_configs_quoting import nginx_tokens
 
@@ -155,6 +157,15 @@ VALID: dict[str, list[str]] = {
     INN + "limit-connections": ["3"], INN + "limit-burst-multiplier": ["2"],
     INN + "limit-whitelist": ["127.0.0.1,10.0.0.0/8"], INN + "limit-allowlist": ["192.168.0.0/24"],
     INN + "ssl-ciphers": ["HIGH:!aNULL"], INN + "ssl-prefer-server-ciphers": ["true"],
+    INN + "enable-cors": ["true"],
+    INN + "cors-allow-origin": ["https://a.example.com, https://*.b.example.com:8443", "*"],
+    INN + "cors-allow-methods": ["GET, POST"], INN + "cors-allow-headers": ["X-A, Content-Type"],
+    INN + "cors-allow-credentials": ["false"], INN + "cors-expose-headers": ["X-B, *"],
+    INN + "cors-max-age": ["600"],
+    INN + "auth-tls-secret": ["default/ca", "/ca"], INN + "auth-tls-verify-client": ["optional_no_ca", "on"],
+    INN + "auth-tls-verify-depth": ["2"], INN + "auth-tls-pass-certificate-to-upstream": ["true"],
+    INN + "auth-tls-error-page": ["https://errors.example.com/cert", "@errors"],
+    INN + "auth-tls-match-cn": ["CN=(client|admin)$"],
     INN + "configuration-snippet": ["add_header X 1;"], INN + "server-snippet": ["add_header X 1;"],
     INN + "auth-url": ["https://10.0.0.8:8443/check?u=$request_uri", "http://10.0.0.9/a"],
     INN + "auth-signin": ["https://login.example.com/start?rd=$scheme://$host$request_uri",
@@ -236,6 +247,14 @@ def secret_refs(conf_dir: str = "/etc/ic") -> dict[str, SecretReference]:
 
 
 REFS = secret_refs()
+
+
+def inn_policies(obj: dict[str, Any], static: StaticConfigParams) -> tuple[ResolvedPolicy, ...] | None:
+    """The ingressMTLS Policy ingress-nginx's auth-tls-* make (the controller's part), with a CA Secret."""
+    if not static.ingress_nginx_compat:
+        return None
+    ref = SecretReference("default/ca", f"{static.conf_dir}/secrets/default-ca", secret_type="nginx.org/ca")
+    return with_auth_tls(obj, None, lambda key: ref, lambda key: None)[0]
 ENDPOINTS = {backend_key("svc-a", 80): ["10.0.0.1:80", "10.0.0.2:80"],
              backend_key("svc-b", 80): ["10.0.1.1:80"]}
 PATHS = [("/a", "Prefix", "svc-a"), ("/b", "Exact", "svc-b"), ("/c", "ImplementationSpecific", "svc-a")]
@@ -272,6 +291,10 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
             static = dataclasses.replace(static, ingress_nginx_compat=True)
             if case.name == INN + "proxy-redirect-to":
                 annotations[INN + "proxy-redirect-from"] = "http://a/"
+            if case.name.startswith(INN + "cors-"):
+                annotations[INN + "enable-cors"] = "true"
+            if case.name.startswith(INN + "auth-tls-"):
+                annotations.setdefault(INN + "auth-tls-secret", "default/ca")
             if case.name in (INN + "limit-whitelist", INN + "limit-allowlist",
             INN + "limit-burst-multiplier"):
                 annotations[INN + "limit-rps"] = "5"
@@ -340,8 +363,8 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
         if annotations.get("nginx.org/mergeable-ingress-type", "") == "master":
             return "a master with paths is rejected by validation"
         try:
-            cfg, _ = generate_nginx_config(IngressEx(obj, {host: True}, dict(ENDPOINTS), secret_refs=refs),
-                                           static, config)
+            cfg, _ = generate_nginx_config(IngressEx(obj, {host: True}, dict(ENDPOINTS), secret_refs=refs,
+                                                     policies=inn_policies(obj, static)), static, config)
         except AnnotationError as e:
             return f"generator: {e}"
     try:
@@ -487,6 +510,9 @@ def _reference_texts() -> tuple[list[str], list[str]]:
     inn = {n: VALID[n][0] for n in INGRESS_NGINX_RENDERED if n in VALID}
     inn_variants = [inn, {**inn, INN + "temporal-redirect": "", INN + "limit-whitelist": "",
                           INN + "limit-allowlist": "", INN + "backend-protocol": "HTTP"},
+                    {INN + "enable-cors": "true"},  # ingress-nginx's CORS defaults (origin *)
+                    {INN + "enable-cors": "true", INN + "cors-expose-headers": "X-B"},
+                    {INN + "auth-tls-secret": "default/ca"},  # verify-client on
                     {INN + "proxy-redirect-from": "off", INN + "limit-rps": "5",
                     INN + "whitelist-source-range": "",
                      INN + "denylist-source-range": "10.0.0.1"}]
@@ -505,7 +531,8 @@ def _reference_texts() -> tuple[list[str], list[str]]:
             for tls in (True, False):
                 obj = _ingress("cafe", "default", HOST, PATHS, anns, tls=tls)
                 cfg, _ = generate_nginx_config(IngressEx(obj, {HOST: True}, dict(ENDPOINTS),
-                                                         secret_refs=dict(REFS)), st_, cm)
+                                                         secret_refs=dict(REFS),
+                                                         policies=inn_policies(obj, st_)), st_, cm)
                 ingress_texts.append(TEMPLATES.execute_ingress_template(cfg))
         # A wildcard host: its server answers the hosts deeper than one label as the default server does.
         wildcard = _ingress("wild", "default", "*.example.com", PATHS, {}, tls=True)

@@ -22,6 +22,8 @@ from typing import Any, Final
 from ingressctl.configs import directive_values, parsing
 from ingressctl.kinds.ingress.annotation_table import Annotation, AnnotationTable, Handling, Section, Status
 from ingressctl.kinds.ingress.ingress_nginx import auth_request as authreq
+from ingressctl.kinds.ingress.ingress_nginx import authtls_values as atv
+from ingressctl.kinds.ingress.ingress_nginx import cors_values as cv
 from ingressctl.kinds.ingress.ingress_nginx import values as v
 
 PREFIX: Final = "nginx.ingress.kubernetes.io/"
@@ -337,19 +339,26 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _pending("auth-realm", AUTH, TRANSLATED, "text", "the realm of basic authentication",
              "planned with `auth-type`", fail_closed=True),
     # --------------------------------------------------------------------------------------------------- TLS
-    _pending("auth-tls-secret", TLS, TRANSLATED, "`namespace/name` of a Secret with `ca.crt`",
-             "client certificates verified against the CA (`ssl_verify_client`)", "planned as ingressMTLS",
-             fail_closed=True),
-    _pending("auth-tls-verify-client", TLS, TRANSLATED, "`on`, `off`, `optional`, `optional_no_ca`",
-             "`ssl_verify_client`", "planned with `auth-tls-secret`", fail_closed=True),
-    _pending("auth-tls-verify-depth", TLS, TRANSLATED, "integer", "`ssl_verify_depth`",
-             "planned with `auth-tls-secret`", fail_closed=True),
-    _pending("auth-tls-pass-certificate-to-upstream", TLS, TRANSLATED, BOOL, "header `ssl-client-cert`",
-             "planned with `auth-tls-secret`", fail_closed=True),
-    _pending("auth-tls-error-page", TLS, TRANSLATED, "URL", "where a failed client certificate goes",
-             "planned with `auth-tls-secret`", fail_closed=True),
-    _pending("auth-tls-match-cn", TLS, REFUSED, "`CN=<regex>`", "nothing",
-             "planned: refused (a CN check ingressctl would not enforce)", fail_closed=True),
+    _row("auth-tls-secret", TLS, TRANSLATED, "`<namespace>/<name>` (or `/<name>`) of a Secret with `ca.crt`",
+         "client certificates verified against the CA (`ssl_client_certificate`, `ssl_crl` from `ca.crl`) on "
+         "the Ingress's TLS servers, as an ingressMTLS Policy", parse=atv.secret,
+         reason="the Secret must be of the type `nginx.org/ca` (ingressctl keeps no data of Opaque Secrets) "
+                "in the Ingress's namespace; otherwise, or on a host without TLS or a minion, the server "
+                "answers 500 with a warning; with `on`, plain HTTP requests of the server answer 400; an "
+                "ingressMTLS Policy of `nginx.org/policies` wins"),
+    _row("auth-tls-verify-client", TLS, TRANSLATED, "`on`, `off`, `optional`, `optional_no_ca`",
+         "`ssl_verify_client`", parse=atv.verify_client, default="`on`"),
+    _row("auth-tls-verify-depth", TLS, TRANSLATED, "integer", "`ssl_verify_depth`", parse=atv.verify_depth,
+         default="`1` (also for `0`)"),
+    _row("auth-tls-pass-certificate-to-upstream", TLS, TRANSLATED, BOOL,
+         "header `ssl-client-cert` (the URL-escaped PEM) to the backend; `ssl-client-verify`, "
+         "`ssl-client-subject-dn`, `ssl-client-issuer-dn` are always sent", parse=v.go_bool,
+         default="`false`"),
+    _row("auth-tls-error-page", TLS, TRANSLATED, "URL, path or `@name`",
+         "`error_page 495 496 = <page>` (a failed client certificate goes there)", parse=atv.error_page),
+    _row("auth-tls-match-cn", TLS, TRANSLATED, "`CN=<regex>`",
+         "`if ($ssl_client_s_dn !~ \"CN=<regex>\") { return 403; }` (ingress-nginx's own check)",
+         parse=atv.match_cn, reason="the regex must compile in PCRE-like syntax without control characters"),
     _pending("ssl-passthrough", TLS, TRANSLATED, BOOL,
              "a TLS passthrough route to the `/` backend (with `--enable-tls-passthrough`)",
              "planned as a passthrough route", fail_closed=True),
@@ -432,21 +441,26 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          "nothing: see `upstream-hash-by-subset`", parse=_int(0, 1 << 20), default="`3`, also for `0`",
          reason="no subsets (see `upstream-hash-by-subset`); ignored unless `upstream-hash-by-subset` is "
                 "true"),
-    _pending("enable-cors", ROUTING, SERVED, BOOL, "CORS headers and preflight answers (204)",
-             "planned with ingress-nginx's CORS headers", fail_closed=False),
-    _pending("cors-allow-origin", ROUTING, SERVED, "`*` or comma-separated origins", "the allowed origins",
-             "planned with `enable-cors`", fail_closed=False),
-    _pending("cors-allow-methods", ROUTING, SERVED, "methods", "`Access-Control-Allow-Methods`",
-             "planned with `enable-cors`", fail_closed=False),
-    _pending("cors-allow-headers", ROUTING, SERVED, "header names", "`Access-Control-Allow-Headers`",
-             "planned with `enable-cors`", fail_closed=False),
-    _pending("cors-allow-credentials", ROUTING, SERVED, BOOL, "`Access-Control-Allow-Credentials`",
-             "planned with `enable-cors`", fail_closed=False),
-    _pending("cors-expose-headers", ROUTING, SERVED, "header names", "`Access-Control-Expose-Headers`",
-             "planned with `enable-cors`", fail_closed=False),
-    _pending("cors-max-age", ROUTING, SERVED, SECONDS, "`Access-Control-Max-Age`",
-             "planned with `enable-cors`",
-             fail_closed=False),
+    _row("enable-cors", ROUTING, SERVED, BOOL,
+         "CORS headers on every response of the Ingress and `OPTIONS` preflights answered 204 by NGINX",
+         parse=v.go_bool, default="`false`",
+         reason="`add_header ... always` instead of `more_set_headers`; a list of origins also sends "
+                "`Vary: Origin`; a CORS Policy of `nginx.org/policies` wins"),
+    _row("cors-allow-origin", ROUTING, SERVED,
+         "`*`, or comma-separated `<scheme>://host[:port]`, `<scheme>://*.domain[:port]`, `null`",
+         "`*`: `Access-Control-Allow-Origin: *`; a list: a matching `Origin` is echoed, any other gets no "
+         "CORS header (and its preflight goes to the backend)", parse=cv.origins, default="`*`",
+         reason="an origin ingress-nginx's parser skips is skipped with a warning; the match is anchored"),
+    _row("cors-allow-methods", ROUTING, SERVED, "comma-separated methods (letters)",
+         "`Access-Control-Allow-Methods`", parse=cv.methods, default=f"`{cv.DEFAULT_METHODS}`"),
+    _row("cors-allow-headers", ROUTING, SERVED, "comma-separated header names (letters, digits, `-`, `_`)",
+         "`Access-Control-Allow-Headers`", parse=cv.headers, default=f"`{cv.DEFAULT_HEADERS}`"),
+    _row("cors-allow-credentials", ROUTING, SERVED, BOOL, "`Access-Control-Allow-Credentials: true`",
+         parse=v.go_bool, default="`true` (also with the origin `*`, as ingress-nginx)"),
+    _row("cors-expose-headers", ROUTING, SERVED, "comma-separated header names or `*`",
+         "`Access-Control-Expose-Headers`", parse=cv.expose_headers, default="none"),
+    _row("cors-max-age", ROUTING, SERVED, SECONDS, "`Access-Control-Max-Age`", parse=cv.max_age,
+         default=f"`{cv.DEFAULT_MAX_AGE}`"),
     # ---------------------------------------------------------------------------------------------- snippets
     _row("configuration-snippet", SNIPPETS, SERVED, "NGINX configuration",
          "lines in every location of the Ingress (as "

@@ -81,6 +81,8 @@ from ingressctl.kinds.ingress.catch_all import catch_all_locations, catch_all_tl
 from ingressctl.kinds.ingress.catch_all import catch_all_upstream as catch_all_upstream
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.ingress_nginx import limits
+from ingressctl.kinds.ingress.ingress_nginx.authtls import apply_auth_tls
+from ingressctl.kinds.ingress.ingress_nginx.cors import apply_cors
 from ingressctl.kinds.ingress.ingress_nginx.render import apply_extras
 from ingressctl.kinds.ingress.locations import (
     ENDPOINT,
@@ -150,6 +152,7 @@ class _Builder:
         self.limit_req_zones: dict[str, LimitReqZone] = {}
         self.grpc_services = settings.grpc_services
         self.ssl_all, self.grpc_all = settings.ssl_all, settings.grpc_all
+        self.cors, self.auth_tls = settings.cors, settings.auth_tls
         self.limit_conn_zones: dict[str, LimitConnZone] = _NONE  # replaced by a dict of its own when set
         self.limit_key_maps: dict[str, LimitKeyMap] = _NONE
         self._buffers_ok = settings.buffers_ok
@@ -494,7 +497,9 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
     if b.ingress_nginx_extras:
         cfg, extra_warnings = apply_extras(cfg, {(b.namespace, b.name): b.ingress_nginx_extras})
         policy_warnings += extra_warnings
-    return cfg, warnings + policy_warnings
+    cfg, cors_warnings, _ = apply_cors(cfg, b.cors, ing_ex.policies)
+    cfg = apply_auth_tls(cfg, b.auth_tls)
+    return cfg, warnings + policy_warnings + cors_warnings
 
 
 @dataclass
@@ -530,6 +535,7 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
     conn_zones: dict[str, LimitConnZone] = {}
     key_maps: dict[str, LimitKeyMap] = {}
     minion_warnings: dict[str, list[str]] = {}
+    minion_cors = []  # ingress-nginx's enable-cors of each minion
     master_keepalive = b.params.keepalive
     extras = {(b.namespace, b.name): b.ingress_nginx_extras}  # ingress-nginx's auth-url, satisfy, ...
     servers: list[Server] = []
@@ -547,6 +553,8 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
             except ValueError as e:  # AnnotationError included
                 mw.append(f"the minion is not applied: {e}")
                 continue
+            minion_cors.append((minion.namespace, minion.name, minion.key, mparts.builder.cors,
+                                minion.policies))
             if mparts.builder.params.custom_http_errors and not parts.default_upstream:
                 mw.append("annotation nginx.org/custom-http-errors is set on a minion but the master has no "
                           "spec.defaultBackend; it has no effect")
@@ -588,7 +596,9 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
     cfg, policy_warnings, by_minion = apply_ingress_policies(cfg, master, static, mergeable.minions)
     cfg, extra_warnings = apply_extras(cfg, extras)
     policy_warnings += extra_warnings
-    warnings += policy_warnings
-    for key, ws in by_minion.items():
+    cfg, cors_warnings, cors_by_minion = apply_cors(cfg, b.cors, master.policies, minion_cors)
+    cfg = apply_auth_tls(cfg, b.auth_tls)
+    warnings += policy_warnings + cors_warnings
+    for key, ws in [*by_minion.items(), *cors_by_minion.items()]:
         minion_warnings.setdefault(key, []).extend(ws)
     return MergeableResult(cfg, warnings, {k: v for k, v in minion_warnings.items() if v})

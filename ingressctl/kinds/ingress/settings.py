@@ -126,6 +126,8 @@ class IngressSettings:
         self.static = static
         self.warnings: list[str] = list(ann_warnings)
         self.ssl_all = self.grpc_all = False  # ingress-nginx's backend-protocol: every Service of the Ingress
+        self.cors = compat.translation.cors if compat is not None else None  # ingress-nginx's enable-cors
+        self.auth_tls = compat.translation.auth_tls if compat is not None else None  # its auth-tls-*
         if compat is not None:
             self.warnings += compat.warnings
             if compat.errors:
