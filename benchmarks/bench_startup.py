@@ -22,6 +22,13 @@ minions). The pre-5.5 path (`--legacy-startup`: per-item host rebuild, serial st
 runs in the same run at `--legacy-sizes` as the baseline. One extra case puts `--status-path-latency` ms on
 status writes only: readiness must not move.
 
+The annotated shapes (`--annotated-size` Ingresses, default 10,000, at the goal latency): the plain shape with
+half of its Ingresses carrying five ingress-nginx annotations (proxy-body-size, ssl-redirect,
+proxy-read-timeout, whitelist-source-range, limit-rps) served with `--ingress-nginx-compat`, beside the same
+shape with five nginx.org annotations (the baseline), each in its own devcluster, `--annotated-repeats` runs
+each, alternating. Their medians are compared: measured / baseline / ratio / verdict against 1.05 (the
+ingress-nginx compatibility's "no start-up regression").
+
 The devcluster runs in its own process so its CPU does not share the controller's GIL, but on a 2-core machine
 both still share the machine (and NGINX's reload uses it too). `--files-dir` puts the controllers' conf and
 run dirs on another filesystem (e.g. a tmpfs, as an emptyDir with medium Memory): on an ext4 without a
@@ -68,7 +75,13 @@ GOALS = {
     "flush_writes_per_s_l50": 160.0,
     "rss_10k_mb": 250.0,
     "status_concurrency": 10,
+    "annotated_ratio": 1.05,
 }
+COMPAT = ["--ingress-nginx-compat"]
+ANNOTATED_METRICS = (("ready_s", "time to ready (s)"), ("ready_internal_s", "informers -> ready (s)"),
+                     ("own_work_s", "controller's own work (s)"), ("sync_s", "caches synced (s)"),
+                     ("cpu_user_at_ready_s", "user CPU to ready (s)"),
+                     ("peak_rss_at_ready_bytes", "peak RSS at ready (MB)"))
 
 
 class Runner:
@@ -84,7 +97,8 @@ class Runner:
         self.t0 = time.monotonic()
 
     def case(self, cluster: ClusterProcess, *, shape: str, n: int, objects: dict[str, int], latency: float,
-             legacy: bool = False, status_latency: float = 0, wait_status: bool = True) -> dict[str, Any]:
+             legacy: bool = False, status_latency: float = 0, wait_status: bool = True,
+             extra: list[str] | None = None) -> dict[str, Any]:
         """One controller start; returns the measurements."""
         self.run_index += 1
         address = f"10.{self.run_index // 250}.{self.run_index % 250 + 1}.1"
@@ -99,10 +113,12 @@ class Runner:
         profile = None
         if self.args.profile:
             os.makedirs(self.args.profile, exist_ok=True)
-            profile = os.path.join(self.args.profile, f"{shape}-{n}-L{latency:g}{'-legacy' if legacy else ''}"
+            profile = os.path.join(self.args.profile, f"{shape.replace(' ', '-')}-{n}-L{latency:g}"
+                                   f"{'-legacy' if legacy else ''}-{self.run_index}"
                                    f"{f'-s{status_latency:g}' if status_latency else ''}.txt")
         c = ControllerProcess(cluster.kubeconfig, legacy=legacy, workdir=self.files_dir,
-                              extra=[f"--nginx-binary={self.args.nginx_binary}", *self.args.controller_args],
+                              extra=[f"--nginx-binary={self.args.nginx_binary}", *self.args.controller_args,
+                                     *(extra or [])],
                               profile=profile)
         label = f"{shape} n={n} L={latency:g}ms{' legacy' if legacy else ''}" + (
             f" status+{status_latency:g}ms" if status_latency else "")
@@ -311,6 +327,41 @@ def goals(results: list[dict[str, Any]], args: argparse.Namespace) -> list[list[
     return out
 
 
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def annotated_comparison(results: list[dict[str, Any]], limit: float,
+                         baseline_shape: str = "annotated nginx.org") -> list[list[Any]]:
+    """[metric, measured (ingress-nginx annotations, median), baseline (median), ratio, verdict against
+    `limit`] for each of `ANNOTATED_METRICS` both shapes have. The baseline is the nginx.org-annotated shape;
+    against another shape (the plain one, without annotations, at the same size and latency) the verdict is
+    "(reported)"."""
+    rows: list[list[Any]] = []
+    measured_runs = [r for r in results if r["shape"] == "annotated ingress-nginx" and "error" not in r]
+    if not measured_runs:
+        return rows
+    first = measured_runs[0]
+    baseline_runs = [r for r in results if r["shape"] == baseline_shape and "error" not in r
+                     and r["n"] == first["n"] and r["latency_ms"] == first["latency_ms"]
+                     and not r["status_latency_ms"] and r["mode"] == "5.5"]
+    for key, name in ANNOTATED_METRICS:
+        measured = [r[key] for r in measured_runs if r.get(key) is not None]
+        baseline = [r[key] for r in baseline_runs if r.get(key) is not None]
+        if not measured or not baseline:
+            continue
+        m, b = _median(measured), _median(baseline)
+        scale = 1e6 if key.endswith("_bytes") else 1.0
+        ratio = m / b if b else float("inf")
+        verdict = ("met" if ratio <= limit else "MISSED") if baseline_shape.startswith("annotated") \
+            else "(reported)"
+        rows.append([f"{name}, n={len(measured)}/{len(baseline)}", f"{m / scale:.2f}", f"{b / scale:.2f}",
+                     f"{ratio:.3f}", verdict])
+    return rows
+
+
 def plot(results: list[dict[str, Any]], path: str) -> str | None:
     series: dict[str, list[tuple[int, float]]] = {}
     top = max((x["latency_ms"] for x in results), default=0.0)
@@ -338,6 +389,36 @@ def plot(results: list[dict[str, Any]], path: str) -> str | None:
                           goals={"goal at 10,000 (10 s)": 10.0}, log_y=True, style=style)
 
 
+def run_annotated(runner: Runner, workdir: str, args: argparse.Namespace) -> None:
+    """The two annotated shapes, each in its own devcluster (both loaded first), run alternately."""
+    from common import base_objects
+
+    n = args.annotated_size
+    clusters: dict[str, tuple[ClusterProcess, dict[str, int]]] = {}
+    try:
+        for family in ("nginx.org", "ingress-nginx"):
+            sub = os.path.join(workdir, f"annotated-{family}")
+            os.makedirs(sub, exist_ok=True)
+            cluster = ClusterProcess(sub)
+            clusters[family] = (cluster, {})
+            cluster.load(base_objects("10.0.0.1"))
+            info = cluster.load_shape("annotated", n=n, namespaces=args.namespaces, tls_share=args.tls_share,
+                                      key_type=args.key_type, family=family)
+            clusters[family] = (cluster, info["kinds"])
+            print(f"== annotated shape ({family}), {n:,} Ingresses, half with five annotations: "
+                  f"{info['kinds']} (loaded in {info['load_seconds']:.1f} s)", flush=True)
+        order = list(clusters)
+        for i in range(args.annotated_repeats):
+            for family in order if i % 2 == 0 else order[::-1]:
+                cluster, kinds = clusters[family]
+                runner.case(cluster, shape=f"annotated {family}", n=n, objects=kinds,
+                            latency=args.goal_latency, wait_status=False,
+                            extra=COMPAT if family == "ingress-nginx" else [])
+    finally:
+        for cluster, _ in clusters.values():
+            cluster.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=None, help="directory for bench_startup.json and bench_startup.png")
@@ -359,6 +440,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--status-path-latency", type=float, default=500.0,
                    help="extra case: this much latency on status writes only (0 to skip)")
     p.add_argument("--status-path-size", type=int, default=None, help="size of that case (default 5000)")
+    p.add_argument("--annotated-size", type=int, default=10000,
+                   help="Ingresses of the annotated shapes (half with five ingress-nginx annotations against "
+                        "half with five nginx.org ones; default 10000, 0 to skip)")
+    p.add_argument("--annotated-repeats", type=int, default=3,
+                   help="runs of each annotated shape, alternating; their medians are compared (default 3)")
     p.add_argument("--ready-timeout", type=float, default=900.0)
     p.add_argument("--status-timeout", type=float, default=600.0)
     p.add_argument("--keep", action="store_true", help="keep the controllers' files and logs")
@@ -379,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
         args.legacy_sizes = args.legacy_sizes if args.legacy_sizes is not None else [200, 1000]
         args.mergeable = args.mergeable if args.mergeable is not None else 15
         args.status_path_size = args.status_path_size or 1000
+        args.annotated_size = min(args.annotated_size, 1000)
     args.sizes = sorted(args.sizes or [1000, 5000, 10000])
     args.latencies = args.latencies or [0.0, 10.0, 50.0]
     args.legacy_sizes = args.legacy_sizes if args.legacy_sizes is not None else [1000, 5000]
@@ -420,6 +507,9 @@ def main(argv: list[str] | None = None) -> int:
                             status_latency=args.status_path_latency, wait_status=False)
     finally:
         cluster.close()
+
+    if args.annotated_size:
+        run_annotated(runner, workdir, args)
 
     if args.mergeable:
         from ingressctl.configs.configurator import Configurator
@@ -469,11 +559,27 @@ def main(argv: list[str] | None = None) -> int:
     print()
     g = goals(results, args)
     print_table(["goal", "measured", "target", "verdict"], g)
+    comparison = annotated_comparison(results, GOALS["annotated_ratio"])
+    if comparison:
+        print(f"\n{args.annotated_size:,} Ingresses, half with five ingress-nginx annotations "
+              "(--ingress-nginx-compat) against half with five nginx.org annotations, medians, "
+              f"L={args.goal_latency:g}ms:")
+        print_table(["metric", "measured", "baseline", "ratio", f"verdict (<= {GOALS['annotated_ratio']})"],
+                    comparison)
+    against_plain = annotated_comparison(results, GOALS["annotated_ratio"], "plain")
+    if against_plain:
+        print("\nThe same against the plain shape of that size (no annotations; the difference is what the "
+              "annotations make NGINX do, e.g. a rate-limit zone per Ingress, in either family):")
+        print_table(["metric", "measured", "plain", "ratio", "verdict"], against_plain)
     total = time.monotonic() - started
     print(f"\ntotal benchmark time {total / 60:.1f} min")
     meta["total_seconds"] = total
     data = {"meta": meta, "results": results, "goals": [dict(zip(["goal", "measured", "target", "verdict"], x,
-                                                                  strict=True)) for x in g]}
+                                                                  strict=True)) for x in g],
+            "annotated": [dict(zip(["metric", "measured", "baseline", "ratio", "verdict"], x, strict=True))
+                          for x in comparison],
+            "annotated_against_plain": [dict(zip(["metric", "measured", "plain", "ratio", "verdict"], x,
+                                                 strict=True)) for x in against_plain]}
     if files_dir:
         with contextlib.suppress(OSError):
             os.rmdir(files_dir)  # empty unless --keep

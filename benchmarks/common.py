@@ -5,8 +5,9 @@ process, and output (table, JSON, plot).
   2-core machine both still share the machine) and answers commands over a pipe: generate a shape, set
   latency, read request statistics.
 - Shapes: `plain_shape` (N Ingresses over M namespaces, one host each, each with its Service and
-  EndpointSlice, a share with a TLS Secret) and `mergeable_shape` (NIC issue #9657: namespaces x masters x
-  minions, one minion per master for each of the namespace's Services).
+  EndpointSlice, a share with a TLS Secret), `annotated_shape` (the plain shape with every other Ingress
+  carrying five annotations of one family: `ANNOTATION_SETS`) and `mergeable_shape` (NIC issue #9657:
+  namespaces x masters x minions, one minion per master for each of the namespace's Services).
 - `ControllerProcess` starts `python -m ingressctl` against a kubeconfig with NGINX on free ports and its
   files in a temporary directory, waits for `/nginx-ready`, and reads its peak RSS (VmHWM), NGINX's config
   version (= successful reloads) and its JSON log.
@@ -132,9 +133,11 @@ def ingress(ns: str, name: str, host: str, paths: list[tuple[str, str]], *, tls_
 
 
 def plain_shape(n: int, namespaces: int, tls_share: float, address: str = "127.0.0.1",
-                port: int = 8080, key_type: str = "rsa") -> Iterator[dict[str, Any]]:
+                port: int = 8080, key_type: str = "rsa", annotations: dict[str, str] | None = None,
+                annotated_every: int = 2) -> Iterator[dict[str, Any]]:
     """N Ingresses `app-<i>` (host app-<i>.example.com, paths / and /api) spread over `namespaces`
-    namespaces, each with its Service and EndpointSlice; every k-th (tls_share) has a TLS Secret."""
+    namespaces, each with its Service and EndpointSlice; every k-th (tls_share) has a TLS Secret; with
+    `annotations`, every `annotated_every`-th Ingress (starting with the second) carries them."""
     for k in range(min(n, namespaces)):
         yield namespace(f"team-{k}")
     tls_every = round(1 / tls_share) if tls_share > 0 else 0
@@ -148,7 +151,37 @@ def plain_shape(n: int, namespaces: int, tls_share: float, address: str = "127.0
             secret = f"tls-{i}"
             yield tls_secret(ns, secret, key_type)
         yield ingress(ns, f"app-{i}", f"app-{i}.example.com", [("/", svc), ("/api", svc)],
-                      tls_secret_name=secret)
+                      tls_secret_name=secret,
+                      annotations=annotations if annotations and i % annotated_every == 1 else None)
+
+
+# Five commonly used annotations of each family with the same effect where the families allow it: a body
+# limit, no HTTPS redirect, a read timeout and a rate limit (zones of the same size); ingress-nginx's fifth is
+# an allow list (NIC has it only as a Policy), NIC's fifth the zone size that ingress-nginx's rate limit
+# implies (5m).
+ANNOTATION_SETS: dict[str, dict[str, str]] = {
+    "nginx.org": {
+        "nginx.org/client-max-body-size": "8m",
+        "nginx.org/ssl-redirect": "false",
+        "nginx.org/proxy-read-timeout": "120s",
+        "nginx.org/limit-req-rate": "20r/s",
+        "nginx.org/limit-req-zone-size": "5m",
+    },
+    "ingress-nginx": {
+        "nginx.ingress.kubernetes.io/proxy-body-size": "8m",
+        "nginx.ingress.kubernetes.io/ssl-redirect": "false",
+        "nginx.ingress.kubernetes.io/proxy-read-timeout": "120",
+        "nginx.ingress.kubernetes.io/whitelist-source-range": "127.0.0.0/8, 10.0.0.0/8",
+        "nginx.ingress.kubernetes.io/limit-rps": "20",
+    },
+}
+
+
+def annotated_shape(n: int, namespaces: int, tls_share: float, family: str, address: str = "127.0.0.1",
+                    port: int = 8080, key_type: str = "rsa") -> Iterator[dict[str, Any]]:
+    """The plain shape with half of its Ingresses carrying the five annotations of `ANNOTATION_SETS[family]`
+    (ingress-nginx's are read with `--ingress-nginx-compat`)."""
+    return plain_shape(n, namespaces, tls_share, address, port, key_type, annotations=ANNOTATION_SETS[family])
 
 
 def mergeable_shape(namespaces: int, masters: int, minions: int, address: str = "127.0.0.1",
@@ -202,7 +235,7 @@ def _serve(conn: Connection, kubeconfig: str, history: int) -> None:
 
     configure_logging(LogSettings(format="text", level="error"))
     shapes: dict[str, Callable[..., Iterator[dict[str, Any]]]] = {
-        "plain": plain_shape, "mergeable": mergeable_shape}
+        "plain": plain_shape, "annotated": annotated_shape, "mergeable": mergeable_shape}
     with DevCluster(history=history) as dc:
         dc.write_kubeconfig(kubeconfig)
         conn.send(dc.url)

@@ -166,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="ingressctl",
         description="NGINX Ingress Controller for Kubernetes (Ingress resources, networking.k8s.io/v1).",
+        epilog="ingressctl migrate-report (--kubeconfig PATH | --from-files DIR): what "
+               "--ingress-nginx-compat would make of the Ingresses written for ingress-nginx (see "
+               "ingressctl migrate-report --help).",
     )
     p.add_argument("--version", action="version", version=f"ingressctl {__version__}")
     k = p.add_argument_group("Kubernetes")
@@ -437,8 +440,14 @@ def _namespaces(parser: argparse.ArgumentParser, value: str, flag: str) -> tuple
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse flags, configure logging, and run the controller until it is told to stop."""
-    settings = parse_args(argv)
+    """Parse flags, configure logging, and run the controller until it is told to stop; or, with the
+    `migrate-report` subcommand first, run that report (ingressctl/migrate_report) and return its status."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["migrate-report"]:
+        from ingressctl.migrate_report import main as migrate_report
+
+        return migrate_report(args[1:])
+    settings = parse_args(args)
     from ingressctl.logging import configure_logging
 
     configure_logging(settings.log)

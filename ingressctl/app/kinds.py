@@ -33,9 +33,9 @@ class KindSetupError(Exception):
 
 
 def custom_resource_kinds(settings: Settings, client: Any, reads: ReadAhead, *, serve_transportservers: bool,
-                          is_leader: Callable[[], bool] | None
+                          is_leader: Callable[[], bool] | None, stream_server_name: bool = False
                           ) -> tuple[list[KindFactory], PolicyStore | None]:
-    """See the module docstring."""
+    """See the module docstring. `stream_server_name`: NGINX selects stream servers by SNI (1.25.5)."""
     s = settings
     if not s.controller.enable_custom_resources:
         return [], None
@@ -75,7 +75,8 @@ def custom_resource_kinds(settings: Settings, client: Any, reads: ReadAhead, *, 
     if not serve_transportservers:
         return kinds, policy_store
     try:
-        return [*kinds, *stream_kinds(s, client, is_leader or (lambda: True))], policy_store
+        return [*kinds, *stream_kinds(s, client, is_leader or (lambda: True),
+                                      stream_server_name=stream_server_name)], policy_store
     except StreamSetupError as e:
         raise KindSetupError(str(e)) from e
 

@@ -311,7 +311,7 @@ class App:
         try:
             kinds, self._policy_store = custom_resource_kinds(
                 s, self.client, self._reads, serve_transportservers=self._serve_transportservers,
-                is_leader=is_leader)
+                is_leader=is_leader, stream_server_name=static.capabilities.has("stream_server_name"))
         except KindSetupError as e:
             raise StartupError(str(e)) from e
         self.controller = LoadBalancerController(

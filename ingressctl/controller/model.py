@@ -172,17 +172,23 @@ class Entry:
 _LISTENER_PREFIX = "listener:"
 
 
+def listener_with_host(listener: str, host: str = "") -> str:
+    """What a stream resource claims (NIC's listener table key: listener and host; a TCP listener's
+    TransportServers with hosts are told apart by SNI). A space is in neither a listener name nor a host."""
+    return f"{listener} {host}" if host else listener
+
+
 def listener_claim(listener: str) -> str:
-    """The claim a stream resource makes for a listener: listener claims share the host index under a prefix
-    no host can have."""
+    """The claim a stream resource makes for a listener (`listener_with_host`): listener claims share the
+    host index under a prefix no host can have."""
     return _LISTENER_PREFIX + listener
 
 
 def listener_taken_message(claim: str, winner: tuple[str, str] | None) -> str:
-    """NIC's problem message for a lost listener claim (its listener table has no host here: "empty host"),
-    naming the winner (name, kind) when known."""
-    listener = claim.removeprefix(_LISTENER_PREFIX)
-    msg = f"Listener {listener} with host empty host is taken by another resource"
+    """NIC's problem message for a lost listener claim ("empty host" for a claim without a host), naming the
+    winner (name, kind) when known."""
+    listener, _, host = claim.removeprefix(_LISTENER_PREFIX).partition(" ")
+    msg = f"Listener {listener} with host {host or 'empty host'} is taken by another resource"
     return f"{msg} ({winner[1]} {winner[0]})" if winner else msg
 
 

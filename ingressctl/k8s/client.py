@@ -208,15 +208,16 @@ class KubeClient:
         return paged_list(first, fetch, decode, prefetch=prefetch, name=rt.plural)
 
     def list_all(self, rt: ResourceType, namespace: str | None = None, *, label_selector: str | None = None,
-                 field_selector: str | None = None,
-                 page_size: int = 500) -> tuple[builtins.list[dict[str, Any]], str]:
-        """Every item (most recent state, pages of `page_size`) and the list's resourceVersion.
+                 field_selector: str | None = None, page_size: int = 500,
+                 max_page_size: int | None = None) -> tuple[builtins.list[dict[str, Any]], str]:
+        """Every item (most recent state, pages of `page_size`, growing up to `max_page_size` as in
+        `list_pages`) and the list's resourceVersion.
 
         A continue token that expires mid-way restarts the list once as a single unpaginated request, so the
         result is always one consistent snapshot.
         """
-        pages = self.list_pages(rt, namespace, limit=page_size, label_selector=label_selector,
-                                field_selector=field_selector)
+        pages = self.list_pages(rt, namespace, limit=page_size, max_limit=max_page_size,
+                                label_selector=label_selector, field_selector=field_selector)
         try:
             page = next(pages)
             items: builtins.list[dict[str, Any]] = builtins.list(page.get("items") or [])

@@ -181,3 +181,23 @@ def test_hsts_with_tls_and_ssl_redirect(env: Env, running: Controller) -> None:
     env.wait_event("hsts", "Rejected", 'annotations.nginx.org/hsts-max-age: Invalid value: "-5"')
     c.wait_status("hsts.example.com", "/", 404)
     still_healthy(c)
+
+
+def test_server_level_basic_auth_guards_the_paths_no_rule_matches(env: Env) -> None:
+    """NIC's server-level `auth_basic` is checked before NGINX looks for a location: a host without a `/`
+    path answers its unmatched paths 401 to a client without credentials, and 404 only to one with them."""
+    env.service("tea")
+    env.endpoints("tea", [env.backend("tea")])
+    env.create(htpasswd_secret("users", {"alice": "wonderland"}))
+    env.ingress("cafe", [rule("cafe.example.com", ("/tea", "tea"))],
+                annotations={"nginx.org/basic-auth-secret": "users"})
+    c = env.controller()
+
+    def get(path: str, headers: dict[str, str]) -> Response:
+        return http_get(c.http_port, "cafe.example.com", path, headers=headers)
+
+    wait_until(lambda: get("/tea", basic("alice", "wonderland")).backend == "tea", "the route, authenticated")
+    assert get("/tea", {}).status == 401
+    assert get("/coffee", {}).status == 401
+    assert get("/coffee", basic("alice", "wonderland")).status == 404
+    assert c.lbc.is_alive() and c.lbc.stats.sync_errors == 0

@@ -113,7 +113,7 @@ def test_what_is_not_honoured_is_named_in_events_and_counted(env: Env) -> None:
         N + "proxy-body-size": "8m", N + "enable-rewrite-log": "true", N + "x-made-up": "1",
         "nginx.org/client-max-body-size": "2m"})
     env.ingress("refused", [rule("refused.example.com", ("/", "web"))], annotations={
-        N + "auth-url": "http://auth.example.com/check", N + "enable-modsecurity": "true"})
+        N + "server-alias": "other.example.com", N + "enable-modsecurity": "true"})
     c = env.controller(ingress_nginx_compat=True, enable_prometheus_metrics=True,
     prometheus_metrics_listen_port=0)
     c.wait_backend("partly.example.com", "/", "web")
@@ -122,8 +122,8 @@ def test_what_is_not_honoured_is_named_in_events_and_counted(env: Env) -> None:
     assert f"{N}x-made-up ignored (not an ingress-nginx annotation ingressctl knows)" in e["message"]
     assert (f"annotation nginx.org/client-max-body-size wins over {N}proxy-body-size" in e["message"])
     rejected = env.wait_event("refused", "Rejected",
-                              f"annotations.{N}auth-url: Forbidden: not supported by ingressctl: not yet "
-                              f"implemented")
+                              f"annotations.{N}server-alias: Forbidden: not supported by ingressctl: extra "
+                              "`server_name`s could capture hosts")
     assert f"annotations.{N}enable-modsecurity: Forbidden" in rejected["message"]
     assert c.get("refused.example.com").status == 404
 
@@ -133,7 +133,9 @@ def test_what_is_not_honoured_is_named_in_events_and_counted(env: Env) -> None:
 
     assert wait_until(lambda: counts() == {
         ("translated", N + "proxy-body-size"): 1, ("ignored", N + "enable-rewrite-log"): 1,
-        ("ignored", "other"): 1, ("refused", N + "auth-url"): 1, ("refused", N + "enable-modsecurity"): 1},
+        ("ignored", "other"): 1, ("refused", N + "server-alias"): 1,
+        ("refused", N + "enable-modsecurity"): 1},
         "the metric counts the annotations")
     env.delete("ingresses", "refused")
-    assert wait_until(lambda: ("refused", N + "auth-url") not in counts(), "a deleted Ingress is not counted")
+    assert wait_until(lambda: ("refused", N + "server-alias") not in counts(),
+                      "a deleted Ingress is not counted")

@@ -10,6 +10,7 @@ import os
 import socket
 import ssl
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -259,3 +260,61 @@ def test_unusable_secrets_get_nics_warnings_and_a_later_good_secret_is_served(tl
     assert [t["metadata"]["name"] for t in env.kube.list(TRANSPORTSERVERS, NS)["items"]] == [
         "bad-key", "later", "plain", "udp-tls", "wrong-type"]
 
+
+
+def host_ts_yaml(name: str, host: str, service: str, secret: str) -> str:
+    """NIC's transport-server-sni example's form: a host and a TLS Secret on a shared TCP listener."""
+    return ts_yaml(name, "tcp-listener", service, secret=secret).replace(
+        "spec:\n", f"spec:\n  host: {host}\n", 1)
+
+
+def test_transportservers_with_hosts_share_a_tcp_listener_selected_by_sni(tls_env: Env) -> None:
+    """NIC's transport-server-sni example on an NGINX with the stream `server_name` (1.25.5): each client
+    reaches the TransportServer of the name it sends; a third one with a taken host is rejected with NIC's
+    message; on Debian's 1.22 a host on a TCP listener is refused with the reason."""
+    env = tls_env
+    port = free_port()
+    ca = CA("test-ca")
+    cafe, mongo = (ca.issue(h, server=True, dns=(h,)) for h in ("cafe.example.com", "mongo.example.com"))
+    service(env, "tcp-echo", [echo(env, "tcp-echo")])
+    service(env, "mongo", [echo(env, "mongo")])
+    apply(env, gc_yaml({"tcp-listener": port}), secret_yaml("cafe-secret", cafe),
+          secret_yaml("mongo-secret", mongo),
+          host_ts_yaml("cafe-ts", "cafe.example.com", "tcp-echo", "cafe-secret"),
+          host_ts_yaml("mongo-ts", "mongo.example.com", "mongo", "mongo-secret"))
+    c = controller(env, binary=str(nginx_binary()))
+    assert c.reloads == 1
+    wait_state(env, "cafe-ts", "Valid", "AddedOrUpdated", valid_message("cafe-ts"))
+    wait_state(env, "mongo-ts", "Valid", "AddedOrUpdated", valid_message("mongo-ts"))
+    assert tls_client(port, ca, sni="cafe.example.com") == ("tcp-echo: hello", der(cafe))
+    assert tls_client(port, ca, sni="mongo.example.com") == ("mongo: hello", der(mongo))
+    text = Path(c.manager.conf_dir, "stream-conf.d", f"ts_{NS}_cafe-ts.conf").read_text()
+    assert "    server_name cafe.example.com;\n" in text
+    # A second claim of a host loses to the older TransportServer (created in a later second: a tie would go
+    # to the greater UID); the others keep serving.
+    created = env.kube.get(TRANSPORTSERVERS, NS, "cafe-ts")["metadata"]["creationTimestamp"]
+    wait_until(lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) > created, "a later second")
+    apply(env, host_ts_yaml("late-ts", "cafe.example.com", "mongo", "mongo-secret"))
+    taken = ("Listener tcp-listener with host cafe.example.com is taken by another resource "
+             f"(TransportServer {NS}/cafe-ts)")
+    env.wait_event("late-ts", "Rejected", taken, kind="TransportServer")
+    assert tls_client(port, ca, sni="cafe.example.com")[0] == "tcp-echo: hello"
+    assert tls_client(port, ca, sni="mongo.example.com")[0] == "mongo: hello"
+    assert c.lbc.is_alive() and c.lbc.stats.sync_errors == 0
+
+
+def test_a_host_on_a_tcp_listener_is_refused_on_an_nginx_without_stream_server_name(tls_env: Env) -> None:
+    env = tls_env
+    port = free_port()
+    ca = CA("test-ca")
+    cafe = ca.issue("cafe.example.com", server=True, dns=("cafe.example.com",))
+    service(env, "tcp-echo", [echo(env, "tcp-echo")])
+    apply(env, gc_yaml({"tcp-listener": port}), secret_yaml("cafe-secret", cafe),
+          host_ts_yaml("cafe-ts", "cafe.example.com", "tcp-echo", "cafe-secret"))
+    c = controller(env)   # Debian's NGINX 1.22
+    rejected = (f"TransportServer {NS}/cafe-ts was rejected with error: spec.host: Forbidden: a host on a "
+                "TCP listener (SNI selection with the stream server_name directive) needs NGINX 1.25.5 or "
+                "newer")
+    wait_state(env, "cafe-ts", "Invalid", "Rejected", rejected)
+    assert refused(port)
+    assert c.lbc.is_alive() and c.lbc.stats.sync_errors == 0

@@ -29,6 +29,7 @@ from ingressctl.kinds.ingress.annotations import (
     parse_annotations,
 )
 from ingressctl.kinds.ingress.annotations_nginx_org import NGINX_ORG, PROXYING, RATE_LIMITING
+from ingressctl.kinds.ingress.validation import validate_ingress
 from ingressctl.secret_types import SECRET_TYPE_APIKEY, SECRET_TYPE_CA, SECRET_TYPE_HTPASSWD
 
 PACKAGE = Path(__file__).resolve().parents[2] / "ingressctl"
@@ -53,8 +54,7 @@ def test_every_row_has_docs_and_a_parser_or_validators() -> None:
         if row.handling not in PARSED and not row.checks:
             # Listed only (nothing parses or validates it): its one effect is a mergeable Ingress rule.
             assert row.handling is Handling.NONE and (not row.master or row.minion is Minion.DENIED), row.key
-    assert {r.key for r in ROWS if r.handling is Handling.NONE and not r.checks} == {
-        "appprotectdos.f5.com/app-protect-dos-resource"}
+    assert {r.key for r in ROWS if r.handling is Handling.NONE and not r.checks} == set()
 
 
 def test_the_docs_tables_list_every_row_once() -> None:
@@ -260,3 +260,21 @@ def test_one_more_row_in_the_nginx_org_table_needs_nothing_else() -> None:
     assert "| `nginx.org/example-flag` | | bool | an example |" in docs
     # The shipped table is unchanged: the example is not an annotation ingressctl reads.
     assert parse_annotations({"nginx.org/example-flag": "false"}, ConfigParams())[0].params.proxy_buffering
+
+
+def test_app_protect_annotations_are_refused_as_nic_without_app_protect_refuses_them() -> None:
+    """NIC's order: App Protect first (ingressctl never has it), so that is the message on NGINX Plus too."""
+    anns = {"appprotect.f5.com/app-protect-enable": "True",
+            "appprotect.f5.com/app-protect-policy": "default/dataguard-alarm",
+            "appprotect.f5.com/app-protect-security-log-enable": "True",
+            "appprotect.f5.com/app-protect-security-log": "default/logconf",
+            "appprotect.f5.com/app-protect-security-log-destination": "syslog:server=127.0.0.1:514",
+            "appprotectdos.f5.com/app-protect-dos-resource": "default/dos-protected"}
+    ing = {"metadata": {"name": "cafe", "namespace": "default", "annotations": anns},
+           "spec": {"rules": [{"host": "cafe.example.com", "http": {"paths": [
+               {"path": "/", "pathType": "Prefix",
+                "backend": {"service": {"name": "tea", "port": {"number": 80}}}}]}}]}}
+    for is_plus in (False, True):
+        assert [str(e) for e in validate_ingress(ing, is_plus=is_plus)] == [
+            f"annotations.{k}: Forbidden: annotation requires AppProtect{'Dos' if 'dos' in k else ''}"
+            for k in sorted(anns)]

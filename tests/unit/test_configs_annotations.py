@@ -255,7 +255,7 @@ def test_path_regex() -> None:
         text, _ = render(cafe(anns, paths=paths))
         assert f'location {modifier} "^/tea/[A-Z0-9]+$" {{' in text
         assert f'location {modifier} "^/coffee$" {{' in text  # Exact is anchored at both ends
-        assert "location / {\n        return 404;" in text
+        assert "location / {\n        try_files \"\" =404;" in text
     text, _ = render(cafe({"nginx.org/path-regex": "exact"}, paths=[path("/tea", "tea")]))
     assert "location = /tea {" in text and "location /tea/" not in text
 

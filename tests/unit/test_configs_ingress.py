@@ -137,7 +137,7 @@ def test_reports_example() -> None:
         assert f"        {line}\n" in cron, line
     assert "Connection" not in cron  # no keepalive, no websocket
     # No "/" path and no default backend: unmatched paths get 404 from this server.
-    assert "location / {\n        return 404;\n    }" in server
+    assert "location / {\n        try_files \"\" =404;\n    }" in server
 
 
 def test_path_types() -> None:
@@ -205,7 +205,7 @@ def test_default_backend_serves_slash_of_each_host_without_one() -> None:
     text, _ = render(ex)
     servers = text.split("\nserver {")[1:]
     assert "proxy_pass http://default-reports--fallback-8080;" in servers[0]
-    assert "return 404" not in servers[0]
+    assert "=404;" not in servers[0]
     assert "fallback" not in servers[1]  # b has its own "/"
     assert "upstream default-reports--fallback-8080 {" in text
     assert "server 10.9.9.9:8080 " in text
@@ -347,7 +347,7 @@ def test_invalid_ingress_name_raises() -> None:
 
 ALLOWED = {"upstream", "zone", "random", "server", "keepalive", "listen", "ssl_certificate",
            "ssl_certificate_key", "ssl_reject_handshake", "server_tokens", "server_name", "set", "if",
-           "return", "location",
+           "return", "try_files", "location",
            "proxy_http_version", "proxy_set_header", "proxy_connect_timeout", "proxy_read_timeout",
            "proxy_send_timeout", "client_max_body_size", "proxy_buffering", "proxy_pass"}
 

@@ -94,7 +94,8 @@ def test_master_with_minions_in_two_namespaces() -> None:
                                                          "/"]
     assert "proxy_pass http://team-a-users-shop.example.com-users-80;" in block(server, "location = /users")
     assert "users" not in block(server, "location /cart/")
-    assert "location / {\n        return 404;" in server  # no minion serves "/": the fallback, not a backend
+    # No minion serves "/": the fallback, not a backend.
+    assert 'location / {\n        try_files "" =404;' in server
     assert "fallback" not in server and "pay-default" not in text  # minions' default backends are removed
     pay = block(server, "location = /pay")
     assert '# location for minion team-b/pay\n        set $resource_name "pay";' in pay

@@ -61,8 +61,8 @@ REFERENCE_KEYS = (
 # Not this change's: rows that say what they will be and are not implemented yet.
 PENDING = {"affinity",
            "affinity-mode",
-           "affinity-canary-behavior", "enable-cors", "auth-url", "auth-signin", "auth-response-headers",
-           "auth-method", "auth-type", "auth-secret", "auth-tls-secret", "ssl-passthrough"}
+           "affinity-canary-behavior",
+           "auth-type", "auth-secret", "ssl-passthrough"}
 
 
 def ingress(annotations: dict[str, str], *, name: str = "app", tls: bool = False,
@@ -111,10 +111,10 @@ def test_rows_not_implemented_yet_say_what_they_will_be_and_fail_closed_where_it
     pending = {r.key.removeprefix(PREFIX): r for r in INGRESS_NGINX.rows
                if r.handling is Handling.NONE and r.status not in (Status.IGNORED, Status.REFUSED)}
     assert set(pending) >= PENDING
-    for name in ("auth-url", "auth-type", "auth-tls-secret", "ssl-passthrough",
+    for name in ("auth-type", "ssl-passthrough",
                  "proxy-ssl-verify"):
         assert pending[name].fail_closed and effective_status(pending[name]) is Status.REFUSED, name
-    for name in ("enable-cors", "affinity", "session-cookie-name"):
+    for name in ("affinity", "session-cookie-name"):
         assert not pending[name].fail_closed and effective_status(pending[name]) is Status.IGNORED, name
     assert all(r.reason.startswith("Not yet implemented") for r in pending.values())
 
@@ -293,7 +293,6 @@ def test_values_ingress_nginx_refuses_reject_the_ingress(name: str, value: str, 
     ({N + "enable-modsecurity": "true"}, "no ModSecurity in ingressctl"),
     ({N + "server-alias": "other.example.com"}, "extra `server_name`s could capture hosts"),
     ({N + "stream-snippet": "server {}"}, "raw `stream` configuration"),
-    ({N + "auth-url": "http://auth.svc/"}, "not yet implemented by ingressctl"),
     ({N + "proxy-ssl-secret": "ns/name"}, "not yet implemented by ingressctl"),
     ({N + "configuration-snippet": "x;"}, "snippets are not enabled"),
 ])

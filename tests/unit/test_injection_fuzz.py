@@ -47,10 +47,12 @@ from ingressctl.kinds.ingress.config import (
 )
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.ingress_nginx import canary
+from ingressctl.kinds.ingress.ingress_nginx.authtls_policy import with_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.translate import effective_status
 from ingressctl.kinds.ingress.ingress_nginx.www_redirect import other_name
 from ingressctl.kinds.ingress.validation import validate_ingress
 from ingressctl.nginx.capabilities import MODULES, Capabilities
+from ingressctl.policies.base import ResolvedPolicy
 from ingressctl.secret_types import SecretReference
 from tests.unit.test_configs_quoting import nginx_tokens
 
@@ -146,6 +148,7 @@ VALID: dict[str, list[str]] = {
     INN + "proxy-next-upstream-tries": ["3"], INN + "proxy-redirect-from": ["http://a/", "off"],
     INN + "proxy-redirect-to": ["https://$host/"], INN + "proxy-http-version": ["1.1"],
     INN + "upstream-vhost": ["backend.internal", "$host:8080"], INN + "upstream-hash-by": ["$request_uri"],
+    INN + "upstream-hash-by-subset": ["true", "false"], INN + "upstream-hash-by-subset-size": ["3", "0"],
     INN + "load-balance": ["ewma", "round_robin"], INN + "service-upstream": ["true"],
     INN + "custom-http-errors": ["404,503"], INN + "ssl-redirect": ["false", "true"],
     INN + "force-ssl-redirect": ["true"], INN + "app-root": ["/app"],
@@ -162,7 +165,22 @@ VALID: dict[str, list[str]] = {
     INN + "canary": ["true"], INN + "canary-weight": ["30", "100"], INN + "canary-weight-total": ["1000"],
     INN + "canary-by-header": ["X-Canary"], INN + "canary-by-header-value": ["v2.1"],
     INN + "canary-by-header-pattern": ["^v(2|3)$"], INN + "canary-by-cookie": ["canary_user"],
+    INN + "enable-cors": ["true"],
+    INN + "cors-allow-origin": ["https://a.example.com, https://*.b.example.com:8443", "*"],
+    INN + "cors-allow-methods": ["GET, POST"], INN + "cors-allow-headers": ["X-A, Content-Type"],
+    INN + "cors-allow-credentials": ["false"], INN + "cors-expose-headers": ["X-B, *"],
+    INN + "cors-max-age": ["600"],
+    INN + "auth-tls-secret": ["default/ca", "/ca"], INN + "auth-tls-verify-client": ["optional_no_ca", "on"],
+    INN + "auth-tls-verify-depth": ["2"], INN + "auth-tls-pass-certificate-to-upstream": ["true"],
+    INN + "auth-tls-error-page": ["https://errors.example.com/cert", "@errors"],
+    INN + "auth-tls-match-cn": ["CN=(client|admin)$"],
     INN + "configuration-snippet": ["add_header X 1;"], INN + "server-snippet": ["add_header X 1;"],
+    INN + "auth-url": ["https://10.0.0.8:8443/check?u=$request_uri", "http://10.0.0.9/a"],
+    INN + "auth-signin": ["https://login.example.com/start?rd=$scheme://$host$request_uri",
+                          "https://login.example.com/start"],
+    INN + "auth-signin-redirect-param": ["return_to"], INN + "auth-response-headers": ["X-User, X-Email"],
+    INN + "auth-method": ["POST"], INN + "auth-request-redirect": ["https://app.example.com/landing"],
+    INN + "auth-always-set-cookie": ["true"], INN + "satisfy": ["any", "all"],
 }
 INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nreturn 200;", " ", ";", "\r",
               "} server { listen 1;", '" ; root /etc ; "', "\x00", "${x}",
@@ -238,6 +256,14 @@ def secret_refs(conf_dir: str = "/etc/ic") -> dict[str, SecretReference]:
 
 
 REFS = secret_refs()
+
+
+def inn_policies(obj: dict[str, Any], static: StaticConfigParams) -> tuple[ResolvedPolicy, ...] | None:
+    """The ingressMTLS Policy ingress-nginx's auth-tls-* make (the controller's part), with a CA Secret."""
+    if not static.ingress_nginx_compat:
+        return None
+    ref = SecretReference("default/ca", f"{static.conf_dir}/secrets/default-ca", secret_type="nginx.org/ca")
+    return with_auth_tls(obj, None, lambda key: ref, lambda key: None)[0]
 ENDPOINTS = {backend_key("svc-a", 80): ["10.0.0.1:80", "10.0.0.2:80"],
              backend_key("svc-b", 80): ["10.0.1.1:80"]}
 PATHS = [("/a", "Prefix", "svc-a"), ("/b", "Exact", "svc-b"), ("/c", "ImplementationSpecific", "svc-a")]
@@ -283,9 +309,17 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
                 annotations[INN + "custom-http-errors"] = "404"
             if case.name == INN + "proxy-redirect-to":
                 annotations[INN + "proxy-redirect-from"] = "http://a/"
+            if case.name.startswith(INN + "cors-"):
+                annotations[INN + "enable-cors"] = "true"
+            if case.name.startswith(INN + "auth-tls-"):
+                annotations.setdefault(INN + "auth-tls-secret", "default/ca")
             if case.name in (INN + "limit-whitelist", INN + "limit-allowlist",
             INN + "limit-burst-multiplier"):
                 annotations[INN + "limit-rps"] = "5"
+            if case.name.startswith(INN + "auth-") and case.name != INN + "auth-url":
+                annotations[INN + "auth-url"] = "http://10.0.0.9/check"
+                if case.name == INN + "auth-signin-redirect-param":
+                    annotations[INN + "auth-signin"] = "https://login.example.com/start"
     elif case.kind == "minion-annotation":
         minion_annotations[case.name] = case.value
     elif case.kind == "host":
@@ -364,8 +398,8 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
             if INN + "from-to-www-redirect" in annotations and other_name(host):
                 hosts[other_name(host)] = True  # (the Configuration's weak claim, won)
             cfg, _ = generate_nginx_config(IngressEx(obj, hosts, dict(ENDPOINTS), secret_refs=refs,
-                                                     canaries=canaries, default_backend=default),
-                                           static, config)
+                                                     policies=inn_policies(obj, static), canaries=canaries,
+                                                     default_backend=default), static, config)
         except AnnotationError as e:
             return f"generator: {e}"
     try:
@@ -488,7 +522,7 @@ def check_structure(text: str, schema: Schema, counts: dict[Context, Counter[str
                 assert n <= counts[ctx][name], f"{name} {n} times in {ctx}"
         for name in REQUIRED.get(ctx, ()):
             assert seen[name] >= 1, f"no {name} in a block of {ctx}"
-        returns = any(s.name in ("return", "stub_status") for s in stmts)
+        returns = any(s.name in ("return", "stub_status", "try_files") for s in stmts)
         if ctx and ctx[-1] == "location" and stmts and not returns:
             passes = [s.name for s in stmts if s.name in ("proxy_pass", "grpc_pass")]
             assert len(passes) == 1, f"a location with {passes}"
@@ -517,6 +551,9 @@ def _reference_texts() -> tuple[list[str], list[str]]:
     inn = {n: VALID[n][0] for n in INGRESS_NGINX_RENDERED if n in VALID}
     inn_variants = [inn, {**inn, INN + "temporal-redirect": "", INN + "limit-whitelist": "",
                           INN + "limit-allowlist": "", INN + "backend-protocol": "HTTP"},
+                    {INN + "enable-cors": "true"},  # ingress-nginx's CORS defaults (origin *)
+                    {INN + "enable-cors": "true", INN + "cors-expose-headers": "X-B"},
+                    {INN + "auth-tls-secret": "default/ca"},  # verify-client on
                     {INN + "proxy-redirect-from": "off", INN + "limit-rps": "5",
                     INN + "whitelist-source-range": "",
                      INN + "denylist-source-range": "10.0.0.1"}]
@@ -535,7 +572,8 @@ def _reference_texts() -> tuple[list[str], list[str]]:
             for tls in (True, False):
                 obj = _ingress("cafe", "default", HOST, PATHS, anns, tls=tls)
                 cfg, _ = generate_nginx_config(IngressEx(obj, {HOST: True}, dict(ENDPOINTS),
-                                                         secret_refs=dict(REFS)), st_, cm)
+                                                         secret_refs=dict(REFS),
+                                                         policies=inn_policies(obj, st_)), st_, cm)
                 ingress_texts.append(TEMPLATES.execute_ingress_template(cfg))
         for canary_anns in ({INN + "canary-weight": "30", INN + "canary-by-header": "X-Canary",
                              INN + "canary-by-cookie": "beta"},

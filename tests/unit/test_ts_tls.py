@@ -98,13 +98,41 @@ def test_tls_is_forbidden_with_the_passthrough_listener() -> None:
                   tls_passthrough=True) == []
 
 
-def test_a_host_on_a_tcp_listener_needs_tls_and_is_then_refused_as_unsupported() -> None:
-    assert errors(ts_obj(host="echo.example.com")) == [
-        "spec.host: Required value: must specify spec.tls.secret when host is specified for non-TLS "
-        "Passthrough TransportServers"]
+def test_a_host_on_a_tcp_listener_needs_tls_and_an_nginx_that_selects_stream_servers_by_sni() -> None:
+    for sni in (False, True):
+        assert errors(ts_obj(host="echo.example.com"), stream_server_name=sni) == [
+            "spec.host: Required value: must specify spec.tls.secret when host is specified for non-TLS "
+            "Passthrough TransportServers"]
     assert errors(ts_obj(host="echo.example.com", tls={"secret": "echo-tls"})) == [
         "spec.host: Forbidden: a host on a TCP listener (SNI selection with the stream server_name "
-        "directive) is not supported"]
+        "directive) needs NGINX 1.25.5 or newer"]
+    tls = {"secret": "echo-tls"}
+    assert errors(ts_obj(host="echo.example.com", tls=tls), stream_server_name=True) == []
+    assert errors(ts_obj(host="Echo_1.example.com", tls=tls), stream_server_name=True) == [
+        'spec.host: Invalid value: "Echo_1.example.com": a lowercase RFC 1123 subdomain must consist of '
+        "lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+        "character (e.g. 'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"]
+
+
+def test_transportservers_with_hosts_share_a_tcp_listener_and_one_host_goes_to_the_oldest() -> None:
+    """NIC's listener table is keyed by listener and host: two hosts share a listener, a host-less
+    TransportServer is one more key, and a second claim of one host loses with NIC's message."""
+    conf = Configuration(ingress_class="nginx")
+    conf.register_kind(TransportServerModel("nginx", lambda: Listeners("default/gc", {"tls-tcp": TCP}),
+                                            stream_server_name=True))
+    conf.set_startup_complete()
+    tls = {"secret": "echo-tls"}
+    conf.add_or_update("transportserver", ts_obj("cafe", host="cafe.example.com", tls=tls))
+    conf.add_or_update("transportserver", ts_obj("mongo", host="mongo.example.com", tls=tls))
+    conf.add_or_update("transportserver", ts_obj("plain"))
+    late = ts_obj("late", host="cafe.example.com", tls=tls)
+    late["metadata"]["creationTimestamp"] = "2024-02-01T00:00:00Z"
+    conf.add_or_update("transportserver", late)
+    assert sorted(r.key for r in conf.get_resources()) == ["default/cafe", "default/mongo", "default/plain"]
+    assert [p.message for p in conf.host_problems().values()] == [
+        "Listener tls-tcp with host cafe.example.com is taken by another resource "
+        "(TransportServer default/cafe)"]
 
 
 def test_the_configuration_indexes_the_secret_of_a_configured_transportserver() -> None:

@@ -112,7 +112,8 @@ class Annotation:
     checks: tuple[AnnotationValidator, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        lead = ((validate_plus_only,) if self.needs_plus else ()) + (
+        plus = self.needs_plus and validate_plus_only not in self.validators  # else NIC's order is given
+        lead = ((validate_plus_only,) if plus else ()) + (
             (validate_snippets,) if self.needs_snippets else ())
         object.__setattr__(self, "checks", lead + self.validators)
 

@@ -58,6 +58,16 @@ def validate_plus_only(ctx: AnnotationContext) -> list[FieldError]:
     return [] if ctx.is_plus else [forbidden(ctx.field, "annotation requires NGINX Plus")]
 
 
+def validate_app_protect_only(ctx: AnnotationContext) -> list[FieldError]:
+    """NIC's appProtectOnly: ingressctl has no NGINX App Protect, so the annotation is always refused."""
+    return [forbidden(ctx.field, "annotation requires AppProtect")]
+
+
+def validate_app_protect_dos_only(ctx: AnnotationContext) -> list[FieldError]:
+    """NIC's appProtectDosOnly (see `validate_app_protect_only`)."""
+    return [forbidden(ctx.field, "annotation requires AppProtectDos")]
+
+
 def validate_related(other: str, check: Callable[[str], str | None] | None = None) -> AnnotationValidator:
     """The annotation needs `other` set (and, with `check`, satisfying it: check returns an error or None)."""
 

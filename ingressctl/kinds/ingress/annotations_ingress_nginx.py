@@ -21,7 +21,10 @@ from typing import Any, Final
 
 from ingressctl.configs import directive_values, parsing
 from ingressctl.kinds.ingress.annotation_table import Annotation, AnnotationTable, Handling, Section, Status
+from ingressctl.kinds.ingress.ingress_nginx import auth_request as authreq
+from ingressctl.kinds.ingress.ingress_nginx import authtls_values as atv
 from ingressctl.kinds.ingress.ingress_nginx import canary as _canary
+from ingressctl.kinds.ingress.ingress_nginx import cors_values as cv
 from ingressctl.kinds.ingress.ingress_nginx import values as v
 
 PREFIX: Final = "nginx.ingress.kubernetes.io/"
@@ -104,6 +107,9 @@ ENABLE_OWASP_CORE_RULES: Final = key("enable-owasp-core-rules")
 PROXY_HTTP_VERSION: Final = key("proxy-http-version")
 REWRITE_TARGET: Final = key("rewrite-target")
 USE_REGEX: Final = key("use-regex")
+UPSTREAM_HASH_BY: Final = key("upstream-hash-by")
+UPSTREAM_HASH_BY_SUBSET: Final = key("upstream-hash-by-subset")
+UPSTREAM_HASH_BY_SUBSET_SIZE: Final = key("upstream-hash-by-subset-size")
 
 _REDIRECT_NOTE = ("the status is ingress-nginx's `http-redirect-code` default, 308, for an Ingress with "
                   "ingress-nginx annotations (unless the ConfigMap's `http-redirect-code` or "
@@ -257,8 +263,11 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _row("denylist-source-range", ACCESS, TRANSLATED, "comma-separated IP addresses and CIDRs",
          "`deny <cidr>;` in every location of the Ingress, before the allow list (403)", parse=v.cidrs,
          reason="an invalid entry refuses the Ingress"),
-    _pending("satisfy", ACCESS, TRANSLATED, "`all`, `any`", "`satisfy`",
-             "planned with the authentication annotations", fail_closed=True),
+    _row("satisfy", ACCESS, TRANSLATED, "`all`, `any`",
+         "`satisfy` in every location of the Ingress: `any` lets a request in that passes one of the "
+         "address rules (`whitelist-source-range`, ...), basic auth or `auth-url`", parse=v.text,
+         reason="an invalid value is ignored, as ingress-nginx; it applies to the `nginx.org/*` access "
+                "checks of the locations too"),
     _row("server-alias", ACCESS, REFUSED, "comma-separated host names", "nothing",
          reason="extra `server_name`s could capture hosts other resources own; list the hosts in the rules"),
     # ----------------------------------------------------------------------------------------- rate limiting
@@ -285,29 +294,39 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _ignored("global-rate-limit-ignored-cidrs", "CIDRs", "as `global-rate-limit`", v.text,
     section=RATE_LIMITING),
     # -------------------------------------------------------------------------------------------------- auth
-    _pending("auth-url", AUTH, TRANSLATED, "URL, NGINX variables allowed",
-             "`auth_request` to the URL (subrequest), headers X-Original-URL, X-Original-Method, ...",
-             "planned as an external auth subrequest", fail_closed=True),
-    _pending("auth-signin", AUTH, TRANSLATED, "URL, NGINX variables allowed",
-             "a 401 of `auth-url` redirects here with `rd=<original URL>`", "planned with `auth-url`",
-             fail_closed=True),
-    _pending("auth-signin-redirect-param", AUTH, TRANSLATED, "query parameter name",
-             "the `rd` of `auth-signin`",
-             "planned with `auth-signin`", fail_closed=True),
-    _pending("auth-response-headers", AUTH, TRANSLATED, "comma-separated header names",
-             "headers of the auth response copied onto the upstream request", "planned with `auth-url`",
-             fail_closed=True),
-    _pending("auth-method", AUTH, TRANSLATED, "HTTP method", "the method of the auth subrequest",
-             "planned with `auth-url`", fail_closed=True),
-    _pending("auth-snippet", AUTH, REFUSED, "NGINX configuration", "nothing",
-             "planned: refused unless snippets are enabled, then in the auth location", fail_closed=True),
+    _row("auth-url", AUTH, TRANSLATED, "http(s) URL; NGINX variables in its path and query",
+         "`auth_request` in every location of the Ingress to an internal location proxying a body-less copy "
+         "of the request to the URL (Host, X-Original-URL, X-Original-Method, X-Auth-Request-Redirect, "
+         "X-Sent-From, X-Real-IP, X-Forwarded-For); 2xx lets the request through, 401/403 answer so, any "
+         "other answer 500; `Set-Cookie` of the auth answer on 2xx/3xx answers", parse=authreq.auth_url,
+         reason="variables in the URL's host are refused (no resolver); keepalive and caching are not "
+                "implemented (`auth-keepalive*`, `auth-cache-*` are ignored)"),
+    _row("auth-signin", AUTH, APPROXIMATED, "URL, NGINX variables allowed",
+         "a 401 of `auth-url` answers 302 to this URL with `rd=<original URL>` appended (unless the URL "
+         "has it)", parse=v.text,
+         reason="`rd` is the original URL as the client sent it, not percent-escaped again (NGINX has no "
+                "`set_escape_uri`): a `&` in its query ends `rd` early; an invalid value is ignored, as "
+                "ingress-nginx"),
+    _row("auth-signin-redirect-param", AUTH, TRANSLATED, "query parameter name (`rd`)",
+         "the parameter of `auth-signin` carrying the original URL", parse=v.text,
+         reason="an invalid value is ignored (`rd`), as ingress-nginx"),
+    _row("auth-response-headers", AUTH, TRANSLATED, "comma-separated header names",
+         "these headers of the auth answer are set on the upstream request (`auth_request_set`)",
+         parse=authreq.response_headers),
+    _row("auth-method", AUTH, TRANSLATED, "`GET`, `HEAD`, `POST`, `PUT`, `PATCH`, `DELETE`, `CONNECT`, "
+         "`OPTIONS`, `TRACE`", "the method of the auth subrequest (with X-Original-URI and X-Scheme)",
+         parse=authreq.method),
+    _row("auth-snippet", AUTH, SERVED, "NGINX configuration", "lines in the internal auth location",
+         parse=parsing.parse_lines, needs_snippets=True,
+         reason="only with `--enable-snippets`; refused without"),
     _pending("auth-proxy-set-headers", AUTH, TRANSLATED, "`<namespace>/<ConfigMap>`",
-             "headers sent to the auth service", "planned with `auth-url`", fail_closed=True),
-    _pending("auth-request-redirect", AUTH, TRANSLATED, "URL", "`X-Auth-Request-Redirect` of the subrequest",
-             "planned with `auth-url`", fail_closed=True),
-    _pending("auth-always-set-cookie", AUTH, TRANSLATED, BOOL,
-             "pass `Set-Cookie` of the auth response always",
-             "planned with `auth-url`", fail_closed=True),
+             "headers sent to the auth service", "planned with `auth-url` (needs the ConfigMap read from "
+             "the cluster)", fail_closed=True),
+    _row("auth-request-redirect", AUTH, TRANSLATED, "URL", "`X-Auth-Request-Redirect` of the subrequest "
+         "(default: the request URI)", parse=authreq.request_redirect),
+    _row("auth-always-set-cookie", AUTH, TRANSLATED, BOOL,
+         "`Set-Cookie` of the auth answer on every answer (`add_header ... always`), not only 2xx/3xx",
+         parse=v.go_bool),
     _ignored("auth-cache-key", "text", "auth response caching is not implemented (only caching is lost)",
     section=AUTH),
     _ignored("auth-cache-duration", "`<code> <time>` list", "as `auth-cache-key`", section=AUTH),
@@ -319,7 +338,9 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _ignored("enable-global-auth", BOOL, "ingressctl has no global auth URL", section=AUTH),
     _pending("auth-type", AUTH, TRANSLATED, "`basic`, `digest`",
              "`basic`: HTTP basic authentication (as `nginx.org/basic-auth-secret`); `digest`: refused",
-             "planned with `auth-secret`", fail_closed=True),
+             "planned with `auth-secret` (ingress-nginx's Opaque Secrets, key `auth` or a user map, are not "
+             "read yet); `digest` will stay refused: NGINX has no digest authentication (ingress-nginx loads "
+             "a third-party module)", fail_closed=True),
     _pending("auth-secret", AUTH, TRANSLATED, "Secret `name` or `namespace/name`, key `auth` (htpasswd)",
              "the htpasswd file of `auth-type: basic`", "planned with `auth-type`", fail_closed=True),
     _pending("auth-secret-type", AUTH, TRANSLATED, "`auth-file`, `auth-map`", "the Secret's layout",
@@ -327,19 +348,26 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _pending("auth-realm", AUTH, TRANSLATED, "text", "the realm of basic authentication",
              "planned with `auth-type`", fail_closed=True),
     # --------------------------------------------------------------------------------------------------- TLS
-    _pending("auth-tls-secret", TLS, TRANSLATED, "`namespace/name` of a Secret with `ca.crt`",
-             "client certificates verified against the CA (`ssl_verify_client`)", "planned as ingressMTLS",
-             fail_closed=True),
-    _pending("auth-tls-verify-client", TLS, TRANSLATED, "`on`, `off`, `optional`, `optional_no_ca`",
-             "`ssl_verify_client`", "planned with `auth-tls-secret`", fail_closed=True),
-    _pending("auth-tls-verify-depth", TLS, TRANSLATED, "integer", "`ssl_verify_depth`",
-             "planned with `auth-tls-secret`", fail_closed=True),
-    _pending("auth-tls-pass-certificate-to-upstream", TLS, TRANSLATED, BOOL, "header `ssl-client-cert`",
-             "planned with `auth-tls-secret`", fail_closed=True),
-    _pending("auth-tls-error-page", TLS, TRANSLATED, "URL", "where a failed client certificate goes",
-             "planned with `auth-tls-secret`", fail_closed=True),
-    _pending("auth-tls-match-cn", TLS, REFUSED, "`CN=<regex>`", "nothing",
-             "planned: refused (a CN check ingressctl would not enforce)", fail_closed=True),
+    _row("auth-tls-secret", TLS, TRANSLATED, "`<namespace>/<name>` (or `/<name>`) of a Secret with `ca.crt`",
+         "client certificates verified against the CA (`ssl_client_certificate`, `ssl_crl` from `ca.crl`) on "
+         "the Ingress's TLS servers, as an ingressMTLS Policy", parse=atv.secret,
+         reason="the Secret must be of the type `nginx.org/ca` (ingressctl keeps no data of Opaque Secrets) "
+                "in the Ingress's namespace; otherwise, or on a host without TLS or a minion, the server "
+                "answers 500 with a warning; with `on`, plain HTTP requests of the server answer 400; an "
+                "ingressMTLS Policy of `nginx.org/policies` wins"),
+    _row("auth-tls-verify-client", TLS, TRANSLATED, "`on`, `off`, `optional`, `optional_no_ca`",
+         "`ssl_verify_client`", parse=atv.verify_client, default="`on`"),
+    _row("auth-tls-verify-depth", TLS, TRANSLATED, "integer", "`ssl_verify_depth`", parse=atv.verify_depth,
+         default="`1` (also for `0`)"),
+    _row("auth-tls-pass-certificate-to-upstream", TLS, TRANSLATED, BOOL,
+         "header `ssl-client-cert` (the URL-escaped PEM) to the backend; `ssl-client-verify`, "
+         "`ssl-client-subject-dn`, `ssl-client-issuer-dn` are always sent", parse=v.go_bool,
+         default="`false`"),
+    _row("auth-tls-error-page", TLS, TRANSLATED, "URL, path or `@name`",
+         "`error_page 495 496 = <page>` (a failed client certificate goes there)", parse=atv.error_page),
+    _row("auth-tls-match-cn", TLS, TRANSLATED, "`CN=<regex>`",
+         "`if ($ssl_client_s_dn !~ \"CN=<regex>\") { return 403; }` (ingress-nginx's own check)",
+         parse=atv.match_cn, reason="the regex must compile in PCRE-like syntax without control characters"),
     _pending("ssl-passthrough", TLS, TRANSLATED, BOOL,
              "a TLS passthrough route to the `/` backend (with `--enable-tls-passthrough`)",
              "planned as a passthrough route", fail_closed=True),
@@ -439,25 +467,36 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _pending("session-cookie-change-on-failure", ROUTING, APPROXIMATED, BOOL,
              "nothing (NGINX keeps the cookie)",
              "planned with `affinity`", fail_closed=False),
-    _pending("upstream-hash-by-subset", ROUTING, APPROXIMATED, BOOL, "plain consistent hashing",
-             "planned with `upstream-hash-by`", fail_closed=False),
-    _pending("upstream-hash-by-subset-size", ROUTING, APPROXIMATED, "integer", "plain consistent hashing",
-             "planned with `upstream-hash-by`", fail_closed=False),
-    _pending("enable-cors", ROUTING, SERVED, BOOL, "CORS headers and preflight answers (204)",
-             "planned with ingress-nginx's CORS headers", fail_closed=False),
-    _pending("cors-allow-origin", ROUTING, SERVED, "`*` or comma-separated origins", "the allowed origins",
-             "planned with `enable-cors`", fail_closed=False),
-    _pending("cors-allow-methods", ROUTING, SERVED, "methods", "`Access-Control-Allow-Methods`",
-             "planned with `enable-cors`", fail_closed=False),
-    _pending("cors-allow-headers", ROUTING, SERVED, "header names", "`Access-Control-Allow-Headers`",
-             "planned with `enable-cors`", fail_closed=False),
-    _pending("cors-allow-credentials", ROUTING, SERVED, BOOL, "`Access-Control-Allow-Credentials`",
-             "planned with `enable-cors`", fail_closed=False),
-    _pending("cors-expose-headers", ROUTING, SERVED, "header names", "`Access-Control-Expose-Headers`",
-             "planned with `enable-cors`", fail_closed=False),
-    _pending("cors-max-age", ROUTING, SERVED, SECONDS, "`Access-Control-Max-Age`",
-             "planned with `enable-cors`",
-             fail_closed=False),
+    _row("upstream-hash-by-subset", ROUTING, APPROXIMATED, BOOL,
+         "plain consistent hashing: `upstream-hash-by`'s `hash <key> consistent`, one endpoint per key",
+         parse=v.go_bool, default="`false`",
+         reason="ingress-nginx hashed a key to a subset of `upstream-hash-by-subset-size` endpoints and "
+                "picked one of them at random per request; here a key always reaches the same endpoint. "
+                "`false` is served; ignored without `upstream-hash-by`"),
+    _row("upstream-hash-by-subset-size", ROUTING, APPROXIMATED, "integer",
+         "nothing: see `upstream-hash-by-subset`", parse=_int(0, 1 << 20), default="`3`, also for `0`",
+         reason="no subsets (see `upstream-hash-by-subset`); ignored unless `upstream-hash-by-subset` is "
+                "true"),
+    _row("enable-cors", ROUTING, SERVED, BOOL,
+         "CORS headers on every response of the Ingress and `OPTIONS` preflights answered 204 by NGINX",
+         parse=v.go_bool, default="`false`",
+         reason="`add_header ... always` instead of `more_set_headers`; a list of origins also sends "
+                "`Vary: Origin`; a CORS Policy of `nginx.org/policies` wins"),
+    _row("cors-allow-origin", ROUTING, SERVED,
+         "`*`, or comma-separated `<scheme>://host[:port]`, `<scheme>://*.domain[:port]`, `null`",
+         "`*`: `Access-Control-Allow-Origin: *`; a list: a matching `Origin` is echoed, any other gets no "
+         "CORS header (and its preflight goes to the backend)", parse=cv.origins, default="`*`",
+         reason="an origin ingress-nginx's parser skips is skipped with a warning; the match is anchored"),
+    _row("cors-allow-methods", ROUTING, SERVED, "comma-separated methods (letters)",
+         "`Access-Control-Allow-Methods`", parse=cv.methods, default=f"`{cv.DEFAULT_METHODS}`"),
+    _row("cors-allow-headers", ROUTING, SERVED, "comma-separated header names (letters, digits, `-`, `_`)",
+         "`Access-Control-Allow-Headers`", parse=cv.headers, default=f"`{cv.DEFAULT_HEADERS}`"),
+    _row("cors-allow-credentials", ROUTING, SERVED, BOOL, "`Access-Control-Allow-Credentials: true`",
+         parse=v.go_bool, default="`true` (also with the origin `*`, as ingress-nginx)"),
+    _row("cors-expose-headers", ROUTING, SERVED, "comma-separated header names or `*`",
+         "`Access-Control-Expose-Headers`", parse=cv.expose_headers, default="none"),
+    _row("cors-max-age", ROUTING, SERVED, SECONDS, "`Access-Control-Max-Age`", parse=cv.max_age,
+         default=f"`{cv.DEFAULT_MAX_AGE}`"),
     # ---------------------------------------------------------------------------------------------- snippets
     _row("configuration-snippet", SNIPPETS, SERVED, "NGINX configuration",
          "lines in every location of the Ingress (as "

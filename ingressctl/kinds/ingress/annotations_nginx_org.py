@@ -408,12 +408,6 @@ NGINX_ORG = AnnotationTable("nginx.org", __name__, (
         MERGEABLE_INGRESS_TYPE, MERGEABLE, "`master`, `minion`",
         "one host split across Ingresses: the master holds the host (and TLS), each minion adds paths to it",
         (_R, v.validate_mergeable_type), handling=Handling.MERGEABLE),
-    Annotation(
-        "appprotectdos.f5.com/app-protect-dos-resource", MERGEABLE,
-        "`[<namespace>/]<name>` of a DosProtectedResource",
-        "NGINX App Protect DoS (NGINX Plus), which ingressctl does not support: not read; removed from a "
-        "minion with a warning, as NIC does",
-        handling=Handling.NONE, minion=DENIED),
     # --------------------------------------------------------------------------------- NGINX Plus (nginx.com)
     _plus("health-checks", "active health checks", _R, v.validate_bool, master=False),
     _plus("health-checks-mandatory", "mandatory health checks",
@@ -428,4 +422,21 @@ NGINX_ORG = AnnotationTable("nginx.org", __name__, (
     _plus("jwt-login-url", "redirect when the JWT is missing"),
     _plus("policies", "Policies on an Ingress that may include App Protect WAF (use `nginx.org/policies` "
           "otherwise)"),  # NIC 5.5: the Plus twin of nginx.org/policies (WAF Policies)
+    # -------------------------------------------------- NGINX App Protect WAF and DoS (appprotect*.f5.com)
+    *(Annotation(f"appprotect.f5.com/{name}", PLUS, "",
+                 f"NGINX App Protect WAF: {feature}; ingressctl has no App Protect, so the Ingress is "
+                 "rejected (`annotation requires AppProtect`, as NIC without it)",
+                 (v.validate_app_protect_only, v.validate_plus_only), handling=Handling.NONE,
+                 needs_plus=True)
+      for name, feature in (("app-protect-enable", "turns WAF on"),
+                            ("app-protect-policy", "the APPolicy"),
+                            ("app-protect-security-log-enable", "turns security logging on"),
+                            ("app-protect-security-log", "the APLogConf"),
+                            ("app-protect-security-log-destination", "where security logs go"))),
+    Annotation(
+        "appprotectdos.f5.com/app-protect-dos-resource", PLUS, "",
+        "NGINX App Protect DoS (NGINX Plus), which ingressctl does not have: the Ingress is rejected "
+        "(`annotation requires AppProtectDos`, as NIC without it)",
+        (v.validate_app_protect_dos_only, v.validate_plus_only), handling=Handling.NONE, minion=DENIED,
+        needs_plus=True),
 ))

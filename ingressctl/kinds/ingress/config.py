@@ -85,7 +85,10 @@ from ingressctl.kinds.ingress.catch_all import catch_all_locations, catch_all_tl
 from ingressctl.kinds.ingress.catch_all import catch_all_upstream as catch_all_upstream
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.ingress_nginx import limits, paths
+from ingressctl.kinds.ingress.ingress_nginx.authtls import apply_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.canary_locations import CanaryLocations
+from ingressctl.kinds.ingress.ingress_nginx.cors import apply_cors
+from ingressctl.kinds.ingress.ingress_nginx.render import apply_extras
 from ingressctl.kinds.ingress.ingress_nginx.www_redirect import add_redirects
 from ingressctl.kinds.ingress.locations import (
     ENDPOINT,
@@ -157,11 +160,13 @@ class _Builder:
         self.limit_req_zones: dict[str, LimitReqZone] = {}
         self.grpc_services = settings.grpc_services
         self.ssl_all, self.grpc_all = settings.ssl_all, settings.grpc_all
+        self.cors, self.auth_tls = settings.cors, settings.auth_tls
         self.limit_conn_zones: dict[str, LimitConnZone] = _NONE  # replaced by a dict of its own when set
         self.limit_key_maps: dict[str, LimitKeyMap] = _NONE
         self._buffers_ok = settings.buffers_ok
         self.sticky = settings.sticky
         self.add_header_inherit = settings.add_header_inherit
+        self.ingress_nginx_extras = settings.ingress_nginx_extras  # auth-url, satisfy, ... (render.py)
         self.basic_auth = self._basic_auth()
         self.limit_req = self._limit_req()
         self.limit_conn = self._limit_conn() if self.params.limit_conn else None
@@ -240,7 +245,6 @@ class _Builder:
             name=name, servers=tuple(servers), lb_method=p.lb_method, keepalive=p.keepalive,
             zone_size=p.upstream_zone_size, sticky=self.sticky.get(backend.service),
         )
-        # ingress-nginx's default-backend answers for a backend without endpoints
         return self.inn_default if self.inn_default and name in self._no_endpoints else name
 
     def _rewrite_pattern(self, path: str) -> str:
@@ -394,11 +398,7 @@ def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, 
     b = _Builder(ing_ex, static, settings, warnings, replicas=replicas, minion_host=minion_host)
     b.proxy_defaults = proxy_defaults
     if static.ingress_nginx_compat:
-        b.inn_rewrite = paths.rewrites(b.params, annotations)
-        if warning := paths.rewrite_warning(b.params, annotations):
-            warnings.append(warning)
-        wants = paths.wants_regex(b.params, annotations, ing_ex.ingress, warnings)
-        b.inn_regex = wants if regex_host is None else regex_host
+        b.inn_rewrite, b.inn_regex = paths.modes(b.params, annotations, ing_ex.ingress, warnings, regex_host)
     if not LABEL.fullmatch(b.namespace) or not NAME.fullmatch(b.name):
         raise ValueError(f"invalid Ingress namespace/name {b.namespace!r}/{b.name!r}")
     spec = as_dict(ing_ex.ingress.get("spec"))
@@ -541,7 +541,12 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
         value_maps=value_maps, canary_splits=canary_splits,
     )
     cfg, policy_warnings, _ = apply_ingress_policies(cfg, ing_ex, static)
-    return cfg, warnings + policy_warnings
+    if b.ingress_nginx_extras:
+        cfg, extra_warnings = apply_extras(cfg, {(b.namespace, b.name): b.ingress_nginx_extras})
+        policy_warnings += extra_warnings
+    cfg, cors_warnings, _ = apply_cors(cfg, b.cors, ing_ex.policies)
+    cfg = apply_auth_tls(cfg, b.auth_tls)
+    return cfg, warnings + policy_warnings + cors_warnings
 
 
 @dataclass
@@ -567,11 +572,10 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
     warnings: list[str] = []
     if removed:
         warnings.append(f"a master Ingress cannot have the annotation(s) {', '.join(removed)}; ignored")
-    regex_host = False
-    if static.ingress_nginx_compat:
-        group = [(master.ingress, m_annotations)] + [(m.ingress, minion_annotations(
-            _annotations(m.ingress), m_annotations)[0]) for m in mergeable.minions]
-        regex_host = paths.group_wants_regex(group, config_params, static)
+    regex_host = static.ingress_nginx_compat and paths.group_wants_regex(
+        [(master.ingress, m_annotations)] + [(m.ingress, minion_annotations(_annotations(m.ingress),
+                                                                            m_annotations)[0])
+                                             for m in mergeable.minions], config_params, static)
     parts = _build(master, static, config_params, m_annotations, warnings, replicas=replicas,
                    proxy_defaults=proxy_defaults, regex_host=regex_host)
     b = parts.builder
@@ -582,7 +586,9 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
     conn_zones: dict[str, LimitConnZone] = {}
     key_maps: dict[str, LimitKeyMap] = {}
     minion_warnings: dict[str, list[str]] = {}
+    minion_cors = []  # ingress-nginx's enable-cors of each minion
     master_keepalive = b.params.keepalive
+    extras = {(b.namespace, b.name): b.ingress_nginx_extras}  # ingress-nginx's auth-url, satisfy, ...
     servers: list[Server] = []
     if hosts:
         host = hosts[0]
@@ -598,6 +604,8 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
             except ValueError as e:  # AnnotationError included
                 mw.append(f"the minion is not applied: {e}")
                 continue
+            minion_cors.append((minion.namespace, minion.name, minion.key, mparts.builder.cors,
+                                minion.policies))
             if mparts.builder.params.custom_http_errors and not parts.default_upstream:
                 mw.append("annotation nginx.org/custom-http-errors is set on a minion but the master has no "
                           "spec.defaultBackend; it has no effect")
@@ -621,6 +629,8 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
             if used:  # ingress-nginx's connection limits and allowlists of the minion
                 conn_zones.update(mparts.builder.limit_conn_zones)
                 key_maps.update(mparts.builder.limit_key_maps)
+            if used and mparts.builder.ingress_nginx_extras:
+                extras[(minion.namespace, minion.name)] = mparts.builder.ingress_nginx_extras
         master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all,
                               error_backend=parts.default_upstream, inn_regex=regex_host)
         servers.append(_server(master_parts, host, [loc for loc, _ in locations.values()],
@@ -635,7 +645,11 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
         limit_key_maps=_sorted_values(key_maps),
     )
     cfg, policy_warnings, by_minion = apply_ingress_policies(cfg, master, static, mergeable.minions)
-    warnings += policy_warnings
-    for key, ws in by_minion.items():
+    cfg, extra_warnings = apply_extras(cfg, extras)
+    policy_warnings += extra_warnings
+    cfg, cors_warnings, cors_by_minion = apply_cors(cfg, b.cors, master.policies, minion_cors)
+    cfg = apply_auth_tls(cfg, b.auth_tls)
+    warnings += policy_warnings + cors_warnings
+    for key, ws in [*by_minion.items(), *cors_by_minion.items()]:
         minion_warnings.setdefault(key, []).extend(ws)
     return MergeableResult(cfg, warnings, {k: v for k, v in minion_warnings.items() if v})

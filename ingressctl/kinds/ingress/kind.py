@@ -12,8 +12,10 @@ Guarantees:
 - `nginx.org/use-cluster-ip: "true"` makes a backend's single endpoint the Service's cluster IP (with
   `--ingress-nginx-compat`, so does `nginx.ingress.kubernetes.io/service-upstream: "true"` when
   `nginx.org/use-cluster-ip` is absent).
-- `nginx.org/policies` are resolved by `self.policies` (see `policy_ext_refs`); a missing, invalid or
-  unsupported Policy gets a `Rejected` Warning event on the Ingress (or minion) that references it.
+- `nginx.org/policies` are resolved by `self.policies` (see `policy_ext_refs`); with `--ingress-nginx-compat`
+  ingress-nginx's `auth-tls-*` add an ingressMTLS Policy of their own (`ingress_nginx/authtls.py`); a
+  missing, invalid or unsupported Policy gets a `Rejected` Warning event on the Ingress (or minion) that
+  references it.
 - A backend Service without endpoints gets a `NoEndpoints` Warning event on the Ingress (or minion) that
   routes to it, once per Ingress and Service until the reason changes (`endpoint_warnings`).
 """
@@ -41,6 +43,7 @@ from ingressctl.kinds.ingress.endpoint_warnings import (
     no_endpoints_reason,
 )
 from ingressctl.kinds.ingress.ingress_ex import INGRESS_TYPES, IngressEx, MergeableIngresses, backend_key
+from ingressctl.kinds.ingress.ingress_nginx.authtls_policy import with_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.canary import canary_warnings
 from ingressctl.kinds.ingress.ingress_nginx.default_backend import DEFAULT_BACKEND, service_of, service_port
 from ingressctl.kinds.ingress.model import IngressConfiguration, claimed_hosts
@@ -227,6 +230,10 @@ class IngressBuilder:
         secret_refs = {name: self._secrets.get_secret_reference(f"{ns}/{name}")
                        for name in ingress_secrets(ing).names}
         policies, policy_endpoints, policy_warnings, rejected = self.policies.resolve(ing)
+        if self._ingress_nginx_compat:  # ingress-nginx's auth-tls-*: an ingressMTLS Policy of its own
+            policies, tls_warnings = with_auth_tls(ing, policies, self._secrets.get_secret_reference,
+                                                   lambda k: self._caches.get_object("secrets", k))
+            policy_warnings += tls_warnings
         warnings += policy_warnings
         for message in rejected:
             self._warn(ing, REASON_REJECTED, message)

@@ -5,7 +5,8 @@ Guarantees:
   then each rule's paths in order, de-duplicated. Optional filters keep only the rules of hosts the Ingress
   owns and only the paths a minion won, as the config is rendered. Malformed parts are skipped, never raise.
 - `ingress_secrets` lists the Secret names the Ingress references in its namespace (`spec.tls[].secretName`
-  in order, then `nginx.org/basic-auth-secret`), de-duplicated, and whether a TLS entry has no secretName
+  in order, then `nginx.org/basic-auth-secret`, then ingress-nginx's `auth-tls-secret` of this namespace),
+  de-duplicated, and whether a TLS entry has no secretName
   (it uses the wildcard Secret).
 - Validation, the Configuration's indexes, the endpoint resolution and the model builder all read these, so
   they cannot disagree about what an Ingress references.
@@ -17,6 +18,8 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ingressctl.kinds.ingress.annotations_nginx_org import BASIC_AUTH_SECRET
+
+AUTH_TLS_SECRET = "nginx.ingress.kubernetes.io/auth-tls-secret"  # ingress-nginx's client CA (same namespace)
 
 Backend = tuple[str, int | str]
 
@@ -116,4 +119,9 @@ def ingress_secrets(ing: Mapping[str, Any]) -> IngressSecrets:
     auth = annotations.get(BASIC_AUTH_SECRET) if isinstance(annotations, dict) else None
     if auth:
         names[str(auth)] = None
+    client_ca = annotations.get(AUTH_TLS_SECRET) if isinstance(annotations, dict) else None
+    if isinstance(client_ca, str) and client_ca.count("/") == 1:   # ingress-nginx's `[<namespace>]/<name>`
+        ns, _, name = client_ca.replace(" ", "").partition("/")
+        if name and ns in ("", meta.get("namespace") if isinstance(meta, dict) else None):
+            names[name] = None
     return IngressSecrets(tuple(names), uses_default)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 from ingressctl.configs import parsing
@@ -126,12 +126,16 @@ class IngressSettings:
         self.static = static
         self.warnings: list[str] = list(ann_warnings)
         self.ssl_all = self.grpc_all = False  # ingress-nginx's backend-protocol: every Service of the Ingress
+        self.cors = compat.translation.cors if compat is not None else None  # ingress-nginx's enable-cors
+        self.auth_tls = compat.translation.auth_tls if compat is not None else None  # its auth-tls-*
         if compat is not None:
             self.warnings += compat.warnings
             if compat.errors:
                 anns = dataclasses.replace(anns, errors=anns.errors + compat.errors)
             self.ssl_all, self.grpc_all = compat.ssl_all, compat.grpc_all
         self.anns = anns
+        # What the ingress-nginx translation renders itself (e.g. the auth subrequest; see translate.extras).
+        self.ingress_nginx_extras: Mapping[str, Any] = compat.translation.extras if compat is not None else {}
         self.params: ConfigParams = anns.params
         self.grpc_services = anns.grpc_services
         self.buffers_ok = True

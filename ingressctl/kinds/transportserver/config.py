@@ -122,6 +122,7 @@ class StreamServerConfig:
     no_endpoints_socket: str
     real_ip_from_unix: bool = False  # a passthrough server: the client address comes with the PROXY protocol
     ssl: StreamSSL = field(default_factory=StreamSSL)
+    server_name: str = ""  # a TCP listener's host, selected by SNI (NGINX 1.25.5)
 
 
 def file_name(namespace: str, name: str) -> str:
@@ -219,6 +220,7 @@ def build_stream_config(ex: TransportServerEx, *, run_dir: str,
         no_endpoints_socket=f"unix:{run_dir}/non-existing-unix-socket.sock",
         real_ip_from_unix=passthrough,
         ssl=ssl,
+        server_name=str(spec.get("host") or "") if not (udp or passthrough) else "",
     )
 
 

@@ -283,9 +283,12 @@ class TransportServerStatus:
 
 def transportserver_kind(lbc: Controller, client: Any, *, ingress_class: str, listeners: ListenerSource,
                          snippets_enabled: bool, is_leader: Callable[[], bool],
-                         tls_passthrough_port: int | None = None) -> ResourceKind:
-    """The TransportServer's registry entry (`tls_passthrough_port`: TLS passthrough is enabled)."""
+                         tls_passthrough_port: int | None = None,
+                         stream_server_name: bool = False) -> ResourceKind:
+    """The TransportServer's registry entry (`tls_passthrough_port`: TLS passthrough is enabled;
+    `stream_server_name`: hosts on TCP listeners, selected by SNI)."""
     model = TransportServerModel(ingress_class, listeners, snippets_enabled=snippets_enabled,
+                                 stream_server_name=stream_server_name,
                                  tls_passthrough=tls_passthrough_port is not None,
                                  tls_passthrough_port=tls_passthrough_port or 443)
     passthrough = PassthroughHosts(tls_passthrough_port) if tls_passthrough_port is not None else None

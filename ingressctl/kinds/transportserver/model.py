@@ -7,8 +7,10 @@ Guarantees:
   GlobalConfiguration does not define (by name AND protocol), NIC's problem message
   "Listener X doesn't exist".
   Both keep it out of the Configuration (a `Rejected` problem).
-- A TCP/UDP TransportServer claims its listener (NIC's listener table, with no host); the Configuration gives
-  it to the oldest claimant, others get "Listener X with host empty host is taken by another resource".
+- A TCP/UDP TransportServer claims its listener and its host (NIC's listener table: on an NGINX that selects
+  stream servers by SNI, TransportServers with different hosts share a TCP listener); the Configuration gives
+  each claim to the oldest claimant, others get "Listener X with host H is taken by another resource" (H is
+  "empty host" without a host).
   Its Service claims route endpoint changes to it, and its `tls.secret` claim (a Secret of its own namespace)
   routes that Secret's changes to it.
 - `TransportServerConfiguration.is_equal` compares the object AND the listener it binds, so a
@@ -21,7 +23,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingressctl.controller.model import Claims, ConfigurationProblem, CustomResourceMessages, Entry, Resource
+from ingressctl.controller.model import (
+    Claims,
+    ConfigurationProblem,
+    CustomResourceMessages,
+    Entry,
+    Resource,
+    listener_with_host,
+)
 from ingressctl.keys import ResourceKey
 from ingressctl.kinds.transportserver.config import TLS_PASSTHROUGH_LISTENER, TRANSPORTSERVER_KIND, Listener
 from ingressctl.kinds.transportserver.globalconfiguration import Listeners
@@ -85,10 +94,11 @@ class TransportServerModel(CustomResourceMessages):
 
     def __init__(self, ingress_class: str, listeners: Callable[[], Listeners], *,
                  snippets_enabled: bool = False, tls_passthrough: bool = False,
-                 tls_passthrough_port: int = 443) -> None:
+                 tls_passthrough_port: int = 443, stream_server_name: bool = False) -> None:
         self._class = ingress_class
         self._listeners = listeners
         self._snippets = snippets_enabled
+        self._sni = stream_server_name
         self._passthrough = tls_passthrough
         self._passthrough_listener = Listener(TLS_PASSTHROUGH_LISTENER, tls_passthrough_port,
                                               PROTOCOL_TLS_PASSTHROUGH)
@@ -98,7 +108,7 @@ class TransportServerModel(CustomResourceMessages):
 
     def validate(self, obj: Mapping[str, Any]) -> str:
         errors = validate_transportserver(obj, snippets_enabled=self._snippets,
-                                          tls_passthrough=self._passthrough)
+                                          tls_passthrough=self._passthrough, stream_server_name=self._sni)
         if errors:
             return aggregate_message(errors)
         name, protocol = listener_ref(obj)
@@ -118,7 +128,9 @@ class TransportServerModel(CustomResourceMessages):
         if protocol == PROTOCOL_TLS_PASSTHROUGH:
             return Claims(role="regular", hosts=(str(spec["host"]),), services=tuple(services))
         secret = tls_secret(spec)
-        return Claims(role="regular", hosts=(), listeners=(name,), services=tuple(services),
+        host = str(spec.get("host") or "")   # a TCP listener's TransportServers apart by SNI
+        return Claims(role="regular", hosts=(), listeners=(listener_with_host(name, host),),
+                      services=tuple(services),
                       secrets=((ns, secret),) if secret else ())
 
     def build(self, entry: Entry, valid_hosts: dict[str, bool], warnings: list[str],

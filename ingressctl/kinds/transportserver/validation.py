@@ -5,14 +5,14 @@ Guarantees:
   (`spec.upstreams[1].name: Duplicate value: "tea"`), in field order.
 - Checked: `listener` (name and protocol; the built-in `tls-passthrough` listener goes with protocol
   `TLS_PASSTHROUGH` only, and is refused without `--enable-tls-passthrough`), `host` (forbidden for UDP;
-  required for passthrough; on TCP it needs `tls.secret`, as in NIC, and is then refused: SNI selection
-  among the TransportServers of one listener is not supported), `tls` (NIC: forbidden with the passthrough
-  listener, `secret` a DNS-1123 subdomain; ingressctl also refuses a `secret` on a UDP listener, which NGINX
-  cannot load: "ssl" is incompatible with "udp"), upstreams (RFC 1035 names, unique; a Service name; port
-  1..65535; failTimeout a time; maxFails and maxConns >= 0; a stream load-balancing method),
-  upstreamParameters (UDP counters only for UDP, times, tries >= 0), sessionParameters.timeout,
-  `action.pass` naming one of the upstreams, and snippets only with `--enable-snippets` ("snippet specified
-  but snippets feature is not enabled").
+  required for passthrough; on TCP it needs `tls.secret`, as in NIC, and NGINX's stream `server_name`, SNI
+  selection among the TransportServers of one listener, NGINX 1.25.5: refused on an older one), `tls` (NIC:
+  forbidden with the passthrough listener, `secret` a DNS-1123 subdomain; ingressctl also refuses a `secret`
+  on a UDP listener, which NGINX cannot load: "ssl" is incompatible with "udp"), upstreams (RFC 1035 names,
+  unique; a Service name; port 1..65535; failTimeout a time; maxFails and maxConns >= 0; a stream
+  load-balancing method), upstreamParameters (UDP counters only for UDP, times, tries >= 0),
+  sessionParameters.timeout, `action.pass` naming one of the upstreams, and snippets only with
+  `--enable-snippets` ("snippet specified but snippets feature is not enabled").
 - Whether the listener exists in the GlobalConfiguration is NOT a validation error (NIC: a problem of the
   Configuration, "Listener X doesn't exist"); the Service's existence neither, nor the TLS Secret's (warnings
   at render time).
@@ -131,7 +131,8 @@ def _upstream(u: Any, fld: str) -> tuple[str, list[FieldError]]:
 
 
 def validate_transportserver(ts: Mapping[str, Any], *, snippets_enabled: bool = False,
-                             tls_passthrough: bool = False) -> list[FieldError]:
+                             tls_passthrough: bool = False, stream_server_name: bool = False
+                             ) -> list[FieldError]:
     """Every validation error of the TransportServer (see the module docstring)."""
     spec = _obj(ts.get("spec"))
     protocol, errs = _listener(spec, tls_passthrough)
@@ -145,9 +146,11 @@ def validate_transportserver(ts: Mapping[str, Any], *, snippets_enabled: bool = 
             if not tls_secret(spec):
                 errs.append(required("spec.host", "must specify spec.tls.secret when host is specified for "
                                                   "non-TLS Passthrough TransportServers"))
+            elif stream_server_name:
+                errs += validate_host(host, "spec.host")
             else:
                 errs.append(forbidden("spec.host", "a host on a TCP listener (SNI selection with the stream "
-                                                   "server_name directive) is not supported"))
+                                                   "server_name directive) needs NGINX 1.25.5 or newer"))
         else:
             errs += validate_host(host, "spec.host")
     elif protocol == PROTOCOL_TLS_PASSTHROUGH:

@@ -64,8 +64,10 @@ def forbidden_ports(settings: Settings) -> set[int]:
 KindFactory = Callable[[Any], ResourceKind]
 
 
-def stream_kinds(settings: Settings, client: Any, is_leader: Callable[[], bool]) -> list[KindFactory]:
-    """The registry entry factories of the stream resources (see the module docstring)."""
+def stream_kinds(settings: Settings, client: Any, is_leader: Callable[[], bool], *,
+                 stream_server_name: bool = False) -> list[KindFactory]:
+    """The registry entry factories of the stream resources (see the module docstring).
+    `stream_server_name`: TransportServers with a `host` share a TCP listener, selected by SNI."""
     try:
         template = TransportServerTemplate(settings.nginx.transportserver_template_path)
     except TemplateError as e:
@@ -86,6 +88,7 @@ def stream_kinds(settings: Settings, client: Any, is_leader: Callable[[], bool])
             lbc.configurator.register_renderer(PassthroughRenderer())
         return transportserver_kind(lbc, client, ingress_class=c.ingress_class, listeners=listeners,
                                     snippets_enabled=c.enable_snippets, is_leader=is_leader,
+                                    stream_server_name=stream_server_name,
                                     tls_passthrough_port=c.tls_passthrough_port if c.enable_tls_passthrough
                                     else None)
 

@@ -71,6 +71,16 @@ def wants_regex(params: ConfigParams, annotations: Mapping[str, Any], ing: Mappi
     return True
 
 
+def modes(params: ConfigParams, annotations: Mapping[str, Any], ing: Mapping[str, Any], warnings: list[str],
+          regex_host: bool | None) -> tuple[bool, bool]:
+    """(ingress-nginx's rewrite applies, regex mode) of an Ingress's builder; `regex_host`: the host's mode
+    when decided for a group (a master and its minions), None when this Ingress alone decides."""
+    if warning := rewrite_warning(params, annotations):
+        warnings.append(warning)
+    wants = wants_regex(params, annotations, ing, warnings)
+    return rewrites(params, annotations), wants if regex_host is None else regex_host
+
+
 def group_wants_regex(group: Iterable[tuple[Mapping[str, Any], dict[str, str]]], config: ConfigParams,
                       static: StaticConfigParams) -> bool:
     """Whether one of the (Ingress, its annotations) served together for a host (a master and its minions)

@@ -29,7 +29,11 @@ from ingressctl.configs import directive_values
 from ingressctl.kinds.ingress import annotations_ingress_nginx as t
 from ingressctl.kinds.ingress.annotation_table import Annotation, Handling, Status
 from ingressctl.kinds.ingress.annotations import annotation_error
-from ingressctl.kinds.ingress.ingress_nginx import canary
+from ingressctl.kinds.ingress.ingress_nginx import auth_request, canary, hashing, satisfy
+from ingressctl.kinds.ingress.ingress_nginx.authtls import AuthTLSConfig
+from ingressctl.kinds.ingress.ingress_nginx.authtls import combine as combine_auth_tls
+from ingressctl.kinds.ingress.ingress_nginx.cors import CorsConfig
+from ingressctl.kinds.ingress.ingress_nginx.cors import combine as combine_cors
 
 INGRESS_NGINX_REDIRECT_CODE = 308
 UNKNOWN_REASON = "not an ingress-nginx annotation ingressctl knows"
@@ -69,6 +73,11 @@ class Translation:
     problems: tuple[Problem, ...] = ()
     warnings: tuple[str, ...] = ()
     report: tuple[Entry, ...] = ()
+    # What the rendering step reads: a concern's name -> its parsed settings, for what is not a ConfigParams
+    # field (`auth_request.EXTRA`: the external auth subrequest; `satisfy.EXTRA`), rendered by `render.py`.
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    cors: CorsConfig | None = None  # enable-cors
+    auth_tls: AuthTLSConfig | None = None  # auth-tls-secret
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -88,6 +97,9 @@ class _Out:
     backend_protocol: str = ""
     problems: list[Problem] = field(default_factory=list)
     status: dict[str, Entry] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+    cors: CorsConfig | None = None
+    auth_tls: AuthTLSConfig | None = None
 
     def set(self, name: str, value: Any, origin: str) -> None:
         self.overrides[name] = value
@@ -153,7 +165,8 @@ def _translate(present: tuple[tuple[str, str], ...], snippets_enabled: bool,
     warnings = _warnings(report)
     return Translation(overrides=dict(out.overrides), origin=dict(out.origin),
                        backend_protocol=out.backend_protocol, problems=tuple(out.problems),
-                       warnings=warnings, report=report)
+                       warnings=warnings, report=report, extras=dict(out.extras), cors=out.cors,
+                       auth_tls=out.auth_tls)
 
 
 def _implemented(row: Annotation) -> bool:
@@ -317,5 +330,16 @@ def _canary(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
             out.status.pop(key, None)
 
 
+def _hash_subsets(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
+    for name, (status, reason) in hashing.subset_statuses(parsed).items():
+        out.mark(name, status, reason)
+
+
+def _cors(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
+    out.cors = combine_cors(parsed, out.mark)
+    out.auth_tls = combine_auth_tls(parsed, out.mark)
+
+
 _COMBINERS: tuple[Combiner, ...] = (_backend_protocol, _ssl_redirects, _buffers, _proxy_redirect, _redirects,
-                                    _limits, _access, _value_dependent, _rewrite, _canary)
+                                    _limits, _access, _value_dependent, auth_request.combine,
+                                    satisfy.combine, _hash_subsets, _cors, _rewrite, _canary)

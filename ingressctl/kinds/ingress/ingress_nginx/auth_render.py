@@ -1,0 +1,147 @@
+"""ingress-nginx's external authentication (`auth_request.AuthRequest`) rendered onto an Ingress's model, as
+its Policies are (`policy_lines` of the locations, `policy_locations` of the server, `policy_http` lines).
+
+Guarantees:
+- Every location of the Ingress (of a minion: its own locations; of a master: those of minions without auth
+  of their own) gets `auth_request` to an internal `location = /_external-auth-<hash>` of its server, which
+  proxies a body-less copy of the request to `auth-url` with ingress-nginx's headers (`Host` the URL's host,
+  `X-Original-URL`, `X-Original-Method`, `X-Sent-From`, `X-Real-IP`, `X-Forwarded-For`,
+  `X-Auth-Request-Redirect`; with `auth-method` that method, `X-Original-URI` and `X-Scheme`) and the
+  `auth-snippet`. The auth host is an http-level `upstream` per Ingress and host (`ing_<ns>_<name>_authreq_
+  <hash>`), resolved when NGINX loads it, so variables in the URL's path need no resolver.
+- The auth answer's `Set-Cookie` is added to 2xx/3xx answers (every answer with `auth-always-set-cookie`);
+  `auth-response-headers` are set on the upstream request (`proxy_set_header`, `grpc_set_header` for gRPC);
+  with `auth-signin` a 401 answers 302 to the sign-in URL (`error_page 401 = @<named location>`).
+- A location whose own `add_header` lines would hide the server's (HSTS, `nginx.org/add-header`) repeats
+  them, as the Policies do.
+- A location that already has `auth_request` (an externalAuth Policy of `nginx.org/policies`) keeps it: the
+  `nginx.org/*` annotation wins, with a warning naming both.
+- Every user value passes a quoting filter; names are derived from the Ingress and the location only, so
+  re-rendering gives the same text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping
+
+from ingressctl.configs.config import IngressMeta, IngressNginxConfig, Location, PolicyLocation, Server
+from ingressctl.configs.quoting import arg, quote, quote_vars, token
+from ingressctl.kinds.ingress.ingress_nginx.auth_request import AuthRequest
+from ingressctl.kinds.ingress.policies import server_headers
+
+AUTH_PREFIX = "/_external-auth-"
+WINS = ("annotation nginx.org/policies (externalAuth) wins over nginx.ingress.kubernetes.io/auth-url on "
+        "location {path}; auth-url is ignored there")
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
+
+
+def upstream_name(namespace: str, name: str, auth: AuthRequest) -> str:
+    u = auth.url
+    return f"ing_{namespace}_{name}_authreq_{_digest(u.scheme, u.host, str(u.port))}"
+
+
+def upstream_lines(upstream: str, auth: AuthRequest) -> str:
+    return "\n".join([f"upstream {token(upstream)} {{",
+                      f"    server {arg(f'{auth.url.host}:{auth.url.port}')};",
+                      "}"])
+
+
+def auth_location(auth: AuthRequest, upstream: str, path: str) -> PolicyLocation:
+    """The internal location that asks the auth service."""
+    u = auth.url
+    lines = ["internal;",
+             "proxy_pass_request_body off;",
+             'proxy_set_header Content-Length "";',
+             'proxy_set_header X-Forwarded-Proto "";']
+    if auth.method:
+        lines += [f"proxy_method {token(auth.method)};",
+                  "proxy_set_header X-Original-URI $request_uri;",
+                  "proxy_set_header X-Scheme $scheme;"]
+    lines += [f"proxy_set_header Host {quote(u.host)};",
+              "proxy_set_header X-Original-URL $scheme://$http_host$request_uri;",
+              "proxy_set_header X-Original-Method $request_method;",
+              'proxy_set_header X-Sent-From "nginx-ingress-controller";',
+              "proxy_set_header X-Real-IP $remote_addr;",
+              "proxy_set_header X-Forwarded-For $remote_addr;",
+              "proxy_set_header X-Auth-Request-Redirect "
+              f"{quote(auth.request_redirect) if auth.request_redirect else '$request_uri'};",
+              "proxy_http_version 1.1;",
+              "proxy_pass_request_headers on;"]
+    if u.scheme == "https":
+        lines += ["proxy_ssl_server_name on;", f"proxy_ssl_name {arg(u.host)};"]
+    lines += list(auth.snippet)
+    lines.append(f"proxy_pass {quote_vars(f'{u.scheme}://{upstream}{u.path}')};")
+    return PolicyLocation(f"= {arg(path)}", tuple(lines))
+
+
+def signin_location(auth: AuthRequest, name: str) -> PolicyLocation:
+    return PolicyLocation(token(name), ("add_header Set-Cookie $auth_cookie;",
+                                        f"return 302 {quote_vars(auth.signin)};"))
+
+
+def _protect(loc: Location, auth: AuthRequest, path: str, signin: str, inherited: list[str]) -> Location:
+    lines = [f"auth_request {arg(path)};",
+             "auth_request_set $auth_cookie $upstream_http_set_cookie;",
+             f"add_header Set-Cookie $auth_cookie{' always' if auth.always_set_cookie else ''};"]
+    set_header = "grpc_set_header" if loc.grpc else "proxy_set_header"
+    for i, header in enumerate(auth.response_headers):
+        variable = "$upstream_http_" + token(header.lower().replace("-", "_"))
+        lines += [f"auth_request_set $authHeader{i} {variable};",
+                  f"{set_header} {token(header)} $authHeader{i};"]
+    if signin:
+        lines.append(f"error_page 401 = {token(signin)};")
+    if not loc.add_headers:  # NGINX drops the server's add_header lines in a location with its own
+        lines = [*inherited, *lines]
+    return dataclasses.replace(loc, policy_lines=(*loc.policy_lines, *lines))
+
+
+def _owner(loc: Location, master: IngressMeta) -> tuple[str, str]:
+    m = loc.minion
+    return (m.namespace, m.name) if m is not None else (master.namespace, master.name)
+
+
+def apply_auth_requests(cfg: IngressNginxConfig, auths: Mapping[tuple[str, str], AuthRequest]
+                        ) -> tuple[IngressNginxConfig, list[str]]:
+    """(the model with the auth subrequests, warnings). `auths`: (namespace, name) of the Ingress (a regular
+    one or a master, and minions) -> its `AuthRequest`; a master's covers the minions without one."""
+    if not auths:
+        return cfg, []
+    master = cfg.ingress
+    fallback = auths.get((master.namespace, master.name))
+    warnings: list[str] = []
+    http: list[str] = []
+    servers: list[Server] = []
+    for server in cfg.servers:
+        locations: list[Location] = []
+        extra: list[PolicyLocation] = []
+        inherited = server_headers(server)
+        for loc in server.locations:
+            owner = _owner(loc, master)
+            auth = auths.get(owner, fallback)
+            if auth is None:
+                locations.append(loc)
+                continue
+            if any(line.startswith("auth_request ") for line in (*loc.policy_lines, *server.policy_lines)):
+                warnings.append(WINS.format(path=loc.path))
+                locations.append(loc)
+                continue
+            key = _digest(server.name, loc.modifier, loc.path)
+            path = AUTH_PREFIX + key
+            upstream = upstream_name(*owner, auth) if owner in auths else upstream_name(
+                master.namespace, master.name, auth)
+            http.append(upstream_lines(upstream, auth))
+            extra.append(auth_location(auth, upstream, path))
+            signin = ""
+            if auth.signin:
+                signin = f"@external-auth-signin-{key}"
+                extra.append(signin_location(auth, signin))
+            locations.append(_protect(loc, auth, path, signin, inherited))
+        servers.append(dataclasses.replace(server, locations=tuple(locations),
+                                           policy_locations=(*server.policy_locations, *extra)))
+    policy_http = (*cfg.policy_http, *(h for h in dict.fromkeys(http) if h not in cfg.policy_http))
+    return dataclasses.replace(cfg, servers=tuple(servers), policy_http=policy_http), warnings

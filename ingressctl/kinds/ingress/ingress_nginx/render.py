@@ -1,0 +1,29 @@
+"""What the ingress-nginx translation renders itself (`Translation.extras`), applied to an Ingress's model
+after its Policies: the external auth subrequest (`auth_render.py`) and `satisfy` (`satisfy.py`).
+
+Guarantees:
+- `apply_extras(cfg, extras)` takes the extras of the regular Ingress or master and of each minion served in
+  the file, by (namespace, name), and returns the model and warnings; without extras it returns `cfg`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ingressctl.configs.config import IngressNginxConfig
+from ingressctl.kinds.ingress.ingress_nginx import auth_request, satisfy
+from ingressctl.kinds.ingress.ingress_nginx.auth_render import apply_auth_requests
+
+Owner = tuple[str, str]
+
+
+def apply_extras(cfg: IngressNginxConfig, extras: Mapping[Owner, Mapping[str, Any]]
+                 ) -> tuple[IngressNginxConfig, list[str]]:
+    """See the module docstring."""
+    if not any(extras.values()):
+        return cfg, []
+    auths = {o: e[auth_request.EXTRA] for o, e in extras.items() if auth_request.EXTRA in e}
+    cfg, warnings = apply_auth_requests(cfg, auths)
+    cfg = satisfy.apply_satisfy(cfg, {o: e[satisfy.EXTRA] for o, e in extras.items() if satisfy.EXTRA in e})
+    return cfg, warnings
