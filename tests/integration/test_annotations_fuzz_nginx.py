@@ -53,8 +53,8 @@ def ffdhe2048_prime() -> int:
 
 
 class Staging:
-    """A conf dir NGINX can test: nginx.conf, config-version.conf, conf.d/, secrets/ with a certificate and
-    DH parameters."""
+    """A conf dir NGINX can test: nginx.conf, config-version.conf, conf.d/, secrets/ with a certificate, a CA
+    and DH parameters."""
 
     def __init__(self, base: str) -> None:
         self.conf_dir = os.path.join(base, "conf")
@@ -70,6 +70,8 @@ class Staging:
         with open(self.conf_dir + "/secrets/default-tls", "wb") as f:
             f.write(cert.public_bytes(serialization.Encoding.PEM) + key.private_bytes(
                 serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+        with open(self.conf_dir + "/secrets/default-ca", "wb") as f:  # the CA of the auth-tls-* cases
+            f.write(cert.public_bytes(serialization.Encoding.PEM))
         params = dh.DHParameterNumbers(ffdhe2048_prime(), 2).parameters()
         with open(self.conf_dir + "/secrets/dhparam.pem", "wb") as f:
             f.write(params.parameter_bytes(serialization.Encoding.PEM, serialization.ParameterFormat.PKCS3))

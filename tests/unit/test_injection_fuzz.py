@@ -264,6 +264,8 @@ def inn_policies(obj: dict[str, Any], static: StaticConfigParams) -> tuple[Resol
         return None
     ref = SecretReference("default/ca", f"{static.conf_dir}/secrets/default-ca", secret_type="nginx.org/ca")
     return with_auth_tls(obj, None, lambda key: ref, lambda key: None)[0]
+
+
 ENDPOINTS = {backend_key("svc-a", 80): ["10.0.0.1:80", "10.0.0.2:80"],
              backend_key("svc-b", 80): ["10.0.1.1:80"]}
 PATHS = [("/a", "Prefix", "svc-a"), ("/b", "Exact", "svc-b"), ("/c", "ImplementationSpecific", "svc-a")]
