@@ -155,7 +155,7 @@ class _Builder:
         self.namespace = ing_ex.namespace
         self.name = ing_ex.name
         self.upstreams: dict[str, Upstream] = {}
-        self._no_endpoints: set[str] = set()  # upstreams on the 502 server
+        self._no_endpoints: frozenset[str] = frozenset()  # upstreams on the 502 server (a copy when added)
         self.inn_default = ""  # ingress-nginx's default-backend upstream (ready endpoints only)
         self.limit_req_zones: dict[str, LimitReqZone] = {}
         self.grpc_services = settings.grpc_services
@@ -239,7 +239,7 @@ class _Builder:
                 continue
             servers.append(UpstreamServer(address, p.max_fails, p.fail_timeout, p.max_conns))
         if not servers:
-            self._no_endpoints.add(name)
+            self._no_endpoints = self._no_endpoints | {name}
             servers = [UpstreamServer(error_server_address(self.static.run_dir), 1, "10s", 0)]
         self.upstreams[name] = Upstream(
             name=name, servers=tuple(servers), lb_method=p.lb_method, keepalive=p.keepalive,
@@ -397,8 +397,10 @@ def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, 
         raise AnnotationError(settings.anns.errors)
     b = _Builder(ing_ex, static, settings, warnings, replicas=replicas, minion_host=minion_host)
     b.proxy_defaults = proxy_defaults
-    if static.ingress_nginx_compat:
+    if b.params.ingress_nginx_use_regex or b.params.ingress_nginx_rewrite:  # (only with the compat flag)
         b.inn_rewrite, b.inn_regex = paths.modes(b.params, annotations, ing_ex.ingress, warnings, regex_host)
+    elif regex_host:
+        b.inn_regex = True
     if not LABEL.fullmatch(b.namespace) or not NAME.fullmatch(b.name):
         raise ValueError(f"invalid Ingress namespace/name {b.namespace!r}/{b.name!r}")
     spec = as_dict(ing_ex.ingress.get("spec"))
@@ -527,7 +529,8 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
     used = {loc.upstream for server in servers for loc in server.locations if not loc.catch_all}
     if parts.default_upstream:
         used.add(parts.default_upstream)
-    used.update(s.custom_error_backend for s in servers if s.custom_error_backend)
+    if b.inn_default:  # ingress-nginx's default-backend as the error backend
+        used.update(s.custom_error_backend for s in servers if s.custom_error_backend)
     if ing_ex.canaries:
         used |= canaries.used
     cfg = IngressNginxConfig(
