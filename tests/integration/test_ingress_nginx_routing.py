@@ -5,7 +5,8 @@ anchored at the start, the longest first; a target without capture groups replac
 ingress-nginx's validator refuses rejects the Ingress (nothing of it reaches NGINX) and harms no other
 Ingress; a canary Ingress takes its weight's share of 1,000 real requests within 5 points, and its header and
 cookie decide first (`always`/`never`, an exact value); a canary without a primary is reported and serves
-nothing."""
+nothing; `default-backend` answers for a backend without endpoints and takes `custom-http-errors`;
+`from-to-www-redirect` answers 308 from the other name unless another Ingress serves it."""
 
 from __future__ import annotations
 
