@@ -64,7 +64,7 @@ PENDING = {"rewrite-target", "use-regex", "canary", "canary-weight", "canary-wei
            "canary-by-header-value", "canary-by-header-pattern", "canary-by-cookie", "affinity",
            "affinity-mode",
            "affinity-canary-behavior", "enable-cors",
-           "auth-type", "auth-secret", "auth-tls-secret", "ssl-passthrough"}
+           "auth-tls-secret", "ssl-passthrough"}
 
 
 def ingress(annotations: dict[str, str], *, name: str = "app", tls: bool = False,
@@ -113,7 +113,7 @@ def test_rows_not_implemented_yet_say_what_they_will_be_and_fail_closed_where_it
     pending = {r.key.removeprefix(PREFIX): r for r in INGRESS_NGINX.rows
                if r.handling is Handling.NONE and r.status not in (Status.IGNORED, Status.REFUSED)}
     assert set(pending) >= PENDING
-    for name in ("auth-type", "auth-tls-secret", "canary", "rewrite-target", "ssl-passthrough",
+    for name in ("auth-tls-secret", "canary", "rewrite-target", "ssl-passthrough",
                  "proxy-ssl-verify"):
         assert pending[name].fail_closed and effective_status(pending[name]) is Status.REFUSED, name
     for name in ("enable-cors", "affinity", "session-cookie-name"):
