@@ -63,8 +63,7 @@ PENDING = {"rewrite-target", "use-regex", "canary", "canary-weight", "canary-wei
 "canary-by-header",
            "canary-by-header-value", "canary-by-header-pattern", "canary-by-cookie", "affinity",
            "affinity-mode",
-           "affinity-canary-behavior",
-           "auth-type", "auth-secret", "ssl-passthrough"}
+           "affinity-canary-behavior", "ssl-passthrough"}
 
 
 def ingress(annotations: dict[str, str], *, name: str = "app", tls: bool = False,
@@ -113,7 +112,7 @@ def test_rows_not_implemented_yet_say_what_they_will_be_and_fail_closed_where_it
     pending = {r.key.removeprefix(PREFIX): r for r in INGRESS_NGINX.rows
                if r.handling is Handling.NONE and r.status not in (Status.IGNORED, Status.REFUSED)}
     assert set(pending) >= PENDING
-    for name in ("auth-type", "canary", "rewrite-target", "ssl-passthrough",
+    for name in ("canary", "rewrite-target", "ssl-passthrough",
                  "proxy-ssl-verify"):
         assert pending[name].fail_closed and effective_status(pending[name]) is Status.REFUSED, name
     for name in ("affinity", "session-cookie-name"):

@@ -80,7 +80,7 @@ from ingressctl.kinds.ingress.annotations import master_annotations, minion_anno
 from ingressctl.kinds.ingress.catch_all import catch_all_locations, catch_all_tls, is_catch_all
 from ingressctl.kinds.ingress.catch_all import catch_all_upstream as catch_all_upstream
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
-from ingressctl.kinds.ingress.ingress_nginx import limits
+from ingressctl.kinds.ingress.ingress_nginx import basic_auth, limits
 from ingressctl.kinds.ingress.ingress_nginx.authtls import apply_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.cors import apply_cors
 from ingressctl.kinds.ingress.ingress_nginx.render import apply_extras
@@ -170,6 +170,12 @@ class _Builder:
 
     def _basic_auth(self) -> BasicAuth | None:
         secret = self.params.basic_auth_secret
+        if basic_auth.EXTRA in self.ingress_nginx_extras:  # ingress-nginx's auth-type: basic
+            found, self.ingress_nginx_extras = basic_auth.resolve(
+                self.ingress_nginx_extras, self.namespace, self.ing_ex.secret_refs, self.warnings,
+                nginx_org=bool(secret))
+            if not secret:
+                return found
         if not secret:
             return None
         ref = self.ing_ex.secret_refs.get(secret)

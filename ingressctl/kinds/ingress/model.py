@@ -145,7 +145,7 @@ class IngressModel:
     def claims(self, obj: Mapping[str, Any]) -> Claims:
         ns = str((obj.get("metadata") or {}).get("namespace", ""))
         mtype = mergeable_type(obj)
-        refs = ingress_secrets(obj)
+        refs = ingress_secrets(obj, ingress_nginx=self.ingress_nginx_compat)
         return Claims(
             role="parent" if mtype == "master" else "child" if mtype == "minion" else "regular",
             hosts=claimed_hosts(obj.get("spec") or {}),
