@@ -24,14 +24,14 @@ class SecretValidationError(Exception):
 
 
 SecretValidator = Callable[[Mapping[str, Any]], None]
-SecretFile = Callable[[Mapping[str, Any]], tuple[bytes, int]]
+SecretFile = Callable[[Mapping[str, Any]], tuple[bytes, int] | None]  # None: no file for this Secret
 
 
 @dataclass(frozen=True)
 class SecretType:
     """A supported Secret type beyond the built-in TLS and htpasswd ones: its name, its validator (raises
-    SecretValidationError) and the (content, mode) of its file for NGINX, or None when the type has no file
-    (its reference's path stays "")."""
+    SecretValidationError) and the (content, mode) of its file for NGINX (None for a Secret without one), or
+    None when the type has no file (its reference's path stays "")."""
 
     name: str
     validate: SecretValidator

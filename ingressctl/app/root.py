@@ -316,7 +316,9 @@ class App:
             raise StartupError(str(e)) from e
         self.controller = LoadBalancerController(
             self.client, configuration=configuration, configurator=self.configurator,
-            secret_store=LocalSecretStore(self.configurator), status_updater=self.status,
+            secret_store=LocalSecretStore(self.configurator,
+                                          ingress_nginx_compat=s.controller.ingress_nginx_compat),
+            status_updater=self.status,
             recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
             kinds=kinds, parse_config_map=parse,
         )

@@ -54,7 +54,7 @@ from ingressctl.controller.reporter import (
     Reporter,
     keys_of,
 )
-from ingressctl.controller.secrets import SecretFilesAhead, SecretStoreLike
+from ingressctl.controller.secrets import SecretFilesAhead, SecretStoreLike, supported_secret_types
 from ingressctl.controller.special_secrets import REASON_UPDATED_WITH_ERROR, SpecialSecrets
 from ingressctl.controller.startup import Startup
 from ingressctl.controller.status import StartupStatusFlush, StatusUpdater, StatusWriters
@@ -109,6 +109,7 @@ class LoadBalancerController:
         self.configuration = configuration
         self.configurator = configurator
         self.secret_store = secret_store
+        self._secret_types = supported_secret_types(configuration.ingress_classes.compat)
         self._files_ahead = secret_store if isinstance(secret_store, SecretFilesAhead) else None
         self.status = status_updater
         if parse_config_map is None:
@@ -284,7 +285,7 @@ class LoadBalancerController:
         syncs, so none sees a spurious "missing secret". Returns how many there are."""
         count = 0
         for secret in self.informers.list("secrets"):
-            if is_supported_secret(secret):
+            if is_supported_secret(secret, self._secret_types):
                 count += 1
                 try:
                     self.secret_store.add_or_update_secret(secret)
@@ -462,7 +463,7 @@ class LoadBalancerController:
         special = self.special_secrets.files(key)
         if special:
             self.special_secrets.sync(key, secret, special)
-        if secret is None or not is_supported_secret(secret):
+        if secret is None or not is_supported_secret(secret, self._secret_types):
             changed = self.secret_store.delete_secret(key)
         else:
             changed = self.secret_store.add_or_update_secret(secret)

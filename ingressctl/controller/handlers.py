@@ -16,7 +16,8 @@ Guarantees:
   clusterIP changes are covered by EndpointSlice events), or for the `--external-service` on any change.
 - EndpointSlices are enqueued by the Service they belong to (label `kubernetes.io/service-name`), so a deleted
   slice still re-renders its Service's Ingresses; slices without that label are ignored.
-- Secrets: only supported types (`kubernetes.io/tls`, `nginx.org/htpasswd`); an update that moves a Secret to
+- Secrets: only supported types (`kubernetes.io/tls`, `nginx.org/htpasswd`, ...; with
+  `--ingress-nginx-compat`, `Opaque` too); an update that moves a Secret to
   or from a supported type is enqueued so the store forgets or learns it.
 - The adds of the informers' initial list of Services, EndpointSlices and Secrets are not enqueued, except
   those of the `--external-service` and of the special TLS Secrets: until the caches have synced nothing is
@@ -133,8 +134,8 @@ def has_service_changes(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return bool(old_spec.get("externalName") != new_spec.get("externalName"))
 
 
-def is_supported_secret(secret: dict[str, Any]) -> bool:
-    return secret.get("type") in SUPPORTED_SECRET_TYPES
+def is_supported_secret(secret: dict[str, Any], types: frozenset[str] = SUPPORTED_SECRET_TYPES) -> bool:
+    return secret.get("type") in types
 
 
 def endpoint_slice_service_key(slice_: dict[str, Any]) -> str | None:
@@ -271,13 +272,15 @@ class EndpointSliceHandler:
 class SecretHandler:
     """Enqueues Secrets of supported types."""
 
-    def __init__(self, enqueue: Enqueue, special_keys: Iterable[str] = ()) -> None:
+    def __init__(self, enqueue: Enqueue, special_keys: Iterable[str] = (),
+                 types: frozenset[str] = SUPPORTED_SECRET_TYPES) -> None:
         self._enqueue = enqueue
         self._special = frozenset(special_keys)
+        self._types = types  # with --ingress-nginx-compat, Opaque too (opaque_secrets.py)
 
     @_safe
     def on_add(self, obj: dict[str, Any], is_initial_list: bool = False) -> None:
-        if is_supported_secret(obj):
+        if is_supported_secret(obj, self._types):
             key = object_key(obj)
             if not is_initial_list or key in self._special:
                 self._enqueue(Task(Kind.SECRET, key))
@@ -286,13 +289,13 @@ class SecretHandler:
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         if resource_version(old) == resource_version(new):
             return
-        if is_supported_secret(old) or is_supported_secret(new):
+        if is_supported_secret(old, self._types) or is_supported_secret(new, self._types):
             self._enqueue(Task(Kind.SECRET, object_key(new)))
 
     @_safe
     def on_delete(self, obj: Any) -> None:
         o = unwrap(obj)
-        if is_supported_secret(o) or not o:  # a tombstone without its object: let the sync decide
+        if is_supported_secret(o, self._types) or not o:  # a tombstone without its object: the sync decides
             self._enqueue(Task(Kind.SECRET, tombstone_key(obj) or object_key(o)))
 
 

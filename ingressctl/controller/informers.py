@@ -30,8 +30,9 @@ from ingressctl.controller.handlers import (
 )
 from ingressctl.controller.ingress_class import IngressClasses, class_of
 from ingressctl.controller.kinds import Enqueue, EventHandler, KindRegistry
+from ingressctl.controller.secrets import supported_secret_types
 from ingressctl.controller.task import Kind, Task
-from ingressctl.controller.transforms import transform_for
+from ingressctl.controller.transforms import secret_transform, transform_for
 from ingressctl.k8s.informer import SharedInformer
 from ingressctl.k8s.reflector import Transform
 from ingressctl.k8s.resource import (
@@ -71,7 +72,10 @@ class InformerSet:
         watched = list(watch_namespaces)
         service_h = ServiceHandler(enqueue, external_service_key)
         slice_h = EndpointSliceHandler(enqueue, external_service_key)
-        secret_h = SecretHandler(enqueue, special_secret_keys)
+        classes = ingress_class if isinstance(ingress_class,
+                                              IngressClasses) else IngressClasses(ingress_class)
+        # --ingress-nginx-compat: Opaque Secrets too, their data reduced (opaque_secrets.py)
+        secret_h = SecretHandler(enqueue, special_secret_keys, supported_secret_types(classes.compat))
         for ns in watched or [""]:
             for kind in kinds:
                 self._add(kind.name, kind.rt, ns, kind.handler(enqueue), transform=kind.transform)
@@ -81,7 +85,8 @@ class InformerSet:
         secret_namespaces = watched if watch_secret_namespaces is None else list(watch_secret_namespaces)
         for ns in secret_namespaces or [""]:
             self._add("secrets", SECRETS, ns, secret_h,
-                      transform=_observed(transform_for(SECRETS), prevalidate_secret))
+                      transform=_observed(secret_transform(opaque=True) if classes.compat
+                                          else transform_for(SECRETS), prevalidate_secret))
         if external_service_key and watched and pod_namespace not in watched:
             # The external Service lives in the controller's namespace; watch just it (NIC would not see it).
             ns, name = split_key(external_service_key)
@@ -90,8 +95,6 @@ class InformerSet:
             ns, name = split_key(configmap_key)
             self._add("configmaps", CONFIGMAPS, ns, ConfigMapHandler(enqueue, configmap_key),
                       field_selector=f"metadata.name={name}")
-        classes = ingress_class if isinstance(ingress_class,
-                                              IngressClasses) else IngressClasses(ingress_class)
         if classes.compat:  # every IngressClass: the ingress-nginx ones are served too
             self._add("ingressclasses", INGRESSCLASSES, "", IngressClassHandler(
                 classes, functools.partial(self._requeue_class, classes, enqueue)))

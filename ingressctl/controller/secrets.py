@@ -7,8 +7,9 @@ Guarantees:
   (`failed to validate TLS cert and key: private key does not match public key`). An `nginx.org/htpasswd`
   Secret needs the `htpasswd` key. The Secret types the policy types need (`policies.POLICY_SECRET_TYPES`:
   `nginx.org/ca`, `nginx.org/apikey`) are validated and written by their own `SecretType`;
-  `SUPPORTED_SECRET_TYPES`, read by the informer filters, holds all of them. Other types are `secret is of
-  the unsupported type <t>`. Expiry is not checked (as NIC).
+  `SUPPORTED_SECRET_TYPES`, read by the informer filters, holds all of them. A store made with
+  `ingress_nginx_compat` takes `Opaque` Secrets too (`COMPAT_SECRET_TYPES`, `opaque_secrets.py`). Other
+  types are `secret is of the unsupported type <t>`. Expiry is not checked (as NIC).
 - `LocalSecretStore` keeps one `SecretReference` per supported Secret. Files are written lazily as NIC does:
   the first `get_secret_reference` of a valid Secret writes `<namespace>-<name>` through the manager (TLS:
   cert chain then key, mode 0600; htpasswd: mode 0644); later updates rewrite a written file only when its
@@ -47,6 +48,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
+from ingressctl.controller.opaque_secrets import OPAQUE_SECRET, supported_types
 from ingressctl.forked import ForkedCall
 from ingressctl.keys import object_key
 from ingressctl.logging import get_logger
@@ -65,6 +67,10 @@ log = get_logger(__name__)
 
 SECRET_TYPES: Mapping[str, SecretType] = {t.name: t for t in POLICY_SECRET_TYPES}
 SUPPORTED_SECRET_TYPES: frozenset[str] = frozenset({SECRET_TYPE_TLS, SECRET_TYPE_HTPASSWD, *SECRET_TYPES})
+# Types a store made with `ingress_nginx_compat` validates and writes too (`opaque_secrets.py`); not in
+# SUPPORTED_SECRET_TYPES, so never taken without --ingress-nginx-compat.
+COMPAT_SECRET_TYPES: Mapping[str, SecretType] = {OPAQUE_SECRET.name: OPAQUE_SECRET}
+_NO_TYPES: Mapping[str, SecretType] = {}
 
 ERROR_SECRET_MISSING = "secret doesn't exist or of an unsupported type"
 TLS_CERT_KEY = "tls.crt"
@@ -98,6 +104,11 @@ class SecretFileWriterAhead(Protocol):
 def secret_file_name(key: str) -> str:
     """NIC's file name for a Secret key: "ns/name" -> "ns-name"."""
     return key.replace("/", "-", 1)
+
+
+def supported_secret_types(ingress_nginx_compat: bool) -> frozenset[str]:
+    """The types the informer, handler and store take: with --ingress-nginx-compat, Opaque too."""
+    return supported_types(SUPPORTED_SECRET_TYPES, ingress_nginx_compat)
 
 
 def is_supported_secret_type(secret_type: str) -> bool:
@@ -187,11 +198,13 @@ def tls_file_content(secret: Mapping[str, Any]) -> bytes:
     return data_field(secret, TLS_CERT_KEY) + b"\n" + data_field(secret, TLS_PRIVATE_KEY_KEY)
 
 
-def secret_file(secret: Mapping[str, Any]) -> tuple[bytes, int] | None:
+def secret_file(secret: Mapping[str, Any], extra: Mapping[str, SecretType] = _NO_TYPES
+                ) -> tuple[bytes, int] | None:
     """(content, mode) of the file for a VALID supported Secret; None for a type without a file."""
     if secret.get("type") == SECRET_TYPE_HTPASSWD:
         return data_field(secret, HTPASSWD_KEY), 0o644
-    registered = SECRET_TYPES.get(str(secret.get("type") or ""))
+    secret_type = str(secret.get("type") or "")
+    registered = SECRET_TYPES.get(secret_type) or extra.get(secret_type)
     if registered is not None:
         return registered.file(secret) if registered.file is not None else None
     return tls_file_content(secret), 0o600
@@ -216,9 +229,13 @@ def _fingerprint(secret: Mapping[str, Any]) -> Fingerprint:
     return str(secret.get("type") or ""), items
 
 
-def _validation_error(secret: Mapping[str, Any]) -> str:
+def _validation_error(secret: Mapping[str, Any], extra: Mapping[str, SecretType] = _NO_TYPES) -> str:
     try:
-        validate_secret(secret)
+        compat = extra.get(str(secret.get("type") or "")) if extra else None
+        if compat is not None:
+            compat.validate(secret)
+        else:
+            validate_secret(secret)
     except SecretValidationError as e:
         return str(e)
     return ""
@@ -276,8 +293,10 @@ class _FilesAhead:
 class LocalSecretStore:
     """Supported Secrets by key, with their validation result and (once needed) their file on disk."""
 
-    def __init__(self, manager: SecretFileManager) -> None:
+    def __init__(self, manager: SecretFileManager, *, ingress_nginx_compat: bool = False) -> None:
+        """`ingress_nginx_compat`: Opaque Secrets are validated and written too (COMPAT_SECRET_TYPES)."""
         self._manager = manager
+        self._extra = COMPAT_SECRET_TYPES if ingress_nginx_compat else _NO_TYPES
         self._secrets: dict[str, _Stored] = {}
         self._prevalidated = _Prevalidated()
         self._ahead: _FilesAhead | None = None
@@ -308,7 +327,7 @@ class LocalSecretStore:
         if stored is not None and stored.fingerprint == fp:
             stored.secret = secret
             return False
-        error = ahead if ahead is not None else _validation_error(secret)
+        error = ahead if ahead is not None else _validation_error(secret, self._extra)
         new = _Stored(secret=secret, secret_type=fp[0], fingerprint=fp, error=error)
         if stored is not None:
             new.path, new.written = stored.path, stored.written
@@ -421,7 +440,7 @@ class LocalSecretStore:
         """Write (or rewrite) the file if its bytes differ; returns "" or the error."""
         self._wait_for_ahead(key)
         try:
-            file = secret_file(stored.secret)
+            file = secret_file(stored.secret, self._extra)
             if file is None:
                 return ""
             content, mode = file

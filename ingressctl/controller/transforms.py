@@ -18,7 +18,8 @@ the reflector's default `strip_managed_fields`). Guarantees:
     each endpoint's `addresses`, `conditions.ready` and `targetRef` kind/name (per-Pod latency metrics), and
     each port's name and number.
   - Secret: `metadata.uid` (events), `type`, and `data` for the types the controller uses (TLS, htpasswd);
-    the data of any other type is never read.
+    the data of any other type is never read. With `--ingress-nginx-compat` (`opaque=True`), an `Opaque`
+    Secret keeps the keys ingress-nginx's annotations read only (`opaque_secrets.py`).
   - ConfigMap: `metadata.uid` (events) and `data`.
   - IngressClass: `metadata.uid` and `spec.controller`.
 - Equal small values that repeat across objects of one informer (Service and EndpointSlice ports, endpoint
@@ -37,6 +38,7 @@ from typing import Any
 
 import orjson
 
+from ingressctl.controller.opaque_secrets import OPAQUE, reduce_data
 from ingressctl.controller.secrets import SUPPORTED_SECRET_TYPES
 from ingressctl.k8s.reflector import Transform, strip_managed_fields
 from ingressctl.k8s.resource import (
@@ -295,7 +297,7 @@ def _ready_only(conditions: dict[str, Any]) -> dict[str, Any]:
     return {"ready": conditions["ready"]}
 
 
-def secret_transform() -> Transform:
+def secret_transform(opaque: bool = False) -> Transform:
     """Secrets: see the module docstring."""
 
     def transform(obj: dict[str, Any]) -> dict[str, Any]:
@@ -305,6 +307,10 @@ def secret_transform() -> Transform:
         secret_type = obj.get("type")
         if "data" in obj and secret_type.__class__ is str and secret_type in SUPPORTED_SECRET_TYPES:
             out["data"] = obj["data"]
+        elif opaque and secret_type == OPAQUE and "data" in obj:
+            kept = reduce_data(obj["data"])
+            if kept is not None:
+                out["data"] = kept
         return out
 
     return transform

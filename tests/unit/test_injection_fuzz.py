@@ -181,7 +181,10 @@ VALID: dict[str, list[str]] = {
     INN + "auth-signin-redirect-param": ["return_to"], INN + "auth-response-headers": ["X-User, X-Email"],
     INN + "auth-method": ["POST"], INN + "auth-request-redirect": ["https://app.example.com/landing"],
     INN + "auth-always-set-cookie": ["true"], INN + "satisfy": ["any", "all"],
+    INN + "auth-type": ["basic"], INN + "auth-secret": ["htusers", "default/htusers", "missing"],  # 503
+    INN + "auth-secret-type": ["auth-file"], INN + "auth-realm": ["Protected Area", "realm:/x~y"],
 }
+BASIC_AUTH = {INN + "auth-type", INN + "auth-secret", INN + "auth-secret-type", INN + "auth-realm"}
 INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nreturn 200;", " ", ";", "\r",
               "} server { listen 1;", '" ; root /etc ; "', "\x00", "${x}",
               # Escapes: a backslash before the closing quote, an escaped backslash then a quote, `\$`.
@@ -252,7 +255,9 @@ def secret_refs(conf_dir: str = "/etc/ic") -> dict[str, SecretReference]:
     return {"tls": SecretReference("default/tls", f"{conf_dir}/secrets/default-tls",
                                    secret_type="kubernetes.io/tls"),
             "users": SecretReference("default/users", f"{conf_dir}/secrets/default-users",
-                                     secret_type="nginx.org/htpasswd")}
+                                     secret_type="nginx.org/htpasswd"),
+            "htusers": SecretReference("default/htusers", f"{conf_dir}/secrets/default-htusers",
+                                       secret_type="Opaque")}
 
 
 REFS = secret_refs()
@@ -318,7 +323,10 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
             if case.name in (INN + "limit-whitelist", INN + "limit-allowlist",
             INN + "limit-burst-multiplier"):
                 annotations[INN + "limit-rps"] = "5"
-            if case.name.startswith(INN + "auth-") and case.name != INN + "auth-url":
+            if case.name in BASIC_AUTH:  # ingress-nginx's basic auth: an Opaque Secret with the key auth
+                annotations.setdefault(INN + "auth-type", "basic")
+                annotations.setdefault(INN + "auth-secret", "htusers")
+            elif case.name.startswith(INN + "auth-") and case.name != INN + "auth-url":
                 annotations[INN + "auth-url"] = "http://10.0.0.9/check"
                 if case.name == INN + "auth-signin-redirect-param":
                     annotations[INN + "auth-signin"] = "https://login.example.com/start"
@@ -558,7 +566,8 @@ def _reference_texts() -> tuple[list[str], list[str]]:
                     {INN + "auth-tls-secret": "default/ca"},  # verify-client on
                     {INN + "proxy-redirect-from": "off", INN + "limit-rps": "5",
                     INN + "whitelist-source-range": "",
-                     INN + "denylist-source-range": "10.0.0.1"}]
+                     INN + "denylist-source-range": "10.0.0.1"},
+                    {INN + "auth-type": "basic", INN + "auth-secret": "missing"}]  # denied: return 503
     maximal_cm, errors = parse_config_map_checked({k: VALID[k][0] for k in CONFIG_MAP_NAMES if k in VALID})
     assert errors == [], errors
     minimal_cm = ConfigParams()

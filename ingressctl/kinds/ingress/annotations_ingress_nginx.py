@@ -23,6 +23,7 @@ from ingressctl.configs import directive_values, parsing
 from ingressctl.kinds.ingress.annotation_table import Annotation, AnnotationTable, Handling, Section, Status
 from ingressctl.kinds.ingress.ingress_nginx import auth_request as authreq
 from ingressctl.kinds.ingress.ingress_nginx import authtls_values as atv
+from ingressctl.kinds.ingress.ingress_nginx import basic_auth as basic
 from ingressctl.kinds.ingress.ingress_nginx import canary as _canary
 from ingressctl.kinds.ingress.ingress_nginx import cors_values as cv
 from ingressctl.kinds.ingress.ingress_nginx import values as v
@@ -336,17 +337,24 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _ignored("auth-keepalive-timeout", "integer seconds", "as `auth-keepalive`", section=AUTH),
     _ignored("auth-keepalive-share-vars", BOOL, "as `auth-keepalive`", section=AUTH),
     _ignored("enable-global-auth", BOOL, "ingressctl has no global auth URL", section=AUTH),
-    _pending("auth-type", AUTH, TRANSLATED, "`basic`, `digest`",
-             "`basic`: HTTP basic authentication (as `nginx.org/basic-auth-secret`); `digest`: refused",
-             "planned with `auth-secret` (ingress-nginx's Opaque Secrets, key `auth` or a user map, are not "
-             "read yet); `digest` will stay refused: NGINX has no digest authentication (ingress-nginx loads "
-             "a third-party module)", fail_closed=True),
-    _pending("auth-secret", AUTH, TRANSLATED, "Secret `name` or `namespace/name`, key `auth` (htpasswd)",
-             "the htpasswd file of `auth-type: basic`", "planned with `auth-type`", fail_closed=True),
-    _pending("auth-secret-type", AUTH, TRANSLATED, "`auth-file`, `auth-map`", "the Secret's layout",
-             "planned with `auth-secret`", fail_closed=True),
-    _pending("auth-realm", AUTH, TRANSLATED, "text", "the realm of basic authentication",
-             "planned with `auth-type`", fail_closed=True),
+    _row("auth-type", AUTH, TRANSLATED, "`basic`, `digest`",
+         "`basic`: HTTP basic authentication (`auth_basic`, `auth_basic_user_file`, as "
+         "`nginx.org/basic-auth-secret`) in every location of the Ingress", parse=basic.auth_type,
+         reason="`digest` (and any value but `basic`, which ingress-nginx takes for digest) is refused: "
+                "NGINX has no digest authentication (ingress-nginx loads a third-party module); "
+                "`nginx.org/basic-auth-secret` wins, with a warning"),
+    _row("auth-secret", AUTH, TRANSLATED, "Secret `name` or `namespace/name` (type `Opaque`, key `auth`: "
+         "htpasswd lines)", "the htpasswd file of `auth-type: basic`", parse=basic.secret,
+         reason="as ingress-nginx, a Secret that is missing, not `Opaque`, without `auth`, in another "
+                "namespace (`allow-cross-namespace-resources` is not honoured: false) or an `auth-type` "
+                "without `auth-secret` makes every location of the Ingress answer 503, with a Warning event; "
+                "`$2y$` (bcrypt), `$apr1$`, `{SHA}` and the system's crypt hashes work"),
+    _row("auth-secret-type", AUTH, TRANSLATED, "`auth-file`, `auth-map`", "the Secret's layout",
+         parse=basic.secret_type, default="`auth-file`",
+         reason="`auth-map` (every key a user) is refused: not implemented yet (only the key `auth` of an "
+                "Opaque Secret is kept)"),
+    _row("auth-realm", AUTH, TRANSLATED, "letters, digits, spaces and `-._~/:`",
+         "the realm of basic authentication (`WWW-Authenticate`)", parse=basic.realm, default="empty"),
     # --------------------------------------------------------------------------------------------------- TLS
     _row("auth-tls-secret", TLS, TRANSLATED, "`<namespace>/<name>` (or `/<name>`) of a Secret with `ca.crt`",
          "client certificates verified against the CA (`ssl_client_certificate`, `ssl_crl` from `ca.crl`) on "

@@ -13,8 +13,6 @@ Guarantees:
   `ImplementationSpecific` -> `location /p`.
   With `nginx.org/path-regex`: `case_sensitive` -> `location ~ "^<path>"`, `case_insensitive` ->
   `location ~* "^<path>"` (an Exact path is also anchored at the end), `exact` -> `location = <path>`.
-  ingress-nginx's regex mode (`use-regex`, `rewrite-target`) is decided for the host: see
-  `ingress_nginx/paths.py`.
   When two paths would produce the same location, an Exact path wins over a Prefix one, otherwise the first
   wins and the other is reported. NGINX never sees a duplicate location.
 - A host, path, service, port or endpoint that is not a safe, well-formed value is left out with a warning; it
@@ -84,7 +82,7 @@ from ingressctl.kinds.ingress.annotations import master_annotations, minion_anno
 from ingressctl.kinds.ingress.catch_all import catch_all_locations, catch_all_tls, is_catch_all
 from ingressctl.kinds.ingress.catch_all import catch_all_upstream as catch_all_upstream
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
-from ingressctl.kinds.ingress.ingress_nginx import limits, paths
+from ingressctl.kinds.ingress.ingress_nginx import basic_auth, limits, paths
 from ingressctl.kinds.ingress.ingress_nginx.authtls import apply_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.canary_locations import CanaryLocations
 from ingressctl.kinds.ingress.ingress_nginx.cors import apply_cors
@@ -183,6 +181,12 @@ class _Builder:
 
     def _basic_auth(self) -> BasicAuth | None:
         secret = self.params.basic_auth_secret
+        if basic_auth.EXTRA in self.ingress_nginx_extras:  # ingress-nginx's auth-type: basic
+            found, self.ingress_nginx_extras = basic_auth.resolve(
+                self.ingress_nginx_extras, self.namespace, self.ing_ex.secret_refs, self.warnings,
+                nginx_org=bool(secret))
+            if not secret:
+                return found
         if not secret:
             return None
         ref = self.ing_ex.secret_refs.get(secret)
@@ -397,10 +401,8 @@ def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, 
         raise AnnotationError(settings.anns.errors)
     b = _Builder(ing_ex, static, settings, warnings, replicas=replicas, minion_host=minion_host)
     b.proxy_defaults = proxy_defaults
-    if b.params.ingress_nginx_use_regex or b.params.ingress_nginx_rewrite:  # (only with the compat flag)
+    if b.params.ingress_nginx_use_regex or b.params.ingress_nginx_rewrite or regex_host:  # (compat only)
         b.inn_rewrite, b.inn_regex = paths.modes(b.params, annotations, ing_ex.ingress, warnings, regex_host)
-    elif regex_host:
-        b.inn_regex = True
     if not LABEL.fullmatch(b.namespace) or not NAME.fullmatch(b.name):
         raise ValueError(f"invalid Ingress namespace/name {b.namespace!r}/{b.name!r}")
     spec = as_dict(ing_ex.ingress.get("spec"))
@@ -516,9 +518,9 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
                for sp in parts.servers]
     upstreams = b.upstreams
     value_maps: tuple[ValueMap, ...] = ()
-    if b.params.ingress_nginx_www_redirect:
-        servers, www_maps = add_redirects(servers, ing_ex.valid_hosts, b.params.http_redirect_code, warnings)
-        value_maps = tuple(www_maps)
+    if b.params.ingress_nginx_www_redirect:  # ingress-nginx's from-to-www-redirect
+        servers, value_maps = add_redirects(servers, ing_ex.valid_hosts, b.params.http_redirect_code,
+                                            warnings)
     canary_splits: tuple[CanarySplit, ...] = ()
     if ing_ex.canaries:
         settings = ingress_settings(annotations, config_params, static)

@@ -228,7 +228,7 @@ class IngressBuilder:
         for message in self._endpoint_warnings.observe(cfg.key, no_endpoints):
             self._warn(ing, REASON_NO_ENDPOINTS, message)
         secret_refs = {name: self._secrets.get_secret_reference(f"{ns}/{name}")
-                       for name in ingress_secrets(ing).names}
+                       for name in ingress_secrets(ing, ingress_nginx=self._ingress_nginx_compat).names}
         policies, policy_endpoints, policy_warnings, rejected = self.policies.resolve(ing)
         if self._ingress_nginx_compat:  # ingress-nginx's auth-tls-*: an ingressMTLS Policy of its own
             policies, tls_warnings = with_auth_tls(ing, policies, self._secrets.get_secret_reference,

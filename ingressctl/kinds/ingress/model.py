@@ -159,7 +159,7 @@ class IngressModel:
     def claims(self, obj: Mapping[str, Any]) -> Claims:
         ns = str((obj.get("metadata") or {}).get("namespace", ""))
         mtype = mergeable_type(obj)
-        refs = ingress_secrets(obj)
+        refs = ingress_secrets(obj, ingress_nginx=self.ingress_nginx_compat)
         canary = self._is_canary(obj)
         return Claims(
             role="parent" if mtype == "master" else "child" if mtype == "minion" or canary else "regular",

@@ -5,9 +5,9 @@ Guarantees:
   then each rule's paths in order, de-duplicated. Optional filters keep only the rules of hosts the Ingress
   owns and only the paths a minion won, as the config is rendered. Malformed parts are skipped, never raise.
 - `ingress_secrets` lists the Secret names the Ingress references in its namespace (`spec.tls[].secretName`
-  in order, then `nginx.org/basic-auth-secret`, then ingress-nginx's `auth-tls-secret` of this namespace),
-  de-duplicated, and whether a TLS entry has no secretName
-  (it uses the wildcard Secret).
+  in order, then `nginx.org/basic-auth-secret`, then ingress-nginx's `auth-tls-secret` of this namespace,
+  then with `ingress_nginx` ingress-nginx's `auth-secret` when it is in the Ingress's namespace),
+  de-duplicated, and whether a TLS entry has no secretName (it uses the wildcard Secret).
 - Validation, the Configuration's indexes, the endpoint resolution and the model builder all read these, so
   they cannot disagree about what an Ingress references.
 """
@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ingressctl.kinds.ingress.annotations_nginx_org import BASIC_AUTH_SECRET
+from ingressctl.kinds.ingress.ingress_nginx.basic_auth import referenced_secret
 
 AUTH_TLS_SECRET = "nginx.ingress.kubernetes.io/auth-tls-secret"  # ingress-nginx's client CA (same namespace)
 
@@ -102,7 +103,8 @@ class IngressSecrets(NamedTuple):
     uses_default_tls: bool          # a spec.tls entry without secretName
 
 
-def ingress_secrets(ing: Mapping[str, Any]) -> IngressSecrets:
+def ingress_secrets(ing: Mapping[str, Any], *, ingress_nginx: bool = False) -> IngressSecrets:
+    """See the module docstring; `ingress_nginx` (`--ingress-nginx-compat`): `auth-secret` too."""
     names: dict[str, None] = {}
     uses_default = False
     spec = ing.get("spec")
@@ -124,4 +126,9 @@ def ingress_secrets(ing: Mapping[str, Any]) -> IngressSecrets:
         ns, _, name = client_ca.replace(" ", "").partition("/")
         if name and ns in ("", meta.get("namespace") if isinstance(meta, dict) else None):
             names[name] = None
+    if ingress_nginx and isinstance(annotations, dict):
+        own = meta.get("namespace") if isinstance(meta, dict) else None
+        basic = referenced_secret(annotations, str(own or ""))
+        if basic:
+            names[basic] = None
     return IngressSecrets(tuple(names), uses_default)

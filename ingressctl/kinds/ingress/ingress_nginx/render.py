@@ -1,5 +1,6 @@
 """What the ingress-nginx translation renders itself (`Translation.extras`), applied to an Ingress's model
-after its Policies: the external auth subrequest (`auth_render.py`) and `satisfy` (`satisfy.py`).
+after its Policies: the external auth subrequest (`auth_render.py`), the 503 of a denied basic auth
+(`basic_auth.py`; the basic auth itself is the builder's) and `satisfy` (`satisfy.py`).
 
 Guarantees:
 - `apply_extras(cfg, extras)` takes the extras of the regular Ingress or master and of each minion served in
@@ -12,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ingressctl.configs.config import IngressNginxConfig
-from ingressctl.kinds.ingress.ingress_nginx import auth_request, satisfy
+from ingressctl.kinds.ingress.ingress_nginx import auth_request, basic_auth, satisfy
 from ingressctl.kinds.ingress.ingress_nginx.auth_render import apply_auth_requests
 
 Owner = tuple[str, str]
@@ -25,5 +26,6 @@ def apply_extras(cfg: IngressNginxConfig, extras: Mapping[Owner, Mapping[str, An
         return cfg, []
     auths = {o: e[auth_request.EXTRA] for o, e in extras.items() if auth_request.EXTRA in e}
     cfg, warnings = apply_auth_requests(cfg, auths)
+    cfg = basic_auth.apply_denied(cfg, extras)
     cfg = satisfy.apply_satisfy(cfg, {o: e[satisfy.EXTRA] for o, e in extras.items() if satisfy.EXTRA in e})
     return cfg, warnings

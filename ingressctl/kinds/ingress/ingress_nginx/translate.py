@@ -29,7 +29,7 @@ from ingressctl.configs import directive_values
 from ingressctl.kinds.ingress import annotations_ingress_nginx as t
 from ingressctl.kinds.ingress.annotation_table import Annotation, Handling, Status
 from ingressctl.kinds.ingress.annotations import annotation_error
-from ingressctl.kinds.ingress.ingress_nginx import auth_request, canary, hashing, satisfy
+from ingressctl.kinds.ingress.ingress_nginx import auth_request, basic_auth, canary, hashing, satisfy
 from ingressctl.kinds.ingress.ingress_nginx.authtls import AuthTLSConfig
 from ingressctl.kinds.ingress.ingress_nginx.authtls import combine as combine_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.cors import CorsConfig
@@ -74,7 +74,8 @@ class Translation:
     warnings: tuple[str, ...] = ()
     report: tuple[Entry, ...] = ()
     # What the rendering step reads: a concern's name -> its parsed settings, for what is not a ConfigParams
-    # field (`auth_request.EXTRA`: the external auth subrequest; `satisfy.EXTRA`), rendered by `render.py`.
+    # field (`auth_request.EXTRA`: the external auth subrequest; `basic_auth.EXTRA`; `satisfy.EXTRA`),
+    # rendered by `render.py` (basic auth by the builder).
     extras: Mapping[str, Any] = field(default_factory=dict)
     cors: CorsConfig | None = None  # enable-cors
     auth_tls: AuthTLSConfig | None = None  # auth-tls-secret
@@ -342,4 +343,5 @@ def _cors(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
 
 _COMBINERS: tuple[Combiner, ...] = (_backend_protocol, _ssl_redirects, _buffers, _proxy_redirect, _redirects,
                                     _limits, _access, _value_dependent, auth_request.combine,
-                                    satisfy.combine, _hash_subsets, _cors, _rewrite, _canary)
+                                    basic_auth.combine, satisfy.combine, _hash_subsets, _cors, _rewrite,
+                                    _canary)

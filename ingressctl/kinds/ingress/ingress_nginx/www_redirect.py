@@ -42,7 +42,7 @@ def www_redirect_names(obj: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def add_redirects(servers: list[Server], valid_hosts: Mapping[str, bool], code: int,
-                  warnings: list[str]) -> tuple[list[Server], list[ValueMap]]:
+                  warnings: list[str]) -> tuple[list[Server], tuple[ValueMap, ...]]:
     """The servers with a redirect server for the other name of each host the Ingress owns it for."""
     out = list(servers)
     maps: list[ValueMap] = []
@@ -58,7 +58,7 @@ def add_redirects(servers: list[Server], valid_hosts: Mapping[str, bool], code: 
         if made is not None:
             out.append(made[0])
             maps.append(made[1])
-    return out, maps
+    return out, tuple(maps)
 
 
 def redirect_server(server: Server, name: str, code: int) -> tuple[Server, ValueMap] | None:

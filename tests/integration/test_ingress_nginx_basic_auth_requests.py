@@ -1,0 +1,182 @@
+"""ingress-nginx's basic authentication (`auth-type: basic`, `auth-secret`, `auth-secret-type`, `auth-realm`)
+through the real controller (`--ingress-nginx-compat`), devcluster, the real kubectl and a real NGINX: an
+Opaque Secret written with `stringData` holding htpasswd lines (bcrypt `$2y$`, `$apr1$`, `{SHA}`), 401 with
+the realm, 200 with each user's password, 401 with a wrong one; the `namespace/name` form; a Secret created
+after the Ingress, changed, then deleted; the 503 of an unusable Secret with its Warning event; the refused
+values; `satisfy: any` with an address rule; and the informer keeping only the keys ingress-nginx reads."""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import ctypes.util
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ingressctl.demo.backend import Backend
+from tests.helpers import wait_until
+from tests.integration.harness import NS, Env
+from tests.integration.ingress_nginx_helpers import compat_controller, request
+from tests.integration.policy_helpers import basic
+from tests.webhooks import Kubectl
+
+pytestmark = pytest.mark.integration
+
+N = "nginx.ingress.kubernetes.io/"
+REALM = "Authentication Required - team"
+
+
+def _crypt(password: str, salt: str) -> str:
+    lib = ctypes.CDLL(ctypes.util.find_library("crypt") or "libcrypt.so.1")
+    lib.crypt.restype = ctypes.c_char_p
+    lib.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    out = lib.crypt(password.encode(), salt.encode())
+    assert out and out.startswith(salt[:4].encode()), out
+    return str(out.decode())
+
+
+def htpasswd_line(user: str, password: str, scheme: str) -> str:
+    """What `htpasswd -nb[B|m|s]` prints: bcrypt (`$2y$`), apr1 (`$apr1$`, by openssl) or `{SHA}`."""
+    if scheme == "bcrypt":
+        digest = _crypt(password, "$2y$05$" + os.urandom(11).hex())  # 22 salt characters of bcrypt's alphabet
+    elif scheme == "apr1":
+        done = subprocess.run(["openssl", "passwd", "-apr1", password], capture_output=True, text=True,
+                              check=True)
+        digest = done.stdout.strip()
+    else:
+        digest = "{SHA}" + base64.b64encode(hashlib.sha1(password.encode()).digest()).decode()
+    return f"{user}:{digest}\n"
+
+
+def opaque_secret(name: str, namespace: str = NS, **string_data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace},
+            "stringData": string_data}   # no type: the API server defaults it to Opaque
+
+
+def ingress(name: str, host: str, annotations: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": name, "namespace": NS, "annotations": annotations},
+            "spec": {"ingressClassName": "nginx", "rules": [{"host": host, "http": {"paths": [
+                {"path": "/", "pathType": "Prefix",
+                 "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}}
+
+
+def basic_auth(secret: str, **extra: str) -> dict[str, str]:
+    return {N + "auth-type": "basic", N + "auth-secret": secret, **{N + k.replace("_", "-"): v
+                                                                    for k, v in extra.items()}}
+
+
+def apply(kubectl: Kubectl, obj: dict[str, Any]) -> None:
+    done = kubectl.apply(obj)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture
+def web(env: Env) -> Backend:
+    # NGINX workers (nobody, under a root master) open the htpasswd file at request time: let them reach it.
+    os.chmod(env.tmp, 0o711)
+    env.delete("ingressclasses", "nginx", None)
+    env.create({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": {"name": "nginx"},
+                "spec": {"controller": "k8s.io/ingress-nginx"}})
+    env.create({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+                "metadata": {"name": "ingressctl"}, "spec": {"controller": "nginx.org/ingress-controller"}})
+    env.service("web")
+    backend = env.backend("web")
+    env.endpoints("web", [backend])
+    return backend
+
+
+def test_basic_auth_from_an_opaque_secret(env: Env, kubectl: Kubectl, web: Backend) -> None:
+    lines = (htpasswd_line("alice", "bcrypt-pw", "bcrypt") + htpasswd_line("bob", "apr1-pw", "apr1")
+             + htpasswd_line("carol", "sha-pw", "sha"))
+    assert lines.count("$2y$") == 1 and lines.count("$apr1$") == 1 and lines.count("{SHA}") == 1
+    apply(kubectl, opaque_secret("users", auth=lines, password="an application's own secret"))
+    apply(kubectl, ingress("team", "team.example.com", basic_auth("users", auth_realm=REALM)))
+    apply(kubectl, ingress("nsform", "ns.example.com",
+                           basic_auth(f"{NS}/users", auth_secret_type="auth-file")))
+    apply(kubectl, ingress("late", "late.example.com", basic_auth("late-users")))
+    apply(kubectl, ingress("cross", "cross.example.com", basic_auth("other/users")))
+    apply(kubectl, ingress("nokey", "nokey.example.com", basic_auth("nokey")))
+    apply(kubectl, opaque_secret("nokey", htpasswd="carol:{SHA}x\n"))
+    apply(kubectl, ingress("plain", "plain.example.com", {N + "proxy-body-size": "1m"}))
+    apply(kubectl, ingress("map", "map.example.com", basic_auth("users", auth_secret_type="auth-map")))
+    apply(kubectl, ingress("digest", "digest.example.com",
+                           {**basic_auth("users"), N + "auth-type": "digest"}))
+    c = compat_controller(env)
+    port = c.http_port
+    wait_until(lambda: request(port, "team.example.com").status == 401, "team served")
+
+    # 401 with the realm without credentials or with a wrong password; 200 with each user's password.
+    r = request(port, "team.example.com", "/page")
+    assert r.headers["www-authenticate"] == f'Basic realm="{REALM}"'
+    for user, password in (("alice", "bcrypt-pw"), ("bob", "apr1-pw"), ("carol", "sha-pw")):
+        assert request(port, "team.example.com", "/page", headers=basic(user, password)).status == 200, user
+        assert request(port, "team.example.com", "/page", headers=basic(user, "wrong")).status == 401, user
+    assert request(port, "team.example.com", headers=basic("mallory", "sha-pw")).status == 401
+    # namespace/name, ingress-nginx's default realm (empty).
+    r = request(port, "ns.example.com")
+    assert (r.status, r.headers["www-authenticate"]) == (401, 'Basic realm=""')
+    assert request(port, "ns.example.com", headers=basic("carol", "sha-pw")).status == 200
+    # The other Ingresses are served as they are.
+    assert request(port, "plain.example.com").status == 200
+
+    # Unusable Secrets: every location answers 503 (ingress-nginx's denied location), with a Warning event.
+    for host, name, reason in (("late", "late", f"secret {NS}/late-users does not exist"),
+                               ("cross", "cross", "cross namespace usage of secrets is not allowed"),
+                               ("nokey", "nokey", "the secret nokey does not contain a key with value auth")):
+        assert request(port, f"{host}.example.com", headers=basic("carol", "sha-pw")).status == 503, host
+        env.wait_event(name, "AddedOrUpdatedWithWarning", reason)
+    # Refused values: the Ingress is rejected, never served unauthenticated.
+    env.wait_event("map", "Rejected", "auth-map is not implemented yet")
+    env.wait_event("digest", "Rejected", "NGINX has no digest authentication")
+    for host in ("map.example.com", "digest.example.com"):
+        assert request(port, host).status == 404
+
+    # The Secret created after the Ingress is picked up; changed, it applies; deleted, the Ingress is denied.
+    apply(kubectl, opaque_secret("late-users", auth=htpasswd_line("dave", "late-pw", "apr1")))
+    wait_until(lambda: request(port, "late.example.com", headers=basic("dave", "late-pw")).status == 200,
+               "late Secret picked up")
+    assert request(port, "late.example.com").status == 401
+    apply(kubectl, opaque_secret("late-users", auth=htpasswd_line("erin", "new-pw", "sha")))
+    wait_until(lambda: request(port, "late.example.com", headers=basic("erin", "new-pw")).status == 200,
+               "changed Secret applied")
+    assert request(port, "late.example.com", headers=basic("dave", "late-pw")).status == 401
+    done = kubectl.run("delete", "secret", "late-users", "-n", NS)
+    assert done.returncode == 0, done.stderr
+    wait_until(lambda: request(port, "late.example.com", headers=basic("erin", "new-pw")).status == 503,
+               "deleted Secret denies")
+    assert request(port, "team.example.com", headers=basic("carol", "sha-pw")).status == 200
+
+    # The informer keeps only the keys ingress-nginx's annotations read, never the application's own.
+    cached = c.lbc.informers.get_object("secrets", f"{NS}/users")
+    assert set(cached["data"]) == {"auth"}
+    assert "data" not in c.lbc.informers.get_object("secrets", f"{NS}/nokey")
+
+
+def test_basic_auth_satisfy_any_with_an_address_rule(env: Env, kubectl: Kubectl, web: Backend) -> None:
+    apply(kubectl, opaque_secret("users", auth=htpasswd_line("carol", "sha-pw", "sha")))
+    office = {N + "whitelist-source-range": "127.0.0.2/32"}
+    apply(kubectl, ingress("any", "any.example.com", {**basic_auth("users"), **office, N + "satisfy": "any"}))
+    apply(kubectl, ingress("all", "all.example.com", {**basic_auth("users"), **office}))
+    c = compat_controller(env)
+    port = c.http_port
+    wait_until(lambda: request(port, "any.example.com", source="127.0.0.2").status == 200, "any served")
+    creds = basic("carol", "sha-pw")
+    assert request(port, "any.example.com", source="127.0.0.1").status == 401
+    assert request(port, "any.example.com", source="127.0.0.1", headers=creds).status == 200
+    assert request(port, "all.example.com", source="127.0.0.2").status == 401
+    assert request(port, "all.example.com", source="127.0.0.2", headers=creds).status == 200
+    assert request(port, "all.example.com", source="127.0.0.1", headers=creds).status == 403
+
+
+def test_without_the_flag_opaque_secrets_keep_no_data(env: Env, kubectl: Kubectl, web: Backend) -> None:
+    apply(kubectl, opaque_secret("users", auth=htpasswd_line("carol", "sha-pw", "sha")))
+    c = env.controller(ingress_class="ingressctl")
+    wait_until(lambda: c.lbc.informers.get_object("secrets", f"{NS}/users") is not None, "Secret cached")
+    assert "data" not in c.lbc.informers.get_object("secrets", f"{NS}/users")
+    assert not Path(c.manager.conf_dir, "secrets", f"{NS}-users").exists()
