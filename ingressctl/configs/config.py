@@ -125,6 +125,28 @@ class LimitKeyMap:
 
 
 @dataclass(frozen=True)
+class ValueMap:
+    """`map <source> <variable> { "~<regex>" <value>; ... default <value>; }` (http level): ingress-nginx's
+    canaries (values: upstream names or the variable of the next map) and www redirects."""
+
+    source: str  # `$http_<name>` or `$cookie_<name>`
+    variable: str
+    entries: tuple[tuple[str, str], ...]  # (case-sensitive regex, value)
+    default: str
+
+
+@dataclass(frozen=True)
+class CanarySplit:
+    """ingress-nginx's canary weight (http level):
+    `split_clients $request_id <variable> { <percent>% <canary>; * <primary>; }`."""
+
+    variable: str
+    percent: str
+    canary: str
+    primary: str
+
+
+@dataclass(frozen=True)
 class LimitConnZone:
     """`limit_conn_zone <key> zone=<name>:<size>;` (http level)."""
 
@@ -230,6 +252,7 @@ class Location:
     custom_http_errors: tuple[int, ...] = ()  # a minion's nginx.org/custom-http-errors
     skip_custom_http_errors: bool = False  # the default backend's own `/`: never intercepted
     exact_regex: bool = False  # a regex location of an Exact path: listed before the other regex locations
+    upstream_var: str = ""  # ingress-nginx's canary: a `$variable` naming the upstream (else `upstream`)
     # Proxies to the class-wide catch-all (`$ingressctl_catch_all`, the upstream nginx.conf names) instead of
     # `upstream`: the `/` of a server without one while a catch-all exists.
     catch_all: bool = False
@@ -363,6 +386,8 @@ class IngressNginxConfig:
     policy_http: tuple[str, ...] = ()  # http-level lines of nginx.org/policies (maps, upstreams)
     limit_conn_zones: tuple[LimitConnZone, ...] = ()  # ingress-nginx's limit-connections
     limit_key_maps: tuple[LimitKeyMap, ...] = ()  # ingress-nginx's limit-whitelist
+    value_maps: tuple[ValueMap, ...] = ()  # ingress-nginx's canaries and www redirects
+    canary_splits: tuple[CanarySplit, ...] = ()
 
 
 @dataclass(frozen=True)

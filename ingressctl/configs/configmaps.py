@@ -58,6 +58,10 @@ class ConfigParams:
     access_rules: tuple[tuple[str, str], ...] = ()  # ("allow" | "deny", source) in order
     limit_conn: int = 0  # `limit_conn` per client address (0 = none)
     limit_exempt: tuple[str, ...] = ()  # clients not rate- or connection-limited
+    ingress_nginx_use_regex: bool = False  # `use-regex`: the host's paths are regexes
+    ingress_nginx_www_redirect: bool = False  # `from-to-www-redirect`
+    ingress_nginx_default_backend: str = ""  # `default-backend`: a Service of the Ingress's namespace
+    ingress_nginx_rewrite: bool = False  # `rewrite_target` is ingress-nginx's (whole URI, `(?i)<path>`)
     # Per server
     server_tokens: str = "on"
     http2: bool = False

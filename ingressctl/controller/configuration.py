@@ -12,11 +12,14 @@ Guarantees:
   one warning per lost host, naming the winner; one that loses all of them is not configured and is reported
   as a problem naming each host and its winner (and, if it was configured, its Delete carries those warnings).
   Warnings and problems always name the current winner.
+- Weak claims (`Claims.weak_hosts`: ingress-nginx's from-to-www-redirect names): a host owned only when no
+  resource claims it as a host (then the oldest weak claimant); never what makes a resource configured.
 - The catch-all: an Ingress without rules and with a `defaultBackend` claims `CATCH_ALL_HOST`, resolved like
   a host except on a tie (oldest wins, then the smaller `ns/name`); the others are problems naming the
   winner and take over when it goes. (NIC rejects such an Ingress; the Ingress spec says its default backend
   serves what no rule matches.)
-- Children (Ingress minions): a child attaches to the owner of its host, if that owner is a parent (a master);
+- Children (Ingress minions): a child attaches to the owner of its host, if that owner is a parent (a master;
+  a kind may say otherwise with `child_attaches`: ingress-nginx's canaries attach to regular Ingresses);
   the parent's kind decides what the child gets (for minions, the paths it wins). A child whose host is not
   owned by a parent is a problem of its kind (`NoIngressMasterFound` for minions); one the configured parent
   does not take (a VirtualServerRoute no route of its VirtualServer validly delegates to) is an `Ignored`
@@ -290,10 +293,14 @@ class Configuration:
 
     def _parent_of(self, e: Entry) -> ResourceKey | None:
         owner = self._hosts.get(e.claims[0]) if e.claims else None
-        if owner is None or self._entries[owner].role != "parent":
+        if owner is None:
+            return None
+        model = self._kinds[owner.kind]
+        attaches = getattr(model, "child_attaches", None)  # (Ingress canaries attach to regular Ingresses)
+        owner_entry = self._entries[owner]
+        if not (attaches(e, owner_entry) if callable(attaches) else owner_entry.role == "parent"):
             return None
         # A parent takes children of its `child_kinds` (by default its own kind: Ingress masters and minions).
-        model = self._kinds[owner.kind]
         if e.key.kind not in getattr(model, "child_kinds", (model.kind,)):
             return None
         return owner
@@ -417,11 +424,17 @@ class Configuration:
         if e is None or e.role == "child":
             return None
         valid_hosts = {h: self._hosts.get(h) == key for h in e.hosts}
-        owned = [self._hosts.get(c) == key for c in e.claims]
+        owned = [self._hosts.get(c) == key for c in e.claims if c not in e.weak_hosts]
         if not any(owned):
             return None
         warnings = [self._taken_warning(h) for h, ok in valid_hosts.items() if not ok]
+        for h in e.weak_hosts:  # (the kind says what it does without one)
+            valid_hosts[h] = self._hosts.get(h) == key
         children = self._children_for_host(e.hosts[0]) if e.role == "parent" and e.hosts else []
+        if e.role == "regular" and self._children_by_host:  # (Ingress canaries)
+            children = [c for h in dict.fromkeys(e.hosts)
+                        for k in sorted(_index_get(self._children_by_host, h))
+                        if (c := self._entries[k]) and self._parent_of(c) == key]
         return self._kinds[key.kind].build(e, valid_hosts, warnings, children)
 
     def _lost_all_hosts(self, key: ResourceKey, old: Resource) -> Resource:
@@ -446,7 +459,7 @@ class Configuration:
                 return ConfigurationProblem(e.obj, False, REASON_IGNORED, f"{self.api_kind(parent)} "
                                             f"{parent.ns_name} ignores {self.api_kind(key)}", key=key)
             return None
-        if not any(self._hosts.get(c) == key for c in e.claims):
+        if not any(self._hosts.get(c) == key for c in e.claims if c not in e.weak_hosts):
             if not e.hosts:  # a stream resource: only listener claims
                 message = "; ".join(listener_taken_message(c, (o.ns_name, self.api_kind(o))
                                                            if (o := self._hosts.get(c)) else None)

@@ -121,6 +121,7 @@ class Claims(NamedTuple):
     secrets: tuple[tuple[str, str], ...] = ()            # (namespace, name), unique
     uses_default_tls_secret: bool = False
     policies: tuple[tuple[str, str], ...] = ()           # (namespace, name) of referenced Policies, unique
+    weak_hosts: tuple[str, ...] = ()  # hosts owned only when no resource claims them as a host (redirects)
 
 
 def creation_seconds(obj: Mapping[str, Any]) -> int:
@@ -161,6 +162,7 @@ class Entry:
     secrets: tuple[tuple[str, str], ...]
     uses_default_tls_secret: bool
     policies: tuple[tuple[str, str], ...] = ()
+    weak_hosts: tuple[str, ...] = ()  # claims that lose to any host claim (in `claims`, not in `hosts`)
 
     def wins(self, other: Entry) -> bool:
         """Older creationTimestamp wins; on a tie the greater UID (then, for equal UIDs, the smaller key)."""
@@ -194,10 +196,13 @@ def make_entry(key: ResourceKey, obj: dict[str, Any], claims: Claims) -> Entry:
     meta = obj.get("metadata") or {}
     all_claims = claims.hosts + tuple(listener_claim(x) for x in claims.listeners) if claims.listeners \
         else claims.hosts
+    weak = tuple(h for h in claims.weak_hosts if h not in claims.hosts) if claims.weak_hosts else ()
+    if weak:
+        all_claims = all_claims + weak
     return Entry(obj=obj, key=key, seconds=creation_seconds(obj), uid=str(meta.get("uid", "")),
                  role=claims.role, hosts=claims.hosts, claims=all_claims, services=claims.services,
                  secrets=claims.secrets, uses_default_tls_secret=claims.uses_default_tls_secret,
-                 policies=claims.policies)
+                 policies=claims.policies, weak_hosts=weak)
 
 
 def rank_of(e: Entry) -> tuple[int, _Descending, ResourceKey]:
@@ -211,8 +216,14 @@ def catch_all_rank(e: Entry) -> tuple[int, ResourceKey]:
 
 
 def best(entries: Iterable[Entry], host: str | None = None) -> Entry | None:
-    """The owner of `host` among its claimants."""
-    return min(entries, key=catch_all_rank if host == CATCH_ALL_HOST else rank_of, default=None)
+    """The owner of `host` among its claimants: a weak claim (`weak_hosts`) only when no other is left."""
+    return min(entries, key=catch_all_rank if host == CATCH_ALL_HOST else _weak_rank(host), default=None)
+
+
+def _weak_rank(host: str | None) -> Callable[[Entry], tuple[bool, int, _Descending, ResourceKey]]:
+    def rank(e: Entry) -> tuple[bool, int, _Descending, ResourceKey]:
+        return bool(e.weak_hosts) and host in e.weak_hosts, e.seconds, _Descending(e.uid), e.key
+    return rank
 
 
 def with_users(resources: list[Resource], more: Sequence[Callable[[str, str], list[Resource]]],

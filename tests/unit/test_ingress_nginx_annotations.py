@@ -59,9 +59,7 @@ REFERENCE_KEYS = (
 )
 
 # Not this change's: rows that say what they will be and are not implemented yet.
-PENDING = {"rewrite-target", "use-regex", "canary", "canary-weight", "canary-weight-total",
-"canary-by-header",
-           "canary-by-header-value", "canary-by-header-pattern", "canary-by-cookie", "affinity",
+PENDING = {"affinity",
            "affinity-mode",
            "affinity-canary-behavior", "ssl-passthrough"}
 
@@ -112,7 +110,7 @@ def test_rows_not_implemented_yet_say_what_they_will_be_and_fail_closed_where_it
     pending = {r.key.removeprefix(PREFIX): r for r in INGRESS_NGINX.rows
                if r.handling is Handling.NONE and r.status not in (Status.IGNORED, Status.REFUSED)}
     assert set(pending) >= PENDING
-    for name in ("canary", "rewrite-target", "ssl-passthrough",
+    for name in ("ssl-passthrough",
                  "proxy-ssl-verify"):
         assert pending[name].fail_closed and effective_status(pending[name]) is Status.REFUSED, name
     for name in ("affinity", "session-cookie-name"):
@@ -294,7 +292,7 @@ def test_values_ingress_nginx_refuses_reject_the_ingress(name: str, value: str, 
     ({N + "enable-modsecurity": "true"}, "no ModSecurity in ingressctl"),
     ({N + "server-alias": "other.example.com"}, "extra `server_name`s could capture hosts"),
     ({N + "stream-snippet": "server {}"}, "raw `stream` configuration"),
-    ({N + "canary": "true"}, "not yet implemented by ingressctl"),
+    ({N + "proxy-ssl-secret": "ns/name"}, "not yet implemented by ingressctl"),
     ({N + "configuration-snippet": "x;"}, "snippets are not enabled"),
 ])
 def test_refused_annotations_reject_the_ingress_naming_them(annotations: dict[str, str], detail: str) -> None:

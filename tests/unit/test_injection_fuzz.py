@@ -20,6 +20,7 @@ tests/integration/test_annotations_fuzz_nginx.py runs the same cases through `ng
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,8 +46,10 @@ from ingressctl.kinds.ingress.config import (
     generate_nginx_config_for_mergeable,
 )
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
+from ingressctl.kinds.ingress.ingress_nginx import canary
 from ingressctl.kinds.ingress.ingress_nginx.authtls_policy import with_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.translate import effective_status
+from ingressctl.kinds.ingress.ingress_nginx.www_redirect import other_name
 from ingressctl.kinds.ingress.validation import validate_ingress
 from ingressctl.nginx.capabilities import MODULES, Capabilities
 from ingressctl.policies.base import ResolvedPolicy
@@ -157,6 +160,11 @@ VALID: dict[str, list[str]] = {
     INN + "limit-connections": ["3"], INN + "limit-burst-multiplier": ["2"],
     INN + "limit-whitelist": ["127.0.0.1,10.0.0.0/8"], INN + "limit-allowlist": ["192.168.0.0/24"],
     INN + "ssl-ciphers": ["HIGH:!aNULL"], INN + "ssl-prefer-server-ciphers": ["true"],
+    INN + "rewrite-target": ["/$2", "$1", "/new/$host/x"], INN + "use-regex": ["true", "false"],
+    INN + "default-backend": ["svc-b"], INN + "from-to-www-redirect": ["true"],
+    INN + "canary": ["true"], INN + "canary-weight": ["30", "100"], INN + "canary-weight-total": ["1000"],
+    INN + "canary-by-header": ["X-Canary"], INN + "canary-by-header-value": ["v2.1"],
+    INN + "canary-by-header-pattern": ["^v(2|3)$"], INN + "canary-by-cookie": ["canary_user"],
     INN + "enable-cors": ["true"],
     INN + "cors-allow-origin": ["https://a.example.com, https://*.b.example.com:8443", "*"],
     INN + "cors-allow-methods": ["GET, POST"], INN + "cors-allow-headers": ["X-A, Content-Type"],
@@ -217,13 +225,14 @@ CASES: st.SearchStrategy[Case] = st.one_of(
     st.builds(Case, st.just("path"), st.just(""), st.one_of(
         HOSTILE, st.sampled_from(["/", "/a{2}[0-9]+$", "/b/(x|y)", "/c\\.d", "/e\\\"f"]),
         st.builds(lambda inj: "/api" + inj, st.sampled_from(INJECTIONS))),
-        st.sampled_from(["", "case_sensitive", "case_insensitive", "exact"])),
+        st.sampled_from(["", "case_sensitive", "case_insensitive", "exact", "ingress-nginx"])),
 )
 
 
 # ------------------------------------------------------------------------------------------------- render
 
 CUSTOM_HTTP_ERRORS = "nginx.org/custom-http-errors"
+CANARY_KEYS = set(canary.KEYS)
 DEFAULT_BACKEND = {"service": {"name": "svc-b", "port": {"number": 80}}}
 
 
@@ -292,10 +301,19 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
     annotations: dict[str, str] = {}
     minion_annotations: dict[str, str] = {}
     host, paths = HOST, list(PATHS)
-    if case.kind in ("annotation", "ingress-nginx"):
+    canary_annotations: dict[str, str] = {}
+    if case.kind == "ingress-nginx" and case.name in CANARY_KEYS:  # on a canary of the fuzzed Ingress
+        static = dataclasses.replace(static, ingress_nginx_compat=True)
+        canary_annotations = {INN + "canary": "true", INN + "canary-by-header": "X-Canary",
+                              case.name: case.value}
+        if case.name == INN + "canary-by-header":
+            canary_annotations[INN + "canary-by-header-pattern"] = "^v"
+    elif case.kind in ("annotation", "ingress-nginx"):
         annotations[case.name] = case.value
         if case.kind == "ingress-nginx":
             static = dataclasses.replace(static, ingress_nginx_compat=True)
+            if case.name == INN + "default-backend":  # the errors it takes (the builder resolved its port)
+                annotations[INN + "custom-http-errors"] = "404"
             if case.name == INN + "proxy-redirect-to":
                 annotations[INN + "proxy-redirect-from"] = "http://a/"
             if case.name.startswith(INN + "cors-"):
@@ -318,7 +336,11 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
         host = case.value
     elif case.kind == "path":
         paths = [(case.value, "Prefix", "svc-a"), ("/other", "Exact", "svc-b")]
-        if case.path_regex:
+        if case.path_regex == "ingress-nginx":  # its regex mode and rewrite (--ingress-nginx-compat)
+            static = dataclasses.replace(static, ingress_nginx_compat=True)
+            paths[0] = (case.value, "ImplementationSpecific", "svc-a")
+            annotations.update({INN + "use-regex": "true", INN + "rewrite-target": "/$1"})
+        elif case.path_regex:
             annotations["nginx.org/path-regex"] = case.path_regex
     elif case.kind == "configmap":
         data = {case.name: case.value}
@@ -372,9 +394,22 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
             return f"validation: {errors[0]}"
         if annotations.get("nginx.org/mergeable-ingress-type", "") == "master":
             return "a master with paths is rejected by validation"
+        canaries: tuple[IngressEx, ...] = ()
+        if canary_annotations:  # a canary Ingress of the same host and paths (ingress_nginx/canary.py)
+            canary_obj = _ingress("cafe-canary", "default", host, [(p, t, "svc-b") for p, t, _ in paths],
+                                  canary_annotations)
+            errors = validate_ingress(canary_obj, ingress_nginx_compat=True)
+            if errors:
+                return f"validation: {errors[0]}"
+            canaries = (IngressEx(canary_obj, {host: True}, dict(ENDPOINTS)),)
         try:
-            cfg, _ = generate_nginx_config(IngressEx(obj, {host: True}, dict(ENDPOINTS), secret_refs=refs,
-                                                     policies=inn_policies(obj, static)), static, config)
+            default = ("svc-b", 80) if INN + "default-backend" in annotations else None
+            hosts = {host: True}
+            if INN + "from-to-www-redirect" in annotations and other_name(host):
+                hosts[other_name(host)] = True  # (the Configuration's weak claim, won)
+            cfg, _ = generate_nginx_config(IngressEx(obj, hosts, dict(ENDPOINTS), secret_refs=refs,
+                                                     policies=inn_policies(obj, static), canaries=canaries,
+                                                     default_backend=default), static, config)
         except AnnotationError as e:
             return f"generator: {e}"
     try:
@@ -482,12 +517,18 @@ def check_structure(text: str, schema: Schema, counts: dict[Context, Counter[str
         for s in stmts:
             if ctx == ("geo",) and s.args == ("1",) and _is_network(s.name):
                 continue  # an exempt source of ingress-nginx's limit-whitelist: `<cidr> 1;`
+            if ctx == ("map",) and s.name.startswith("~") and len(s.args) == 1:
+                continue  # a canary's regex (ingress-nginx's canary-by-header-value, -pattern)
+            if ctx == ("split_clients",) and re.fullmatch(r"[0-9]+(\.[0-9]+)?%", s.name) and len(s.args) == 1:
+                continue  # a canary's weight
             assert (s.name, len(s.args)) in schema[ctx] or (s.name in VARIADIC and s.name in names), \
                 f"unexpected {s.name} with {len(s.args)} args in {ctx}"
         seen = Counter(s.name for s in stmts)
         for name, n in seen.items():
             if name not in REPEATABLE and not (name == "server" and ctx[-1:] == ("upstream",)) \
-                    and not (ctx == ("geo",) and _is_network(name)):
+                    and not (ctx == ("geo",) and _is_network(name)) \
+                    and not (ctx == ("map",) and name.startswith("~")) \
+                    and not (ctx == ("split_clients",) and name.endswith("%")):
                 assert n <= counts[ctx][name], f"{name} {n} times in {ctx}"
         for name in REQUIRED.get(ctx, ()):
             assert seen[name] >= 1, f"no {name} in a block of {ctx}"
@@ -545,6 +586,21 @@ def _reference_texts() -> tuple[list[str], list[str]]:
                                                          secret_refs=dict(REFS),
                                                          policies=inn_policies(obj, st_)), st_, cm)
                 ingress_texts.append(TEMPLATES.execute_ingress_template(cfg))
+        for canary_anns in ({INN + "canary-weight": "30", INN + "canary-by-header": "X-Canary",
+                             INN + "canary-by-cookie": "beta"},
+                            {INN + "canary-by-header": "X-V", INN + "canary-by-header-pattern": "^v"}):
+            cobj = _ingress("cafe-canary", "default", HOST, [(p, t, "svc-b") for p, t, _ in PATHS],
+                            {INN + "canary": "true", **canary_anns})
+            cfg, _ = generate_nginx_config(IngressEx(
+                _ingress("cafe", "default", HOST, PATHS, {}, tls=True), {HOST: True}, dict(ENDPOINTS),
+                secret_refs=dict(REFS), canaries=(IngressEx(cobj, {HOST: True}, dict(ENDPOINTS)),)),
+                dataclasses.replace(static, ingress_nginx_compat=True), cm)
+            ingress_texts.append(TEMPLATES.execute_ingress_template(cfg))
+        www = _ingress("cafe", "default", HOST, PATHS, {INN + "from-to-www-redirect": "true"}, tls=True)
+        cfg, _ = generate_nginx_config(IngressEx(www, {HOST: True, other_name(HOST): True}, dict(ENDPOINTS),
+                                                 secret_refs=dict(REFS)),
+                                       dataclasses.replace(static, ingress_nginx_compat=True), cm)
+        ingress_texts.append(TEMPLATES.execute_ingress_template(cfg))
         # A wildcard host: its server answers the hosts deeper than one label as the default server does.
         wildcard = _ingress("wild", "default", "*.example.com", PATHS, {}, tls=True)
         cfg, _ = generate_nginx_config(IngressEx(wildcard, {"*.example.com": True}, dict(ENDPOINTS),

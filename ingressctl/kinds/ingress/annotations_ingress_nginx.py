@@ -24,6 +24,7 @@ from ingressctl.kinds.ingress.annotation_table import Annotation, AnnotationTabl
 from ingressctl.kinds.ingress.ingress_nginx import auth_request as authreq
 from ingressctl.kinds.ingress.ingress_nginx import authtls_values as atv
 from ingressctl.kinds.ingress.ingress_nginx import basic_auth as basic
+from ingressctl.kinds.ingress.ingress_nginx import canary as _canary
 from ingressctl.kinds.ingress.ingress_nginx import cors_values as cv
 from ingressctl.kinds.ingress.ingress_nginx import values as v
 
@@ -105,6 +106,8 @@ SERVICE_UPSTREAM: Final = key("service-upstream")
 ENABLE_MODSECURITY: Final = key("enable-modsecurity")
 ENABLE_OWASP_CORE_RULES: Final = key("enable-owasp-core-rules")
 PROXY_HTTP_VERSION: Final = key("proxy-http-version")
+REWRITE_TARGET: Final = key("rewrite-target")
+USE_REGEX: Final = key("use-regex")
 UPSTREAM_HASH_BY: Final = key("upstream-hash-by")
 UPSTREAM_HASH_BY_SUBSET: Final = key("upstream-hash-by-subset")
 UPSTREAM_HASH_BY_SUBSET_SIZE: Final = key("upstream-hash-by-subset-size")
@@ -190,9 +193,12 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          "`nginx.org/custom-http-errors`)", parse=v.status_codes, sets="custom_http_errors",
          reason="without `spec.defaultBackend` nothing is intercepted (ingress-nginx's global default "
                 "backend does not exist here), with a warning"),
-    _pending("default-backend", PROXYING, TRANSLATED, "a Service name",
-             "the backend of `custom-http-errors` and of Services without endpoints",
-             "planned as `spec.defaultBackend` does for `custom-http-errors`", fail_closed=False),
+    _row("default-backend", PROXYING, TRANSLATED, "a Service name (of the Ingress's namespace)",
+         "an upstream of the Service's first port: the locations of a backend without endpoints proxy to it, "
+         "and `custom-http-errors` go to it (instead of `spec.defaultBackend`)",
+         parse=v.service_name, sets="ingress_nginx_default_backend",
+         reason="as ingress-nginx, only a Service with ready endpoints counts; a missing Service or one "
+                "without ports is named in a Warning event and changes nothing"),
     _row("x-forwarded-prefix", PROXYING, IGNORED, "text",
          "`X-Forwarded-Prefix` with `rewrite-target`", parse=v.text,
          reason=NOT_YET + "rendered with `rewrite-target` when that is"),
@@ -231,10 +237,13 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          parse=v.redirect_url),
     _row("temporal-redirect-code", REDIRECTS, SERVED, "integer; 300-307, else 302",
          "the status of `temporal-redirect`", parse=v.redirect_code, default="`302`"),
-    _pending("from-to-www-redirect", REDIRECTS, TRANSLATED, BOOL,
-             "a server for `www.<host>` (or the host without `www.`) redirecting to the host",
-             "planned as a redirect server for the other name when no other resource owns "
-             "it", fail_closed=False),
+    _row("from-to-www-redirect", REDIRECTS, APPROXIMATED, BOOL,
+         "a server for `www.<host>` (or the host without `www.`) answering `<http-redirect-code>` (308) to "
+         "`$scheme://<host>:$server_port<URI>` with one trailing `/` dropped, as ingress-nginx",
+         parse=v.go_bool, sets="ingress_nginx_www_redirect", default="`false`",
+         reason="plain HTTP only: HTTPS requests to the other name are not redirected (ingress-nginx does it "
+                "when the host's certificate names it); no redirect when another resource serves that name "
+                "as a host (a Warning event says so)"),
     _ignored("preserve-trailing-slash", BOOL,
              "ingressctl's HTTPS redirects always keep the trailing slash (as `preserve-trailing-slash: "
              "true`)",
@@ -393,27 +402,54 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _pending("proxy-ssl-location-only", TLS, TRANSLATED, BOOL, "the proxy-ssl settings in locations only",
              "planned with `proxy-ssl-secret`", fail_closed=True),
     # ----------------------------------------------------------------------------- routing: paths and canary
-    _pending("rewrite-target", ROUTING, TRANSLATED, "URI, `$1`-`$9` from the path regex",
-             "`rewrite \"(?i)<path>\" <target> break;`; regex locations for the whole host",
-             "planned with ingress-nginx's host-wide regex semantics", fail_closed=True),
-    _pending("use-regex", ROUTING, TRANSLATED, BOOL, "every path of the host as `location ~* \"^<path>\"`",
-             "planned with `rewrite-target`", fail_closed=True),
-    _pending("canary", ROUTING, TRANSLATED, BOOL,
-             "the Ingress is a canary of the same host and path: a split or match of the primary's location",
-             "planned as splits and matches over the primary Ingress's location", fail_closed=True),
-    _pending("canary-weight", ROUTING, TRANSLATED, "integer 0..weight total", "the canary's share",
-             "planned with `canary`", fail_closed=True),
-    _pending("canary-weight-total", ROUTING, TRANSLATED, "integer (100)", "the total of `canary-weight`",
-             "planned with `canary`", fail_closed=True),
-    _pending("canary-by-header", ROUTING, TRANSLATED, "header name", "`always`/`never` in that header",
-             "planned with `canary`", fail_closed=True),
-    _pending("canary-by-header-value", ROUTING, TRANSLATED, "text",
-             "an exact header value selects the canary",
-             "planned with `canary`", fail_closed=True),
-    _pending("canary-by-header-pattern", ROUTING, TRANSLATED, "PCRE", "a header pattern selects the canary",
-             "planned with `canary`", fail_closed=True),
-    _pending("canary-by-cookie", ROUTING, TRANSLATED, "cookie name", "`always`/`never` in that cookie",
-             "planned with `canary`", fail_closed=True),
+    _row("rewrite-target", ROUTING, SERVED,
+         "URI: letters, digits, `-._~/:`, `$1`... from the path regex and known NGINX variables",
+         "`rewrite \"(?i)<path>\" <target> break;` in each location whose path differs from the target (the "
+         "whole URI is replaced); turns the host's regex mode on, as `use-regex`",
+         parse=v.rewrite_target, sets="rewrite_target",
+         reason="the host's regex mode covers the Ingresses ingressctl serves together for that host (the "
+                "Ingress, or a master's minions), not every Ingress naming the host; "
+                "`nginx.org/rewrite-target` and `nginx.org/rewrites` win over it"),
+    _row("use-regex", ROUTING, SERVED, BOOL,
+         "every path of the host as `location ~* \"^<path>\"` (case-insensitive, anchored at the start only, "
+         "whatever its pathType), regex locations by descending path length; a Prefix or Exact path of the "
+         "Ingress must then hold no regex characters (ingress-nginx's strict-validate-path-type)",
+         parse=v.go_bool, sets="ingress_nginx_use_regex", default="`false`",
+         reason="host-wide over the Ingresses ingressctl serves together for that host, as `rewrite-target`; "
+                "`nginx.org/path-regex` on the same Ingress wins over it"),
+    _row("canary", ROUTING, SERVED, BOOL,
+         "the Ingress is a canary of the Ingress serving the same host: each of its paths with the same path "
+         "and pathType as a path of that primary makes the primary's location choose between the two "
+         "upstreams (header, then cookie, then weight); the request keeps the primary's location settings "
+         "and the canary's other annotations are not applied (a warning names them)",
+         parse=_canary.PARSERS[_canary.CANARY], default="`false`",
+         reason="a canary without a primary (no Ingress of the class serves its host, or its host belongs to "
+                "a mergeable master) is reported in a `Rejected` event and changes nothing; only its first "
+                "rule's host is attached; other canary annotations without `canary: \"true\"` reject the "
+                "Ingress (ingress-nginx: configured but not enabled)"),
+    _row("canary-weight", ROUTING, SERVED, "integer 0..2147483647",
+         "that share of the requests (out of the total) goes to the canary: `split_clients` on `$request_id`",
+         parse=_canary.PARSERS[_canary.WEIGHT], default="`0`",
+         reason="the share is written as a percent with two decimals (exact for totals up to 10000)"),
+    _row("canary-weight-total", ROUTING, SERVED, "integer", "the total of `canary-weight`; only a value "
+         "above 100 counts, as ingress-nginx", parse=_canary.PARSERS[_canary.WEIGHT_TOTAL], default="`100`"),
+    _row("canary-by-header", ROUTING, SERVED, "header name: letters, digits, `-`, `_`",
+         "`always` in that header -> canary, `never` -> primary, anything else falls through to the cookie "
+         "and the weight (`map $http_<name>`)", parse=_canary.PARSERS[_canary.BY_HEADER],
+         reason="ingress-nginx also accepts `.`, `~`, `/` and `:` in the name, which no NGINX variable can "
+                "name: refused"),
+    _row("canary-by-header-value", ROUTING, SERVED, "letters, digits, `-._~/:`",
+         "exactly that header value -> canary (case-sensitive), anything else falls through",
+         parse=_canary.PARSERS[_canary.BY_HEADER_VALUE]),
+    _row("canary-by-header-pattern", ROUTING, SERVED, "PCRE of letters, digits, `-._~/:^$[](){}*+?\\|&=\\`",
+         "a header matching it -> canary (unanchored, as `ngx.re.match`); ignored when "
+         "`canary-by-header-value` is set", parse=_canary.PARSERS[_canary.BY_HEADER_PATTERN],
+         reason="an empty header counts as absent"),
+    _row("canary-by-cookie", ROUTING, SERVED, "cookie name: letters, digits, `_`",
+         "`always` in that cookie -> canary, `never` -> primary, anything else falls through to the weight "
+         "(`map $cookie_<name>`)", parse=_canary.PARSERS[_canary.BY_COOKIE],
+         reason="ingress-nginx also accepts `-`, `.`, `~`, `/` and `:` in the name, which no NGINX variable "
+                "can name: refused"),
     _pending("affinity", ROUTING, TRANSLATED, "`cookie`", "sticky sessions (`sticky cookie`, NGINX with OSS "
              "`sticky`; else a warning)", "planned as `nginx.org/sticky-cookie-services`", fail_closed=False),
     _pending("affinity-mode", ROUTING, APPROXIMATED, "`balanced`, `persistent`", "always persistent",

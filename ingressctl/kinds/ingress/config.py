@@ -58,6 +58,7 @@ from ingressctl.configs.config import (
     REGEX,
     REGEX_CASE_INSENSITIVE,
     BasicAuth,
+    CanarySplit,
     IngressMeta,
     IngressNginxConfig,
     LimitConn,
@@ -70,6 +71,7 @@ from ingressctl.configs.config import (
     Server,
     Upstream,
     UpstreamServer,
+    ValueMap,
     derive,
     error_server_address,
 )
@@ -80,10 +82,12 @@ from ingressctl.kinds.ingress.annotations import master_annotations, minion_anno
 from ingressctl.kinds.ingress.catch_all import catch_all_locations, catch_all_tls, is_catch_all
 from ingressctl.kinds.ingress.catch_all import catch_all_upstream as catch_all_upstream
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
-from ingressctl.kinds.ingress.ingress_nginx import basic_auth, limits
+from ingressctl.kinds.ingress.ingress_nginx import basic_auth, limits, paths
 from ingressctl.kinds.ingress.ingress_nginx.authtls import apply_auth_tls
+from ingressctl.kinds.ingress.ingress_nginx.canary_locations import CanaryLocations
 from ingressctl.kinds.ingress.ingress_nginx.cors import apply_cors
 from ingressctl.kinds.ingress.ingress_nginx.render import apply_extras
+from ingressctl.kinds.ingress.ingress_nginx.www_redirect import add_redirects
 from ingressctl.kinds.ingress.locations import (
     ENDPOINT,
     HOST,
@@ -149,6 +153,8 @@ class _Builder:
         self.namespace = ing_ex.namespace
         self.name = ing_ex.name
         self.upstreams: dict[str, Upstream] = {}
+        self._no_endpoints: frozenset[str] = frozenset()  # upstreams on the 502 server (a copy when added)
+        self.inn_default = ""  # ingress-nginx's default-backend upstream (ready endpoints only)
         self.limit_req_zones: dict[str, LimitReqZone] = {}
         self.grpc_services = settings.grpc_services
         self.ssl_all, self.grpc_all = settings.ssl_all, settings.grpc_all
@@ -167,6 +173,11 @@ class _Builder:
         # nginx.conf's proxy settings: locations equal to them inherit them (not in a server with snippets)
         self.proxy_defaults: ProxyDefaults | None = None
         self._settings: dict[tuple[bool, bool, bool], Location] = {}  # service flags -> location settings
+        self.inn_regex = False  # ingress-nginx's regex mode of the host (ingress_nginx/paths.py)
+        self.inn_rewrite = False  # ingress-nginx's rewrite-target applies
+        if ing_ex.default_backend is not None and self.params.ingress_nginx_default_backend and \
+                self.ing_ex.endpoints.get(backend_key(*ing_ex.default_backend)):
+            self.inn_default = self.upstream("", ServiceBackend(*ing_ex.default_backend))
 
     def _basic_auth(self) -> BasicAuth | None:
         secret = self.params.basic_auth_secret
@@ -223,7 +234,7 @@ class _Builder:
     def upstream(self, host: str, backend: ServiceBackend) -> str:
         name = upstream_name(self.namespace, self.name, host, backend.service, backend.port)
         if name in self.upstreams:
-            return name
+            return self.inn_default if self.inn_default and name in self._no_endpoints else name
         p = self.params
         servers = []
         for address in sorted(set(self.ing_ex.endpoints.get(backend_key(backend.service, backend.port), []))):
@@ -232,17 +243,20 @@ class _Builder:
                 continue
             servers.append(UpstreamServer(address, p.max_fails, p.fail_timeout, p.max_conns))
         if not servers:
+            self._no_endpoints = self._no_endpoints | {name}
             servers = [UpstreamServer(error_server_address(self.static.run_dir), 1, "10s", 0)]
         self.upstreams[name] = Upstream(
             name=name, servers=tuple(servers), lb_method=p.lb_method, keepalive=p.keepalive,
             zone_size=p.upstream_zone_size, sticky=self.sticky.get(backend.service),
         )
-        return name
+        return self.inn_default if self.inn_default and name in self._no_endpoints else name
 
     def _rewrite_pattern(self, path: str) -> str:
         """The regex of `nginx.org/rewrite-target`'s `rewrite`: the path (literal unless path-regex)."""
         if not self.params.rewrite_target:
             return ""
+        if self.inn_rewrite:
+            return paths.rewrite_pattern(path)
         regex = self.anns.path_regex
         if regex == "case_sensitive":
             return "^" + path
@@ -256,8 +270,12 @@ class _Builder:
         if rewrite and trailing_slash:
             rewrite = rewrite.rstrip("/") + "/"
         pattern = self._rewrite_pattern(ingress_path or path) if self.params.rewrite_target else ""
-        return derive(self._location_settings(service), path=path, modifier=modifier, upstream=upstream,
-                      service_name=service, rewrite=rewrite, rewrite_pattern=pattern)
+        loc = derive(self._location_settings(service), path=path, modifier=modifier, upstream=upstream,
+                     service_name=service, rewrite=rewrite, rewrite_pattern=pattern)
+        if self.params.ingress_nginx_rewrite and (  # ingress-nginx: no rewrite of a path equal to the target
+                not self.inn_rewrite or (ingress_path or path) == self.params.rewrite_target):
+            loc = derive(loc, rewrite_pattern="", rewrite_target="")
+        return loc
 
     def _location_settings(self, service: str) -> Location:
         """The settings every location of `service` in this Ingress shares (a Location without path,
@@ -305,6 +323,12 @@ class _Builder:
             return True, "", True
         return True, ref.path, False
 
+    def location_keys(self, path: str, path_type: str) -> list[tuple[str, str]]:
+        """The `(modifier, path or regex)` of the locations of one path of this Ingress."""
+        if self.inn_regex and not self.anns.path_regex:
+            return [paths.location_key(path)]
+        return location_keys(path, path_type, self.anns.path_regex)
+
     def add_path(self, locations: Locations, host: str, path_entry: Any) -> None:
         """The locations of one rule path (or a warning saying why there are none)."""
         if not isinstance(path_entry, dict):
@@ -315,17 +339,18 @@ class _Builder:
             return  # another minion won this path
         path = raw_path or "/"
         path_type = path_entry.get("pathType") or PATH_TYPE_IMPLEMENTATION_SPECIFIC
-        regex = self.anns.path_regex in ("case_sensitive", "case_insensitive")
+        inn_regex = self.inn_regex and not self.anns.path_regex  # ingress-nginx's regex mode
+        regex = inn_regex or self.anns.path_regex in ("case_sensitive", "case_insensitive")
         pattern = REGEX_PATH if regex else PATH
         if not isinstance(path, str) or not pattern.fullmatch(path):
             self.warnings.append(f"path {path!r} of host {host} is invalid; ignored")
             return
-        if regex:
-            try:
-                re.compile(path)
-            except re.error as e:
-                self.warnings.append(f"path {path!r} of host {host} is not a valid regular expression ({e}); "
-                                     "ignored")
+        if regex or self.inn_rewrite:
+            problem = paths.regex_problem(path)
+            if inn_regex and not problem and isinstance(path_type, str):
+                problem = paths.strict_path_problem(path, path_type)
+            if problem:
+                self.warnings.append(f"path {path!r} of host {host} {problem}; ignored")
                 return
         if path_type not in (PATH_TYPE_EXACT, PATH_TYPE_PREFIX, PATH_TYPE_IMPLEMENTATION_SPECIFIC):
             self.warnings.append(f"path {path} of host {host} has an unsupported pathType {path_type!r}; "
@@ -338,11 +363,11 @@ class _Builder:
         upstream = self.upstream(host, backend)
         is_exact = path_type == PATH_TYPE_EXACT
         duplicate = False
-        for modifier, location_path in location_keys(path, path_type, self.anns.path_regex):
+        for modifier, location_path in self.location_keys(path, path_type):
             loc = self.location(modifier, location_path, upstream, backend.service,
                                 trailing_slash=path_type == PATH_TYPE_PREFIX and modifier == PREFIX,
                                 ingress_path=path)
-            if is_exact and modifier in (REGEX, REGEX_CASE_INSENSITIVE):
+            if is_exact and modifier in (REGEX, REGEX_CASE_INSENSITIVE) and not inn_regex:
                 loc = derive(loc, exact_regex=True)
             if not put_location(locations, loc, is_exact):
                 duplicate = True
@@ -362,18 +387,22 @@ class _Parts:
     spec: dict[str, Any] = field(default_factory=dict)
     to_catch_all: bool = False  # a catch-all exists: unmatched paths and hosts go to it
     error_backend: str = ""  # a master's spec.defaultBackend upstream (nginx.org/custom-http-errors)
+    inn_regex: bool = False  # ingress-nginx's regex mode for the host: its regex locations by length
 
 
 def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, annotations: dict[str, str],
            warnings: list[str], *, replicas: int, minion_host: str | None = None,
-           proxy_defaults: ProxyDefaults | None = None) -> _Parts:
-    """Parse the annotations (raising AnnotationError on invalid values) and build the locations."""
+           proxy_defaults: ProxyDefaults | None = None, regex_host: bool | None = None) -> _Parts:
+    """Parse the annotations (raising AnnotationError on invalid values) and build the locations.
+    `regex_host`: ingress-nginx's regex mode of the host (None: this Ingress alone decides)."""
     settings = ingress_settings(annotations, config, static)
     warnings.extend(settings.warnings)
     if settings.anns.errors:
         raise AnnotationError(settings.anns.errors)
     b = _Builder(ing_ex, static, settings, warnings, replicas=replicas, minion_host=minion_host)
     b.proxy_defaults = proxy_defaults
+    if b.params.ingress_nginx_use_regex or b.params.ingress_nginx_rewrite or regex_host:  # (compat only)
+        b.inn_rewrite, b.inn_regex = paths.modes(b.params, annotations, ing_ex.ingress, warnings, regex_host)
     if not LABEL.fullmatch(b.namespace) or not NAME.fullmatch(b.name):
         raise ValueError(f"invalid Ingress namespace/name {b.namespace!r}/{b.name!r}")
     spec = as_dict(ing_ex.ingress.get("spec"))
@@ -406,7 +435,7 @@ def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, 
             b.add_path(parts.locations, host, path_entry)
     if is_catch_all(ing_ex) and default_upstream and minion_host is None:
         servers.setdefault(CATCH_ALL_HOST, ServerParts(CATCH_ALL_HOST))  # `_server` adds the backend's `/`
-    return _Parts(b, list(servers.values()), default_upstream, default_service, spec)
+    return _Parts(b, list(servers.values()), default_upstream, default_service, spec, inn_regex=b.inn_regex)
 
 
 def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict[str, str]) -> Server:
@@ -414,15 +443,15 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     b = parts.builder
     p = b.params
     static = b.static
-    locations = exact_first(locations)
+    locations = paths.ordered(locations) if parts.inn_regex else exact_first(locations)
     codes = p.custom_http_errors
-    has_root = has_root_location(locations)
+    has_root = has_root_location(locations) or (parts.inn_regex and paths.has_regex_root(locations))
     if not has_root and parts.default_upstream:
         locations = [*locations, derive(
             b.location(PREFIX, "/", parts.default_upstream, parts.default_service, trailing_slash=False),
             skip_custom_http_errors=bool(codes))]
         has_root = True
-    error_backend = parts.error_backend or parts.default_upstream
+    error_backend = b.inn_default or parts.error_backend or parts.default_upstream
     if codes and not error_backend:
         b.warnings.append("annotation nginx.org/custom-http-errors is set but spec.defaultBackend is not; it "
                           "has no effect without a default backend to send the intercepted responses to")
@@ -487,17 +516,34 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
     tls_hosts = tls_secret_names(as_dict(ing_ex.ingress.get("spec")))
     servers = [_server(parts, sp.host, [loc for loc, _ in sp.locations.values()], tls_hosts)
                for sp in parts.servers]
+    upstreams = b.upstreams
+    value_maps: tuple[ValueMap, ...] = ()
+    if b.params.ingress_nginx_www_redirect:  # ingress-nginx's from-to-www-redirect
+        servers, value_maps = add_redirects(servers, ing_ex.valid_hosts, b.params.http_redirect_code,
+                                            warnings)
+    canary_splits: tuple[CanarySplit, ...] = ()
+    if ing_ex.canaries:
+        settings = ingress_settings(annotations, config_params, static)
+        canaries = CanaryLocations(b, lambda cex: _Builder(cex, static, settings, [], replicas=replicas))
+        servers = [canaries.apply(s) for s in servers]
+        upstreams = {**b.upstreams, **canaries.upstreams}
+        value_maps, canary_splits = value_maps + tuple(canaries.maps), tuple(canaries.splits)
     used = {loc.upstream for server in servers for loc in server.locations if not loc.catch_all}
     if parts.default_upstream:
         used.add(parts.default_upstream)
+    if b.inn_default:  # ingress-nginx's default-backend as the error backend
+        used.update(s.custom_error_backend for s in servers if s.custom_error_backend)
+    if ing_ex.canaries:
+        used |= canaries.used
     cfg = IngressNginxConfig(
-        upstreams=tuple(b.upstreams[n] for n in sorted(used)),
+        upstreams=tuple(upstreams[n] for n in sorted(used)),
         servers=tuple(servers),
         ingress=IngressMeta(name=b.name, namespace=b.namespace, annotations=annotations),
         keepalive=str(b.params.keepalive) if b.params.keepalive > 0 else "",
         limit_req_zones=tuple(b.limit_req_zones[z] for z in sorted(b.limit_req_zones) if used),
         limit_conn_zones=() if not b.limit_conn_zones or not used else _sorted_values(b.limit_conn_zones),
         limit_key_maps=() if not b.limit_key_maps or not used else _sorted_values(b.limit_key_maps),
+        value_maps=value_maps, canary_splits=canary_splits,
     )
     cfg, policy_warnings, _ = apply_ingress_policies(cfg, ing_ex, static)
     if b.ingress_nginx_extras:
@@ -531,8 +577,12 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
     warnings: list[str] = []
     if removed:
         warnings.append(f"a master Ingress cannot have the annotation(s) {', '.join(removed)}; ignored")
+    regex_host = static.ingress_nginx_compat and paths.group_wants_regex(
+        [(master.ingress, m_annotations)] + [(m.ingress, minion_annotations(_annotations(m.ingress),
+                                                                            m_annotations)[0])
+                                             for m in mergeable.minions], config_params, static)
     parts = _build(master, static, config_params, m_annotations, warnings, replicas=replicas,
-                   proxy_defaults=proxy_defaults)
+                   proxy_defaults=proxy_defaults, regex_host=regex_host)
     b = parts.builder
     spec = as_dict(master.ingress.get("spec"))
     hosts = [sp.host for sp in parts.servers]
@@ -555,7 +605,7 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
                 mw.append(f"a minion Ingress cannot have the annotation(s) {', '.join(removed)}; ignored")
             try:
                 mparts = _build(minion, static, config_params, annotations, mw, replicas=replicas,
-                                minion_host=host)
+                                minion_host=host, regex_host=regex_host)
             except ValueError as e:  # AnnotationError included
                 mw.append(f"the minion is not applied: {e}")
                 continue
@@ -587,7 +637,7 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
             if used and mparts.builder.ingress_nginx_extras:
                 extras[(minion.namespace, minion.name)] = mparts.builder.ingress_nginx_extras
         master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all,
-                              error_backend=parts.default_upstream)
+                              error_backend=parts.default_upstream, inn_regex=regex_host)
         servers.append(_server(master_parts, host, [loc for loc, _ in locations.values()],
                                tls_secret_names(spec)))
     cfg = IngressNginxConfig(

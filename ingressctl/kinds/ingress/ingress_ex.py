@@ -37,6 +37,10 @@ class IngressEx:
     # the endpoints of the auth Services they use ("ns/svc:port" -> ready endpoints).
     policies: tuple[ResolvedPolicy, ...] | None = None
     policy_endpoints: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # ingress-nginx's canary Ingresses of this primary Ingress, with their endpoints (ingress_nginx/canary.py)
+    canaries: tuple[IngressEx, ...] = ()
+    # ingress-nginx's `default-backend` annotation: (Service, its first port), its endpoints in `endpoints`
+    default_backend: tuple[str, int | str] | None = None
 
     @property
     def namespace(self) -> str:

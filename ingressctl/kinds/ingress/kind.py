@@ -22,6 +22,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -43,7 +44,9 @@ from ingressctl.kinds.ingress.endpoint_warnings import (
 )
 from ingressctl.kinds.ingress.ingress_ex import INGRESS_TYPES, IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.ingress_nginx.authtls_policy import with_auth_tls
-from ingressctl.kinds.ingress.model import IngressConfiguration
+from ingressctl.kinds.ingress.ingress_nginx.canary import canary_warnings
+from ingressctl.kinds.ingress.ingress_nginx.default_backend import DEFAULT_BACKEND, service_of, service_port
+from ingressctl.kinds.ingress.model import IngressConfiguration, claimed_hosts
 from ingressctl.kinds.ingress.refs import ingress_backends, ingress_secrets
 from ingressctl.kinds.policy.refs import REASON_REJECTED, IngressPolicyResolver
 from ingressctl.secret_types import SecretReference
@@ -145,7 +148,7 @@ class IngressBuilder:
             result = [w for w in result if w not in prefixed]
             return Applied(resource, built.warnings + result, child_warnings=child)
         warnings = self._configurator.add_or_update_ingress(built.renderable)
-        return Applied(resource, built.warnings + list(warnings))
+        return Applied(resource, built.warnings + list(warnings), child_warnings=built.child_warnings)
 
     def _build(self, resource: Resource) -> _Built:
         if not isinstance(resource, IngressConfiguration):
@@ -153,7 +156,18 @@ class IngressBuilder:
         if resource.is_master:
             return self._build_mergeable(resource)
         ex, ex_warnings = self.create_ingress_ex(resource)
-        return _Built(ex.key_with_kind, ex, list(resource.warnings) + ex_warnings)
+        child: dict[str, list[str]] = {}
+        if resource.canaries:
+            canaries = []
+            for c in resource.canaries:
+                spec = c.ingress.get("spec") or {}
+                valid = {h: resource.valid_hosts.get(h, False) for h in claimed_hosts(spec)}
+                ccfg = IngressConfiguration(ingress=c.ingress, key=c.key, valid_hosts=valid)
+                cex, cw = self.create_ingress_ex(ccfg)
+                canaries.append(cex)
+                child[c.key] = canary_warnings(ex.ingress, c.ingress, ccfg.valid_hosts) + cw
+            ex = dataclasses.replace(ex, canaries=tuple(canaries))
+        return _Built(ex.key_with_kind, ex, list(resource.warnings) + ex_warnings, child)
 
     def _build_mergeable(self, cfg: IngressConfiguration) -> _Built:
         master_ex, warnings = self.create_ingress_ex(cfg)
@@ -204,6 +218,13 @@ class IngressBuilder:
                 warnings.append(str(e))
                 eps = []
             endpoints[bkey] = eps
+        default_backend = None
+        if self._ingress_nginx_compat and (dsvc := service_of(ing)):  # ingress-nginx's default-backend
+            default_backend, eps, problem = self._default_backend(ns, dsvc)
+            if problem:
+                warnings.append(f"annotation {DEFAULT_BACKEND}: {problem}; ignored")
+            elif default_backend is not None:
+                endpoints[backend_key(*default_backend)] = eps
         for message in self._endpoint_warnings.observe(cfg.key, no_endpoints):
             self._warn(ing, REASON_NO_ENDPOINTS, message)
         secret_refs = {name: self._secrets.get_secret_reference(f"{ns}/{name}")
@@ -219,8 +240,22 @@ class IngressBuilder:
         ex = IngressEx(ingress=ing, valid_hosts=dict(cfg.valid_hosts), endpoints=endpoints,
                        external_name_svcs=set(), secret_refs=secret_refs,
                        valid_minion_paths=dict(valid_minion_paths or {}), policies=policies,
-                       policy_endpoints=policy_endpoints)
+                       policy_endpoints=policy_endpoints, default_backend=default_backend)
         return ex, warnings
+
+    def _default_backend(self, ns: str, name: str) -> tuple[tuple[str, int] | None, list[str], str]:
+        """ingress-nginx's default-backend Service: (Service, first port), its ready endpoints, or why not."""
+        svc = self._caches.get_object("services", f"{ns}/{name}")
+        if svc is None:
+            return None, [], f"Service {ns}/{name} not found"
+        port = service_port(svc)
+        if port is None:
+            return None, [], f"Service {ns}/{name} has no ports"
+        try:
+            eps = resolve_backend_endpoints(ns, name, port, svc, self._caches.endpoint_slices(ns, name))
+        except BackendError as e:
+            return None, [], str(e)
+        return (name, port), eps, ""
 
 
 def ingress_kind(*, ingress_class: str | IngressClasses, caches: Caches, secrets: SecretReferences,

@@ -10,6 +10,10 @@ Guarantees:
   master owning their host; a path claimed by several minions goes to the oldest (then greater UID) minion,
   the others get `path ... is taken by another resource` as their own warnings. A minion without a master is a
   `NoIngressMasterFound` problem.
+- ingress-nginx's canaries (`--ingress-nginx-compat`, `canary: "true"`, not mergeable): a child of the regular
+  Ingress owning its first host (`canaries`); without one, a `Rejected` problem naming the host.
+- ingress-nginx's from-to-www-redirect: the other name of each host is a weak claim (owned only when no
+  resource serves it as a host).
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from ingressctl.controller.ingress_class import IngressClasses
 from ingressctl.controller.model import CATCH_ALL_HOST, Claims, ConfigurationProblem, Entry, Resource
 from ingressctl.keys import INGRESS_KIND, ResourceKey
 from ingressctl.kinds.ingress.annotation_validation import mergeable_type
+from ingressctl.kinds.ingress.ingress_nginx.canary import is_canary
+from ingressctl.kinds.ingress.ingress_nginx.default_backend import service_of
+from ingressctl.kinds.ingress.ingress_nginx.www_redirect import www_redirect_names
 from ingressctl.kinds.ingress.refs import ingress_secrets, service_names
 from ingressctl.kinds.ingress.validation import path_conflict_key, validate_ingress
 from ingressctl.kinds.policy.refs import ingress_policy_claims
@@ -29,6 +36,9 @@ from ingressctl.validation import aggregate_message
 
 REASON_NO_INGRESS_MASTER_FOUND = "NoIngressMasterFound"
 MESSAGE_NO_MASTER = "Ingress master is invalid or doesn't exist"
+REASON_REJECTED = "Rejected"
+MESSAGE_NO_PRIMARY = ("canary Ingress (nginx.ingress.kubernetes.io/canary): no regular Ingress of the class "
+                      "serves host {host}; a canary needs a primary Ingress with the same host and path")
 
 
 def claimed_hosts(spec: Mapping[str, Any]) -> tuple[str, ...]:
@@ -64,6 +74,7 @@ class IngressConfiguration:
     is_master: bool = False
     is_minion: bool = False
     minions: list[MinionConfiguration] = field(default_factory=list)
+    canaries: list[MinionConfiguration] = field(default_factory=list)  # ingress-nginx's canary children
     valid_minion_paths: dict[str, bool] = field(default_factory=dict)  # unused for regular/master resources
     child_warnings: dict[str, list[str]] = field(default_factory=dict)  # minion key -> path conflicts
 
@@ -84,7 +95,7 @@ class IngressConfiguration:
         return self.key_with_kind.name
 
     def children(self) -> list[tuple[ResourceKey, dict[str, Any]]]:
-        return [(ResourceKey(INGRESS_KIND, m.key), m.ingress) for m in self.minions]
+        return [(ResourceKey(INGRESS_KIND, m.key), m.ingress) for m in (*self.minions, *self.canaries)]
 
     def lost_all_hosts(self, obj: dict[str, Any], warnings: list[str]) -> IngressConfiguration:
         return replace(self, ingress=obj, valid_hosts={h: False for h in self.valid_hosts_of(obj)},
@@ -105,6 +116,9 @@ class IngressConfiguration:
             and len(self.minions) == len(other.minions)
             and all(a.key == b.key and a.valid_paths == b.valid_paths and _same_object(a.ingress, b.ingress)
                     for a, b in zip(self.minions, other.minions, strict=True))
+            and len(self.canaries) == len(other.canaries)
+            and all(a.key == b.key and _same_object(a.ingress, b.ingress)
+                    for a, b in zip(self.canaries, other.canaries, strict=True))
         )
 
 
@@ -146,13 +160,15 @@ class IngressModel:
         ns = str((obj.get("metadata") or {}).get("namespace", ""))
         mtype = mergeable_type(obj)
         refs = ingress_secrets(obj, ingress_nginx=self.ingress_nginx_compat)
+        canary = self._is_canary(obj)
         return Claims(
-            role="parent" if mtype == "master" else "child" if mtype == "minion" else "regular",
+            role="parent" if mtype == "master" else "child" if mtype == "minion" or canary else "regular",
             hosts=claimed_hosts(obj.get("spec") or {}),
-            services=tuple(sorted({(ns, s) for s in service_names(obj)})),
+            services=tuple(sorted({(ns, s) for s in service_names(obj) | self._default_backend(obj)})),
             secrets=tuple(sorted({(ns, s) for s in refs.names})),
             uses_default_tls_secret=refs.uses_default_tls,
             policies=ingress_policy_claims(obj),
+            weak_hosts=www_redirect_names(obj) if self.ingress_nginx_compat else (),
         )
 
     def build(self, entry: Entry, valid_hosts: dict[str, bool], warnings: list[str],
@@ -160,8 +176,10 @@ class IngressModel:
         cfg = IngressConfiguration(ingress=entry.obj, key=entry.key.ns_name, valid_hosts=valid_hosts,
                                    warnings=warnings, is_master=entry.role == "parent")
         if not cfg.is_master:
+            cfg.canaries = [MinionConfiguration(ingress=c.obj, key=c.key.ns_name) for c in children
+                            if c.key.kind == INGRESS_KIND and self._is_canary(c.obj)]
             return cfg
-        minions = [m for m in children if m.key.kind == INGRESS_KIND]
+        minions = [m for m in children if m.key.kind == INGRESS_KIND and not self._is_canary(m.obj)]
         winners: dict[str, Entry] = {}
         for m in minions:
             for path, ptype in _minion_paths(m.obj):
@@ -179,7 +197,24 @@ class IngressModel:
             cfg.minions.append(MinionConfiguration(ingress=m.obj, key=m.key.ns_name, valid_paths=valid_paths))
         return cfg
 
+    def _default_backend(self, obj: Mapping[str, Any]) -> set[str]:
+        """ingress-nginx's `default-backend` Service (its endpoints matter too)."""
+        svc = service_of(obj) if self.ingress_nginx_compat else ""
+        return {svc} if svc else set()
+
+    def _is_canary(self, obj: Mapping[str, Any]) -> bool:
+        return (self.ingress_nginx_compat and mergeable_type(obj) not in ("master", "minion")
+                and is_canary(obj))
+
+    def child_attaches(self, child: Entry, owner: Entry) -> bool:
+        """A minion attaches to a master, a canary to a regular Ingress."""
+        return owner.role == ("regular" if self._is_canary(child.obj) else "parent")
+
     def child_problem(self, entry: Entry) -> ConfigurationProblem:
+        if self._is_canary(entry.obj):
+            host = entry.claims[0] if entry.claims else ""
+            return ConfigurationProblem(entry.obj, False, REASON_REJECTED,
+                                        MESSAGE_NO_PRIMARY.format(host=host), key=entry.key)
         return ConfigurationProblem(entry.obj, False, REASON_NO_INGRESS_MASTER_FOUND, MESSAGE_NO_MASTER,
                                     key=entry.key)
 

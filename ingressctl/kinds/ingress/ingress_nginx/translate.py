@@ -29,7 +29,7 @@ from ingressctl.configs import directive_values
 from ingressctl.kinds.ingress import annotations_ingress_nginx as t
 from ingressctl.kinds.ingress.annotation_table import Annotation, Handling, Status
 from ingressctl.kinds.ingress.annotations import annotation_error
-from ingressctl.kinds.ingress.ingress_nginx import auth_request, basic_auth, hashing, satisfy
+from ingressctl.kinds.ingress.ingress_nginx import auth_request, basic_auth, canary, hashing, satisfy
 from ingressctl.kinds.ingress.ingress_nginx.authtls import AuthTLSConfig
 from ingressctl.kinds.ingress.ingress_nginx.authtls import combine as combine_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.cors import CorsConfig
@@ -316,6 +316,21 @@ def _value_dependent(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> 
         out.mark(t.PROXY_HTTP_VERSION, Status.SERVED, "ingressctl proxies with HTTP/1.1")
 
 
+def _rewrite(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
+    if t.REWRITE_TARGET in parsed:  # the target is ingress-nginx's (ingress_nginx/paths.py)
+        out.set("ingress_nginx_rewrite", True, t.REWRITE_TARGET)
+
+
+def _canary(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
+    if parsed.get(canary.CANARY):
+        return
+    for key in canary.KEYS[1:]:  # ingress-nginx: "configured but not enabled"
+        if key in parsed:
+            out.problems.append(Problem(key, raw[key], f"configured but not enabled ({canary.CANARY} is not "
+                                                       "\"true\")", refused=False))
+            out.status.pop(key, None)
+
+
 def _hash_subsets(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
     for name, (status, reason) in hashing.subset_statuses(parsed).items():
         out.mark(name, status, reason)
@@ -328,4 +343,5 @@ def _cors(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
 
 _COMBINERS: tuple[Combiner, ...] = (_backend_protocol, _ssl_redirects, _buffers, _proxy_redirect, _redirects,
                                     _limits, _access, _value_dependent, auth_request.combine,
-                                    basic_auth.combine, satisfy.combine, _hash_subsets, _cors)
+                                    basic_auth.combine, satisfy.combine, _hash_subsets, _cors, _rewrite,
+                                    _canary)

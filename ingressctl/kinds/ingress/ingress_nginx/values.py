@@ -26,6 +26,8 @@ _SIZE = re.compile(r"([0-9]{1,15})([bBkKmMgG]?)")
 _URL = re.compile(r"https?://[A-Za-z0-9._~:/?#\[\]@!&'()*+,;=%$-]{1,2048}", re.IGNORECASE)
 _VHOST = re.compile(r"(?:[A-Za-z0-9._~:-]|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}){1,253}")
 _HASH_KEY = re.compile(r"[A-Za-z0-9_${}-]{1,512}")  # ingress-nginx's NGINXVariable, not empty
+_TARGET = re.compile(r"/?[-._~A-Za-z0-9/:$]{0,2047}")  # ingress-nginx's RegexPathWithCapture
+_CAPTURE = re.compile(r"\$[0-9]+")
 BACKEND_PROTOCOLS = ("HTTP", "HTTPS", "AUTO_HTTP", "GRPC", "GRPCS", "AJP", "FCGI")
 
 
@@ -177,4 +179,16 @@ def service_name(value: str) -> str:
 
 def text(value: str) -> str:
     """A value that is validated only for what ingressctl does with it (nothing: an ignored row)."""
+    return value
+
+
+def rewrite_target(value: str) -> str:
+    """`rewrite-target`: ingress-nginx's `RegexPathWithCapture` (letters, digits, `-._~/:` and `$`, a leading
+    `/` optional), with every `$` a capture group (`$1`...) or a variable NGINX knows."""
+    if not _TARGET.fullmatch(value):
+        raise ValueError("must be a URI of letters, digits, '-', '.', '_', '~', '/', ':' and '$' (capture "
+                         "groups such as $1)")
+    bad = parsing.unknown_variables(_CAPTURE.sub("", value))
+    if bad:
+        raise ValueError(f"unknown NGINX variable(s): {', '.join(dict.fromkeys(bad))}")
     return value
