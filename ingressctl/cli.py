@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from ingressctl import __version__
+from ingressctl.flag_values import bool_flag
 from ingressctl.nic_flags import UNSUPPORTED_FLAGS
 from ingressctl.settings import (
     AdmissionWebhookSettings,
@@ -37,15 +38,6 @@ _DNS1123_SUBDOMAIN = re.compile(
 LOG_LEVELS = ("trace", "debug", "info", "warning", "error", "fatal")
 LOG_FORMATS = ("text", "json", "glog", "text-unix", "text-unix-ms", "json-unix", "json-unix-ms")
 DEFAULT_STATUS_ALLOW_CIDRS = "127.0.0.1,::1"
-
-
-def _bool(value: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered in ("true", "1", "yes", "on"):
-        return True
-    if lowered in ("false", "0", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"invalid boolean value {value!r} (use true or false)")
 
 
 def _namespaced_name(value: str) -> str:
@@ -139,7 +131,7 @@ def go_style_argv(argv: Sequence[str], parser: argparse.ArgumentParser) -> tuple
                     parser.error(f"flag needs an argument: -{name}")
             if nic.boolean:
                 try:
-                    value = str(_bool(value)).lower()
+                    value = str(bool_flag(value)).lower()
                 except argparse.ArgumentTypeError as e:
                     parser.error(f"-{name}: {e}")
             ok, message = nic.check(value.strip())
@@ -157,7 +149,7 @@ def go_style_argv(argv: Sequence[str], parser: argparse.ArgumentParser) -> tuple
 def _flag(parser: argparse._ActionsContainer, name: str, default: bool, help_text: str) -> None:
     """A Go-style boolean flag: `--name`, `--name=true` or `--name=false`."""
     parser.add_argument(
-        name, nargs="?", const=True, default=default, type=_bool, metavar="BOOL",
+        name, nargs="?", const=True, default=default, type=bool_flag, metavar="BOOL",
         help=f"{help_text} (default {str(default).lower()})",
     )
 
@@ -199,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(k, "--enable-directive-autoadjust", False,
           "raise proxy-buffers, proxy-busy-buffers-size and proxy-max-temp-file-size (ConfigMap or "
           "annotations) just enough that NGINX accepts them, with a warning, instead of leaving them out")
-    k.add_argument("--load-certificates-per-handshake", nargs="?", const=True, default=None, type=_bool,
+    k.add_argument("--load-certificates-per-handshake", nargs="?", const=True, default=None, type=bool_flag,
                    metavar="BOOL",
                    help="Ingress TLS servers share the default server's SSL context, which loads each host's "
                         "certificate at TLS handshakes instead of at every reload (a reload saves ~1 ms per "

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ingressctl.flag_values import bool_flag
 from ingressctl.migrate_report.analysis import Options, analyse
 from ingressctl.migrate_report.output import to_json, to_text
 from ingressctl.migrate_report.sources import Inputs, SourceError, read_cluster, read_files
@@ -25,17 +26,8 @@ PROG = "ingressctl migrate-report"
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
-def _bool(value: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered in ("true", "1", "yes", "on"):
-        return True
-    if lowered in ("false", "0", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"invalid boolean value {value!r} (use true or false)")
-
-
 def _flag(p: argparse.ArgumentParser, name: str, help_text: str) -> None:
-    p.add_argument(name, nargs="?", const=True, default=False, type=_bool, metavar="BOOL",
+    p.add_argument(name, nargs="?", const=True, default=False, type=bool_flag, metavar="BOOL",
                    help=f"{help_text} (default false)")
 
 

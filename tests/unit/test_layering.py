@@ -15,7 +15,7 @@ PACKAGE = os.path.join(os.path.dirname(__file__), "..", "..", "ingressctl")
 ALLOWED: dict[str, set[str]] = {
     "logging": {"settings"},
     "keys": set(), "settings": set(), "forked": set(), "validation": set(), "secret_types": set(),
-    "http_serving": set(), "nic_flags": set(), "startup_hints": {"settings"},
+    "http_serving": set(), "nic_flags": set(), "flag_values": set(), "startup_hints": {"settings"},
     "k8s": {"logging", "keys"},
     "nginx": {"logging"},
     "devcluster": {"logging", "settings"},
@@ -32,8 +32,8 @@ ALLOWED: dict[str, set[str]] = {
                 "validation"},
     # The read-only report beside the controller: the controller's own class filter, translator and
     # validation, and devcluster's DefaultIngressClass rule (kube-apiserver's) for manifests not yet applied.
-    "migrate_report": {"configs", "controller", "devcluster.default_class", "k8s", "kinds", "logging",
-                       "settings"},
+    "migrate_report": {"configs", "controller", "devcluster.default_class", "flag_values", "k8s", "kinds",
+                       "logging", "settings"},
 }
 # The Ingress is the kind the core is built around (the Configuration's, the Configurator's and the
 # controller's built-in kind, as in NIC): only these core modules may import it.
