@@ -14,11 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-import requests
-import requests_unixsocket
-
+from ingressctl.nginx.module_api import ModuleApiClient
 from ingressctl.nginx.modules import DYNAMIC_PEERS, installed_module
-from ingressctl.nginx.stub_status import unix_socket_url
 
 MODULE_FILE = DYNAMIC_PEERS
 # The API socket lives in a directory only the controller's user can enter (0700): NGINX's workers serve it
@@ -26,7 +23,6 @@ MODULE_FILE = DYNAMIC_PEERS
 SOCKET_DIR = "private"
 SOCKET_NAME = "nginx-dynamic-peers.sock"
 API_PATH = "/dynamic-peers"
-_TIMEOUT = 10.0
 _SAFE = re.compile(r"[^\s]+")
 
 
@@ -50,44 +46,22 @@ def format_body(servers: Mapping[str, Sequence[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-class DynamicPeersClient:
+class DynamicPeersClient(ModuleApiClient):
     """Talks to the module's API over a unix socket (one keep-alive session)."""
 
-    def __init__(self, socket_path: str) -> None:
-        self.socket_path = socket_path
-        self._session: requests_unixsocket.Session | None = None
-
-    def _url(self) -> str:
-        return unix_socket_url(self.socket_path, API_PATH)
-
-    def _request(self, method: str, body: str | None = None) -> str:
-        if self._session is None:
-            self._session = requests_unixsocket.Session()
-        try:
-            resp = self._session.request(method, self._url(), data=body.encode() if body else None,
-                                         timeout=_TIMEOUT)
-        except requests.RequestException as e:
-            self.close()
-            raise DynamicUpdateError(f"dynamic update failed: {e}") from None
-        if resp.status_code != 200:
-            raise DynamicUpdateError(f"dynamic update refused by NGINX: HTTP {resp.status_code}: "
-                                     f"{resp.text.strip()[:500]}")
-        return str(resp.text)
+    api_path = API_PATH
+    what = "dynamic update"
+    error = DynamicUpdateError
 
     def push(self, servers: Mapping[str, Sequence[str]]) -> None:
         """Make each upstream serve exactly its addresses; raises DynamicUpdateError."""
         if servers:
-            self._request("POST", format_body(servers))
+            self.request("POST", format_body(servers))
 
     def served(self) -> dict[str, tuple[int, tuple[str, ...]]]:
         """Every dynamic upstream NGINX serves: its slot count and the addresses it sends traffic to."""
         out: dict[str, tuple[int, tuple[str, ...]]] = {}
-        for line in self._request("GET").splitlines():
+        for line in self.request("GET").splitlines():
             name, slots, *addresses = line.split()
             out[name] = (int(slots), tuple(addresses))
         return out
-
-    def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
-            self._session = None

@@ -10,16 +10,12 @@ Guarantees:
 
 from __future__ import annotations
 
-import requests
-import requests_unixsocket
-
 from ingressctl.nginx.dynamic_peers import SOCKET_DIR, DynamicUpdateError
-from ingressctl.nginx.stub_status import unix_socket_url
+from ingressctl.nginx.module_api import ModuleApiClient
 
 SOCKET_NAME = "nginx-routes.sock"
 """In the dynamic-peers module's private directory (0700): only the controller may change routes."""
 API_PATH = "/routes"
-_TIMEOUT = 10.0
 
 __all__ = ["API_PATH", "SOCKET_DIR", "SOCKET_NAME", "RoutesClient", "RoutesUpdateError"]
 
@@ -28,36 +24,17 @@ class RoutesUpdateError(DynamicUpdateError):
     """NGINX did not apply a routes update (nothing of it when NGINX answered)."""
 
 
-class RoutesClient:
+class RoutesClient(ModuleApiClient):
     """Talks to the routes module's API over a unix socket (one keep-alive session)."""
 
-    def __init__(self, socket_path: str) -> None:
-        self.socket_path = socket_path
-        self._session: requests_unixsocket.Session | None = None
-
-    def _request(self, method: str, body: str | None = None) -> str:
-        if self._session is None:
-            self._session = requests_unixsocket.Session()
-        try:
-            resp = self._session.request(method, unix_socket_url(self.socket_path, API_PATH),
-                                         data=body.encode() if body else None, timeout=_TIMEOUT)
-        except requests.RequestException as e:
-            self.close()
-            raise RoutesUpdateError(f"routes update failed: {e}") from None
-        if resp.status_code != 200:
-            raise RoutesUpdateError(f"routes update refused by NGINX: HTTP {resp.status_code}: "
-                                    f"{resp.text.strip()[:500]}")
-        return str(resp.text)
+    api_path = API_PATH
+    what = "routes update"
+    error = RoutesUpdateError
 
     def push(self, body: str) -> None:
         """Apply the API's lines; raises RoutesUpdateError."""
         if body.strip():
-            self._request("POST", body)
+            self.request("POST", body)
 
     def listed(self) -> str:
-        return self._request("GET")
-
-    def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
-            self._session = None
+        return self.request("GET")
