@@ -185,8 +185,8 @@ class Cert:
         return tls_secret(name, namespace, self.cert_pem, self.key_pem)
 
 
-def make_cert(host: str) -> Cert:
-    """A self-signed certificate for `host` (SAN) and its RSA key."""
+def make_cert(host: str, *also: str) -> Cert:
+    """A self-signed certificate for `host` (CN and SAN; `also`: more SAN names) and its RSA key."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
@@ -199,7 +199,7 @@ def make_cert(host: str) -> Cert:
         x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
         .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
         .not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in (host, *also)]), critical=False)
         .sign(key, hashes.SHA256())
     )
     return Cert(

@@ -10,11 +10,13 @@ nothing; `default-backend` answers for a backend without endpoints and takes `cu
 
 from __future__ import annotations
 
+import ssl
 import time
+from pathlib import Path
 
 import pytest
 
-from tests.helpers import wait_until
+from tests.helpers import https_get, make_cert, wait_until
 from tests.integration.harness import NS, Env
 from tests.integration.ingress_nginx_helpers import DATA, apply_manifest, compat_controller, request, special
 from tests.webhooks import Kubectl
@@ -171,3 +173,41 @@ def test_from_to_www_redirect(env: Env, kubectl: Kubectl) -> None:
     done = kubectl.run("delete", "-n", NS, "ingress", "taken-www")
     assert done.returncode == 0, done.stderr
     wait_until(lambda: request(port, "www.taken.example.com", "/x").status == 308, "redirect takes the name")
+
+
+def test_from_to_www_redirect_over_https(env: Env, kubectl: Kubectl, tmp_path: Path) -> None:
+    env.service("special")
+    env.endpoints("special", [special(env, "special")])
+    for name, cert in (("secure-tls", make_cert("secure.example.com", "www.secure.example.com")),
+                       ("plain-cert-tls", make_cert("plain-cert.example.com"))):
+        (tmp_path / f"{name}.crt").write_bytes(cert.cert_pem)
+        (tmp_path / f"{name}.key").write_bytes(cert.key_pem)
+        done = kubectl.run("create", "secret", "tls", name, "-n", NS, f"--cert={tmp_path / name}.crt",
+                           f"--key={tmp_path / name}.key")
+        assert done.returncode == 0, done.stderr
+    apply_manifest(env, kubectl, "www-redirect.yaml")
+    c = compat_controller(env)
+    https = c.https_port
+    # the certificate names the other name: HTTPS requests to it answer 308 with that certificate
+    r = wait_until(lambda: (x := https_get(https, "www.secure.example.com", "/a/?q=1")).status == 308 and x,
+                   "HTTPS redirect served")
+    assert r.headers["location"] == f"https://secure.example.com:{https}/a/?q=1"  # only a final `/` goes
+    assert r.peer_cert_der == https_get(https, "secure.example.com").peer_cert_der
+    assert https_get(https, "secure.example.com", "/a").body == "special GET secure.example.com/a\n"
+    r = request(c.http_port, "www.secure.example.com", "/b")
+    assert (r.status, r.headers["location"]) == (308, f"http://secure.example.com:{c.http_port}/b")
+    # the certificate does not: plain HTTP is redirected, HTTPS is not (as without the annotation), and the
+    # Ingress is told
+    r = request(c.http_port, "www.plain-cert.example.com", "/b")
+    assert (r.status, r.headers["location"]) == (308, f"http://plain-cert.example.com:{c.http_port}/b")
+    with pytest.raises(ssl.SSLError, match="UNRECOGNIZED_NAME"):  # the default server knows no such name
+        https_get(https, "www.plain-cert.example.com", "/b")
+    env.wait_event("plain-cert", "AddedOrUpdatedWithWarning", "the TLS certificate of host "
+                   "plain-cert.example.com is not valid for www.plain-cert.example.com; HTTPS requests to "
+                   "www.plain-cert.example.com are not redirected")
+    # a new certificate naming it: HTTPS redirects too
+    cert = make_cert("plain-cert.example.com", "*.plain-cert.example.com")
+    env.apply(cert.secret("plain-cert-tls", NS))
+    r = wait_until(lambda: (x := https_get(https, "www.plain-cert.example.com", "/b")).status == 308 and x,
+                   "HTTPS redirect after the certificate changed")
+    assert r.headers["location"] == f"https://plain-cert.example.com:{https}/b"

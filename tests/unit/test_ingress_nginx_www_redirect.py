@@ -15,8 +15,16 @@ from ingressctl.controller.ingress_class import IngressClasses
 from ingressctl.kinds.ingress.annotations_ingress_nginx import PREFIX
 from ingressctl.kinds.ingress.config import generate_nginx_config
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
-from ingressctl.kinds.ingress.ingress_nginx.www_redirect import other_name, www_redirect_names
+from ingressctl.kinds.ingress.ingress_nginx.www_redirect import (
+    certificate_names,
+    certified_names,
+    name_matches,
+    other_name,
+    www_redirect_names,
+)
 from ingressctl.kinds.ingress.model import IngressConfiguration
+from ingressctl.secret_types import SecretReference
+from tests.helpers import make_cert
 from tests.unit.test_ingress_nginx_annotations import STATIC
 
 N = PREFIX
@@ -67,6 +75,57 @@ def test_the_redirect_server() -> None:
     assert [s.name for s in cfg.servers] == ["app.example.com"] and cfg.value_maps == ()
     assert f"annotation {N}from-to-www-redirect: host www.app.example.com is served by another resource; " \
            "no redirect from it to app.example.com" in warnings
+
+
+@pytest.mark.parametrize(("name", "pattern", "covered"), [
+    ("www.a.example.com", "www.a.example.com", True), ("WWW.a.example.com", "www.A.example.com", True),
+    ("www.a.example.com", "*.a.example.com", True), ("a.example.com", "*.a.example.com", False),
+    ("x.www.a.example.com", "*.a.example.com", False), ("www.a.example.com", "a.example.com", False)])
+def test_certificate_names_cover_one_label_with_a_wildcard(name: str, pattern: str, covered: bool) -> None:
+    assert name_matches(name, pattern) is covered
+
+
+def with_tls(obj: dict[str, Any], host: str, secret: str) -> dict[str, Any]:
+    obj["spec"]["tls"] = [{"hosts": [host], "secretName": secret}]
+    return obj
+
+
+def test_the_names_a_hosts_certificate_is_valid_for() -> None:
+    both = make_cert("app.example.com", "www.app.example.com").secret("both", "shop")
+    own = make_cert("app.example.com").secret("own", "shop")
+    assert certificate_names(both) == ("app.example.com", "www.app.example.com")
+    assert certificate_names(None) == () and certificate_names({"data": {"tls.crt": "not base64!"}}) == ()
+    secrets = {"both": both, "own": own}
+    assert certified_names(with_tls(ingress("a", "app.example.com", WWW, ""), "app.example.com", "both"),
+                           secrets.get) == {"www.app.example.com"}
+    assert certified_names(with_tls(ingress("a", "app.example.com", WWW, ""), "app.example.com", "own"),
+                           secrets.get) == frozenset()
+    assert certified_names(with_tls(ingress("a", "app.example.com", WWW, ""), "app.example.com", "gone"),
+                           secrets.get) == frozenset()
+    assert certified_names(with_tls(ingress("a", "app.example.com", {}, ""), "app.example.com", "both"),
+                           secrets.get) == frozenset()
+
+
+def test_the_redirect_server_over_tls_when_the_certificate_names_it() -> None:
+    obj = with_tls(ingress("app", "app.example.com", WWW, ""), "app.example.com", "app-tls")
+    ex = IngressEx(obj, {"app.example.com": True, "www.app.example.com": True},
+                   {backend_key("web", 80): ["10.0.0.1:80"]},
+                   secret_refs={"app-tls": SecretReference("shop/app-tls", "/secrets/shop-app-tls",
+                                                           secret_type="kubernetes.io/tls")},
+                   www_tls_names=frozenset({"www.app.example.com"}))
+    cfg, warnings = generate_nginx_config(ex, STATIC, ConfigParams())
+    (www,) = [s for s in cfg.servers if s.name == "www.app.example.com"]
+    assert www.ssl and www.ssl_certificate == "/secrets/shop-app-tls" and not www.certificate_per_handshake
+    assert not [w for w in warnings if "not valid for" in w]
+    text = TEMPLATES.execute_ingress_template(cfg)
+    assert text.count("ssl_certificate /secrets/shop-app-tls;") == 2
+    # the certificate does not name it: plain HTTP only, and a warning
+    ex.www_tls_names = frozenset()
+    cfg, warnings = generate_nginx_config(ex, STATIC, ConfigParams())
+    (www,) = [s for s in cfg.servers if s.name == "www.app.example.com"]
+    assert not www.ssl
+    assert f"annotation {N}from-to-www-redirect: the TLS certificate of host app.example.com is not valid " \
+           "for www.app.example.com; HTTPS requests to www.app.example.com are not redirected" in warnings
 
 
 def resource(changes: Any, key: str) -> IngressConfiguration:

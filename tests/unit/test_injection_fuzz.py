@@ -598,7 +598,8 @@ def _reference_texts() -> tuple[list[str], list[str]]:
             ingress_texts.append(TEMPLATES.execute_ingress_template(cfg))
         www = _ingress("cafe", "default", HOST, PATHS, {INN + "from-to-www-redirect": "true"}, tls=True)
         cfg, _ = generate_nginx_config(IngressEx(www, {HOST: True, other_name(HOST): True}, dict(ENDPOINTS),
-                                                 secret_refs=dict(REFS)),
+                                                 secret_refs=dict(REFS),
+                                                 www_tls_names=frozenset({other_name(HOST)})),
                                        dataclasses.replace(static, ingress_nginx_compat=True), cm)
         ingress_texts.append(TEMPLATES.execute_ingress_template(cfg))
         # A wildcard host: its server answers the hosts deeper than one label as the default server does.

@@ -237,13 +237,14 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          parse=v.redirect_url),
     _row("temporal-redirect-code", REDIRECTS, SERVED, "integer; 300-307, else 302",
          "the status of `temporal-redirect`", parse=v.redirect_code, default="`302`"),
-    _row("from-to-www-redirect", REDIRECTS, APPROXIMATED, BOOL,
+    _row("from-to-www-redirect", REDIRECTS, TRANSLATED, BOOL,
          "a server for `www.<host>` (or the host without `www.`) answering `<http-redirect-code>` (308) to "
-         "`$scheme://<host>:$server_port<URI>` with one trailing `/` dropped, as ingress-nginx",
+         "`$scheme://<host>:$server_port<URI>` with one final `/` of the URI dropped, as ingress-nginx; over "
+         "HTTPS too (with the host's certificate) when the host's certificate is valid for that name",
          parse=v.go_bool, sets="ingress_nginx_www_redirect", default="`false`",
-         reason="plain HTTP only: HTTPS requests to the other name are not redirected (ingress-nginx does it "
-                "when the host's certificate names it); no redirect when another resource serves that name "
-                "as a host (a Warning event says so)"),
+         reason="no redirect when another resource serves that name as a host, and none over HTTPS when the "
+                "host's certificate does not name it (each with a Warning event, as ingress-nginx logs "
+                "them); `X-Forwarded-Proto`/`-Port` are not read under `use-forwarded-headers`"),
     _ignored("preserve-trailing-slash", BOOL,
              "ingressctl's HTTPS redirects always keep the trailing slash (as `preserve-trailing-slash: "
              "true`)",

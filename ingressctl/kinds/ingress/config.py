@@ -520,7 +520,7 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
     value_maps: tuple[ValueMap, ...] = ()
     if b.params.ingress_nginx_www_redirect:  # ingress-nginx's from-to-www-redirect
         servers, value_maps = add_redirects(servers, ing_ex.valid_hosts, b.params.http_redirect_code,
-                                            warnings)
+                                            warnings, ing_ex.www_tls_names)
     canary_splits: tuple[CanarySplit, ...] = ()
     if ing_ex.canaries:
         settings = ingress_settings(annotations, config_params, static)

@@ -41,6 +41,8 @@ class IngressEx:
     canaries: tuple[IngressEx, ...] = ()
     # ingress-nginx's `default-backend` annotation: (Service, its first port), its endpoints in `endpoints`
     default_backend: tuple[str, int | str] | None = None
+    # ingress-nginx's from-to-www-redirect: the other names the certificate of their host is valid for
+    www_tls_names: frozenset[str] = frozenset()
 
     @property
     def namespace(self) -> str:

@@ -46,6 +46,7 @@ from ingressctl.kinds.ingress.ingress_ex import INGRESS_TYPES, IngressEx, Mergea
 from ingressctl.kinds.ingress.ingress_nginx.authtls_policy import with_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.canary import canary_warnings
 from ingressctl.kinds.ingress.ingress_nginx.default_backend import DEFAULT_BACKEND, service_of, service_port
+from ingressctl.kinds.ingress.ingress_nginx.www_redirect import certified_names
 from ingressctl.kinds.ingress.model import IngressConfiguration, claimed_hosts
 from ingressctl.kinds.ingress.refs import ingress_backends, ingress_secrets
 from ingressctl.kinds.policy.refs import REASON_REJECTED, IngressPolicyResolver
@@ -241,6 +242,8 @@ class IngressBuilder:
                        external_name_svcs=set(), secret_refs=secret_refs,
                        valid_minion_paths=dict(valid_minion_paths or {}), policies=policies,
                        policy_endpoints=policy_endpoints, default_backend=default_backend)
+        if self._ingress_nginx_compat:  # ingress-nginx's from-to-www-redirect over HTTPS
+            ex.www_tls_names = certified_names(ing, lambda n: self._caches.get_object("secrets", f"{ns}/{n}"))
         return ex, warnings
 
     def _default_backend(self, ns: str, name: str) -> tuple[tuple[str, int] | None, list[str], str]:
