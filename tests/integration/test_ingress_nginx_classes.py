@@ -110,14 +110,14 @@ def test_what_is_not_honoured_is_named_in_events_and_counted(env: Env) -> None:
     env.endpoints("web", [env.backend("web")])
     ingress_class(env, "nginx", INGRESS_NGINX)
     env.ingress("partly", [rule("partly.example.com", ("/", "web"))], annotations={
-        N + "proxy-body-size": "8m", N + "enable-rewrite-log": "true", N + "x-made-up": "1",
+        N + "proxy-body-size": "8m", N + "enable-opentelemetry": "true", N + "x-made-up": "1",
         "nginx.org/client-max-body-size": "2m"})
     env.ingress("refused", [rule("refused.example.com", ("/", "web"))], annotations={
         N + "server-alias": "other.example.com", N + "enable-modsecurity": "true"})
     c = env.controller(ingress_nginx_compat=True, enable_prometheus_metrics=True,
     prometheus_metrics_listen_port=0)
     c.wait_backend("partly.example.com", "/", "web")
-    e = env.wait_event("partly", "AddedOrUpdatedWithWarning", f"{N}enable-rewrite-log ignored")
+    e = env.wait_event("partly", "AddedOrUpdatedWithWarning", f"{N}enable-opentelemetry ignored")
     assert e["type"] == "Warning"
     assert f"{N}x-made-up ignored (not an ingress-nginx annotation ingressctl knows)" in e["message"]
     assert (f"annotation nginx.org/client-max-body-size wins over {N}proxy-body-size" in e["message"])
@@ -132,7 +132,7 @@ def test_what_is_not_honoured_is_named_in_events_and_counted(env: Env) -> None:
         return {(labels["status"], labels["annotation"]): value for labels, value in samples}
 
     assert wait_until(lambda: counts() == {
-        ("translated", N + "proxy-body-size"): 1, ("ignored", N + "enable-rewrite-log"): 1,
+        ("translated", N + "proxy-body-size"): 1, ("ignored", N + "enable-opentelemetry"): 1,
         ("ignored", "other"): 1, ("refused", N + "server-alias"): 1,
         ("refused", N + "enable-modsecurity"): 1},
         "the metric counts the annotations")

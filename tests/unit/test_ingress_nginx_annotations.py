@@ -119,13 +119,13 @@ def test_rows_not_implemented_yet_say_what_they_will_be_and_fail_closed_where_it
 
 
 def test_every_key_gets_a_status_and_unknown_keys_are_named() -> None:
-    tr = translate({N + "enable-rewrite-log": "true", N + "no-such-thing": "x", "example.com/other": "y"})
-    assert [(e.key, e.status) for e in tr.report] == [(N + "enable-rewrite-log", Status.IGNORED),
+    tr = translate({N + "enable-opentelemetry": "true", N + "no-such-thing": "x", "example.com/other": "y"})
+    assert [(e.key, e.status) for e in tr.report] == [(N + "enable-opentelemetry", Status.IGNORED),
                                                       (N + "no-such-thing", Status.IGNORED)]
     assert tr.problems == ()
     (warning,) = tr.warnings
     assert N + "no-such-thing ignored (not an ingress-nginx annotation ingressctl knows)" in warning
-    assert N + "enable-rewrite-log ignored" in warning
+    assert N + "enable-opentelemetry ignored" in warning
 
 
 # ------------------------------------------------------------------------------------------- translations

@@ -100,13 +100,14 @@ def test_the_flag() -> None:
 
 
 def test_the_metric_counts_ingresses_per_annotation_and_status() -> None:
-    served = [ing("x", annotations={N + "proxy-body-size": "1m", N + "enable-rewrite-log": "true"}, name="a"),
+    served = [ing("x", annotations={N + "proxy-body-size": "1m", N + "enable-opentelemetry": "true"},
+                  name="a"),
               ing("x", annotations={N + "proxy-body-size": "2m", N + "server-alias": "a.example.com",
                                     N + "made-up": "1", N + "made-up-2": "2"}, name="b"),
               ing("x", annotations={"nginx.org/proxy-read-timeout": "5s"}, name="c"), ing("x", name="d")]
     c = IngressNginxAnnotationsCollector("nginx", lambda: served)
     assert dict(c.counts()) == {("translated", N + "proxy-body-size"): 2, ("ignored",
-    N + "enable-rewrite-log"): 1,
+    N + "enable-opentelemetry"): 1,
                                 ("refused", N + "server-alias"): 1, ("ignored", "other"): 2}
     (family,) = c.collect()
     assert family.name == "nginx_ingress_controller_ingress_nginx_annotations" and family.type == "gauge"

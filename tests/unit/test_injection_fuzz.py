@@ -166,6 +166,11 @@ VALID: dict[str, list[str]] = {
     INN + "canary-by-header": ["X-Canary"], INN + "canary-by-header-value": ["v2.1"],
     INN + "canary-by-header-pattern": ["^v(2|3)$"], INN + "canary-by-cookie": ["canary_user"],
     INN + "enable-cors": ["true"],
+    INN + "limit-rate": ["100", "0"], INN + "limit-rate-after": ["1024"],
+    INN + "use-port-in-redirects": ["true"],
+    INN + "relative-redirects": ["true"], INN + "proxy-cookie-path": ["/ /app/", "off"],
+    INN + "proxy-cookie-domain": ["localhost example.org", "off"], INN + "enable-access-log": ["false"],
+    INN + "enable-rewrite-log": ["true"], INN + "x-forwarded-prefix": ["/app$1"],
     INN + "cors-allow-origin": ["https://a.example.com, https://*.b.example.com:8443", "*"],
     INN + "cors-allow-methods": ["GET, POST"], INN + "cors-allow-headers": ["X-A, Content-Type"],
     INN + "cors-allow-credentials": ["false"], INN + "cors-expose-headers": ["X-B, *"],
@@ -474,7 +479,8 @@ REPEATABLE = {"listen", "upstream", "location", "proxy_set_header", "grpc_set_he
               "types", "text/html", "text/plain", "application/json"}
 # Directives with one argument per item of a list value (log_format: one quoted argument per line, one CPU
 # mask per worker, one word per protocol).
-VARIADIC = {"log_format", "worker_cpu_affinity", "ssl_protocols", "proxy_next_upstream", "error_page"}
+VARIADIC = {"log_format", "worker_cpu_affinity", "ssl_protocols", "proxy_next_upstream", "error_page",
+            "proxy_cookie_domain", "proxy_cookie_path"}  # `off` or `<from> <to>`
 # Directives every block of a context has exactly once.
 REQUIRED = {("server",): {"server_name", "server_tokens"}, ("http", "server"): {"listen"},
             ("upstream",): {"server"}}

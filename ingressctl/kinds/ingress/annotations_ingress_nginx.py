@@ -26,6 +26,7 @@ from ingressctl.kinds.ingress.ingress_nginx import authtls_values as atv
 from ingressctl.kinds.ingress.ingress_nginx import basic_auth as basic
 from ingressctl.kinds.ingress.ingress_nginx import canary as _canary
 from ingressctl.kinds.ingress.ingress_nginx import cors_values as cv
+from ingressctl.kinds.ingress.ingress_nginx import location_lines as ll
 from ingressctl.kinds.ingress.ingress_nginx import values as v
 
 PREFIX: Final = "nginx.ingress.kubernetes.io/"
@@ -199,23 +200,25 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          parse=v.service_name, sets="ingress_nginx_default_backend",
          reason="as ingress-nginx, only a Service with ready endpoints counts; a missing Service or one "
                 "without ports is named in a Warning event and changes nothing"),
-    _row("x-forwarded-prefix", PROXYING, IGNORED, "text",
-         "`X-Forwarded-Prefix` with `rewrite-target`", parse=v.text,
-         reason=NOT_YET + "rendered with `rewrite-target` when that is"),
-    _ignored("proxy-cookie-path", "`<from> <to>`", "`proxy_cookie_path` is not implemented", v.text,
-    section=PROXYING),
-    _ignored("proxy-cookie-domain", "`<from> <to>`", "`proxy_cookie_domain` is not implemented", v.text,
-    section=PROXYING),
+    _row("x-forwarded-prefix", PROXYING, TRANSLATED, "path of letters, digits, `-._~/:` and `$1`...",
+         "`proxy_set_header X-Forwarded-Prefix \"<value>\"` in the locations that `rewrite-target` rewrites "
+         "(only there, as ingress-nginx)", parse=ll.forwarded_prefix),
+    _row("proxy-cookie-path", PROXYING, TRANSLATED, "`off` or `<from> <to>` (letters, digits, `-._~/:,?&=`)",
+         "`proxy_cookie_path <from> <to>` in every location of the Ingress", parse=ll.cookie_path,
+         reason="ingress-nginx's validator refuses the space between the two paths (the annotation then "
+                "falls back to `off`); ingressctl takes it, as the documented syntax says"),
+    _row("proxy-cookie-domain", PROXYING, TRANSLATED, "`off` or `<from> <to>` (letters, digits, `-._~/:`)",
+         "`proxy_cookie_domain <from> <to>` in every location of the Ingress", parse=ll.cookie_domain),
     _ignored("connection-proxy-header", "header value",
              "ingressctl sets `Connection` itself (upgrades and upstream "
              "keep-alive)", v.text, section=PROXYING),
     _ignored("custom-headers", "`<namespace>/<ConfigMap>`",
              "response headers from a ConfigMap are not implemented; use "
              "`nginx.org/add-header`", v.text, section=PROXYING),
-    _ignored("limit-rate", "integer KB/s", "`limit_rate` is not implemented", _int(0, 1 << 30),
-    section=PROXYING),
-    _ignored("limit-rate-after", "integer KB", "`limit_rate_after` is not implemented", _int(0, 1 << 30),
-    section=PROXYING),
+    _row("limit-rate", PROXYING, TRANSLATED, "integer KB/s", "`limit_rate <N>k` in every location of the "
+         "Ingress (per connection; `0`: no limit)", parse=_int(0, 1 << 30), default="`0`"),
+    _row("limit-rate-after", PROXYING, TRANSLATED, "integer KB", "`limit_rate_after <N>k` in every location "
+         "of the Ingress", parse=_int(0, 1 << 30), default="`0`"),
     _ignored("disable-proxy-intercept-errors", BOOL, "ingressctl intercepts only `custom-http-errors`",
              v.go_bool, section=PROXYING),
     # --------------------------------------------------------------------------------------------- redirects
@@ -249,10 +252,13 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
              "ingressctl's HTTPS redirects always keep the trailing slash (as `preserve-trailing-slash: "
              "true`)",
              v.go_bool, section=REDIRECTS),
-    _ignored("use-port-in-redirects", BOOL, "`port_in_redirect` is not implemented", v.go_bool,
-    section=REDIRECTS),
-    _ignored("relative-redirects", BOOL, "`absolute_redirect` is not implemented", v.go_bool,
-    section=REDIRECTS),
+    _row("use-port-in-redirects", REDIRECTS, TRANSLATED, BOOL,
+         "`port_in_redirect on` or `off` in every location of the Ingress", parse=v.go_bool,
+         reason="without the annotation NGINX's default (`on`) applies, not ingress-nginx's `off`: it only "
+                "matters for redirects NGINX makes itself, not for the backends' or the annotations'"),
+    _row("relative-redirects", REDIRECTS, TRANSLATED, BOOL, "`absolute_redirect off` in every location of "
+         "the Ingress (the redirects NGINX makes itself are relative: no scheme, host or port)",
+         parse=v.go_bool, default="`false`"),
     # ------------------------------------------------------------------------------------------------ access
     _row("whitelist-source-range", ACCESS, TRANSLATED, "comma-separated IP addresses and CIDRs",
          "`allow <cidr>; ... deny all;` in every location of the Ingress (403 for others); the old name of "
@@ -529,8 +535,12 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          reason="as `enable-modsecurity`"),
     _ignored("modsecurity-transaction-id", "NGINX variable", "no ModSecurity in ingressctl (only with "
              "`enable-modsecurity`, which is refused)"),
-    _ignored("enable-rewrite-log", BOOL, "rewrite debugging (`rewrite_log`) is not implemented", v.go_bool),
-    _ignored("enable-access-log", BOOL, "per-Ingress access logs are not implemented", v.go_bool),
+    _row("enable-rewrite-log", INERT, TRANSLATED, BOOL, "`rewrite_log on` in every location of the Ingress",
+         parse=v.go_bool, default="`false`",
+         reason="the rewrite log goes to NGINX's error log at the `notice` level: it shows only with "
+                "`error-log-level: notice` (or `info`, `debug`)"),
+    _row("enable-access-log", INERT, TRANSLATED, BOOL, "`false`: `access_log off` in every location of the "
+         "Ingress", parse=v.go_bool, default="`true`"),
     _ignored("enable-opentelemetry", BOOL,
              "per-Ingress tracing is not implemented (see the ConfigMap's otel keys)",
              v.go_bool),

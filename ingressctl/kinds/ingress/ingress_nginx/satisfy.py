@@ -4,18 +4,16 @@
 Guarantees:
 - As ingress-nginx (`satisfy/main.go`, options `any` and `all`, spaces trimmed, case-sensitive): a valid
   value is `satisfy <value>;` in every location of the Ingress (of a minion: its own; of a master: those of
-  minions without their own); an invalid value is ignored with a warning, as ingress-nginx drops it.
+  minions without their own; written by `location_lines.py`); an invalid value is ignored with a warning, as
+  ingress-nginx drops it.
 - It applies to every access check NGINX runs in those locations, including those of `nginx.org/*`
   annotations and Policies (`allow`/`deny`, `auth_basic`, `auth_request`), as NGINX's `satisfy` does.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
 from typing import Any
 
-from ingressctl.configs.config import IngressNginxConfig
 from ingressctl.kinds.ingress.annotation_table import Status
 
 KEY = "nginx.ingress.kubernetes.io/satisfy"   # the table's row (the table imports this module's users)
@@ -32,23 +30,3 @@ def combine(parsed: dict[str, Any], raw: dict[str, str], out: Any) -> None:
         out.mark(KEY, Status.IGNORED, "invalid value (ingress-nginx ignores it too): must be 'any' or 'all'")
         return
     out.extras[EXTRA] = value
-
-
-def apply_satisfy(cfg: IngressNginxConfig, values: Mapping[tuple[str, str], str]) -> IngressNginxConfig:
-    """`values`: (namespace, name) of the Ingress (regular or master, and minions) -> "any" / "all"."""
-    if not values:
-        return cfg
-    master = cfg.ingress
-    fallback = values.get((master.namespace, master.name))
-    servers = []
-    for server in cfg.servers:
-        locations = []
-        for loc in server.locations:
-            owner = (loc.minion.namespace, loc.minion.name) if loc.minion is not None else (
-                master.namespace, master.name)
-            value = values.get(owner, fallback)
-            if value in OPTIONS:
-                loc = dataclasses.replace(loc, policy_lines=(*loc.policy_lines, f"satisfy {value};"))
-            locations.append(loc)
-        servers.append(dataclasses.replace(server, locations=tuple(locations)))
-    return dataclasses.replace(cfg, servers=tuple(servers))

@@ -29,7 +29,14 @@ from ingressctl.configs import directive_values
 from ingressctl.kinds.ingress import annotations_ingress_nginx as t
 from ingressctl.kinds.ingress.annotation_table import Annotation, Handling, Status
 from ingressctl.kinds.ingress.annotations import annotation_error
-from ingressctl.kinds.ingress.ingress_nginx import auth_request, basic_auth, canary, hashing, satisfy
+from ingressctl.kinds.ingress.ingress_nginx import (
+    auth_request,
+    basic_auth,
+    canary,
+    hashing,
+    location_lines,
+    satisfy,
+)
 from ingressctl.kinds.ingress.ingress_nginx.authtls import AuthTLSConfig
 from ingressctl.kinds.ingress.ingress_nginx.authtls import combine as combine_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.cors import CorsConfig
@@ -343,5 +350,5 @@ def _cors(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
 
 _COMBINERS: tuple[Combiner, ...] = (_backend_protocol, _ssl_redirects, _buffers, _proxy_redirect, _redirects,
                                     _limits, _access, _value_dependent, auth_request.combine,
-                                    basic_auth.combine, satisfy.combine, _hash_subsets, _cors, _rewrite,
-                                    _canary)
+                                    basic_auth.combine, satisfy.combine, location_lines.combine,
+                                    _hash_subsets, _cors, _rewrite, _canary)
