@@ -41,6 +41,8 @@ class IngressEx:
     canaries: tuple[IngressEx, ...] = ()
     # ingress-nginx's `default-backend` annotation: (Service, its first port), its endpoints in `endpoints`
     default_backend: tuple[str, int | str] | None = None
+    # Services the locations speak HTTPS to besides `nginx.org/ssl-services` (ingress-nginx's ssl-passthrough)
+    https_services: frozenset[str] = frozenset()
 
     @property
     def namespace(self) -> str:
