@@ -26,7 +26,12 @@ from ingressctl.kinds.ingress.ingress_nginx.passthrough import (
     socket_name,
 )
 from ingressctl.kinds.ingress.ingress_nginx.translate import translate
-from ingressctl.kinds.passthrough import PASSTHROUGH_KEY, PassthroughHosts, PassthroughRenderer, PassthroughTable
+from ingressctl.kinds.passthrough import (
+    PASSTHROUGH_KEY,
+    PassthroughHosts,
+    PassthroughRenderer,
+    PassthroughTable,
+)
 from ingressctl.nginx.manager import Manager
 from ingressctl.nginx.modules import stream_module
 from ingressctl.nginx.verify import render_config_version
