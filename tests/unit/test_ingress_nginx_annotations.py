@@ -61,7 +61,7 @@ REFERENCE_KEYS = (
 # Not this change's: rows that say what they will be and are not implemented yet.
 PENDING = {"affinity",
            "affinity-mode",
-           "affinity-canary-behavior", "ssl-passthrough"}
+           "affinity-canary-behavior"}
 
 
 def ingress(annotations: dict[str, str], *, name: str = "app", tls: bool = False,
@@ -110,8 +110,7 @@ def test_rows_not_implemented_yet_say_what_they_will_be_and_fail_closed_where_it
     pending = {r.key.removeprefix(PREFIX): r for r in INGRESS_NGINX.rows
                if r.handling is Handling.NONE and r.status not in (Status.IGNORED, Status.REFUSED)}
     assert set(pending) >= PENDING
-    for name in ("ssl-passthrough",
-                 "proxy-ssl-verify"):
+    for name in ("proxy-ssl-verify",):
         assert pending[name].fail_closed and effective_status(pending[name]) is Status.REFUSED, name
     for name in ("affinity", "session-cookie-name"):
         assert not pending[name].fail_closed and effective_status(pending[name]) is Status.IGNORED, name

@@ -160,6 +160,7 @@ VALID: dict[str, list[str]] = {
     INN + "limit-connections": ["3"], INN + "limit-burst-multiplier": ["2"],
     INN + "limit-whitelist": ["127.0.0.1,10.0.0.0/8"], INN + "limit-allowlist": ["192.168.0.0/24"],
     INN + "ssl-ciphers": ["HIGH:!aNULL"], INN + "ssl-prefer-server-ciphers": ["true"],
+    INN + "ssl-passthrough": ["true", "false"],
     INN + "rewrite-target": ["/$2", "$1", "/new/$host/x"], INN + "use-regex": ["true", "false"],
     INN + "default-backend": ["svc-b"], INN + "from-to-www-redirect": ["true"],
     INN + "canary": ["true"], INN + "canary-weight": ["30", "100"], INN + "canary-weight-total": ["1000"],

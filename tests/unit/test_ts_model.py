@@ -16,10 +16,9 @@ from ingressctl.configs.renderers import RenderContext
 from ingressctl.configs.templates import TemplateError, TemplateExecutor
 from ingressctl.controller.configuration import Configuration
 from ingressctl.keys import ResourceKey
+from ingressctl.kinds.passthrough import PassthroughHosts, PassthroughRenderer, PassthroughRoute
 from ingressctl.kinds.transportserver.config import (
     Listener,
-    PassthroughHosts,
-    PassthroughRenderer,
     TransportServerEx,
     TransportServerTemplate,
     build_stream_config,
@@ -244,7 +243,8 @@ def test_rendered_stream_configs_pass_nginx_t(tmp_path: Path) -> None:
     # TLS passthrough: the SNI split owns the HTTPS port; the default server terminates TLS on the socket.
     assert f"listen unix:{mgr.run_dir}/passthrough-https.sock ssl default_server proxy_protocol;" in main
     ctx = RenderContext(static, ConfigParams(), TemplateExecutor())
-    hosts = PassthroughHosts(18443, {"pass.example.com": ("default", "pass")})
+    hosts = PassthroughHosts(18443, {"pass.example.com": PassthroughRoute(
+        ResourceKey("transportserver", "default/pass"), "passthrough-default_pass.sock")})
     split = PassthroughRenderer().render(hosts, ctx)
     assert f'"pass.example.com" "unix:{mgr.run_dir}/passthrough-default_pass.sock";' in split.text
     assert "ssl_preread on;" in split.text and "listen 18443;" in split.text

@@ -52,6 +52,13 @@ class IngressAnnotations:
     errors: tuple[str, ...] = ()  # invalid annotation values: the Ingress must be rejected
 
 
+def with_ssl_services(anns: IngressAnnotations, services: frozenset[str]) -> IngressAnnotations:
+    """`anns` whose `ssl_services` also hold `services` (`anns` itself when they add nothing)."""
+    if services <= anns.ssl_services:
+        return anns
+    return dataclasses.replace(anns, ssl_services=anns.ssl_services | services)
+
+
 def annotation_error(name: str, value: str, detail: str) -> str:
     """`annotation <name>: invalid value "<value>": <detail>` (the value quoted as Go's %q would)."""
     shown = value if len(value) <= 200 else value[:200] + "..."

@@ -383,9 +383,17 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _row("auth-tls-match-cn", TLS, TRANSLATED, "`CN=<regex>`",
          "`if ($ssl_client_s_dn !~ \"CN=<regex>\") { return 403; }` (ingress-nginx's own check)",
          parse=atv.match_cn, reason="the regex must compile in PCRE-like syntax without control characters"),
-    _pending("ssl-passthrough", TLS, TRANSLATED, BOOL,
-             "a TLS passthrough route to the `/` backend (with `--enable-tls-passthrough`)",
-             "planned as a passthrough route", fail_closed=True),
+    _row("ssl-passthrough", TLS, TRANSLATED, BOOL,
+         "with `--enable-tls-passthrough`: the TLS connections of the Ingress's hosts on the passthrough "
+         "port go by SNI, unterminated, to the backend of each host's `/` path (else `spec.defaultBackend`), "
+         "a stream upstream of its ready endpoints; the Ingress's HTTP server is served as usual and speaks "
+         "HTTPS to that Service (also without the flag, as ingress-nginx)",
+         parse=v.go_bool, default="`false`",
+         reason="without `--enable-tls-passthrough` ignored with a warning (NGINX terminates TLS as usual); "
+                "the other annotations do not apply to passed-through connections; ingress-nginx sends them "
+                "to the Service's cluster IP (here with `service-upstream: \"true\"` only); a host a "
+                "passthrough TransportServer claims too goes to the older resource; wildcard hosts, rules "
+                "without host, masters and minions are not passed through (a warning says so)"),
     _row("ssl-ciphers", TLS, TRANSLATED, "OpenSSL cipher list", "`ssl_ciphers` of the Ingress's TLS servers",
          parse=parsing.parse_ssl_ciphers, sets="server_ssl_ciphers"),
     _row("ssl-prefer-server-ciphers", TLS, TRANSLATED, BOOL, "`ssl_prefer_server_ciphers on`",

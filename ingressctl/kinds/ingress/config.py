@@ -78,7 +78,7 @@ from ingressctl.configs.config import (
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.controller.model import CATCH_ALL_HOST
 from ingressctl.controller.secrets import ERROR_SECRET_MISSING
-from ingressctl.kinds.ingress.annotations import master_annotations, minion_annotations
+from ingressctl.kinds.ingress.annotations import master_annotations, minion_annotations, with_ssl_services
 from ingressctl.kinds.ingress.catch_all import catch_all_locations, catch_all_tls, is_catch_all
 from ingressctl.kinds.ingress.catch_all import catch_all_upstream as catch_all_upstream
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
@@ -145,7 +145,7 @@ class _Builder:
                  warnings: list[str], *, replicas: int = 1, minion_host: str | None = None) -> None:
         self.ing_ex = ing_ex
         self.static = static
-        self.anns = settings.anns
+        self.anns = with_ssl_services(settings.anns, ing_ex.https_services)  # ssl-passthrough's backends
         self.params: ConfigParams = settings.params
         self.warnings = warnings
         self.replicas = replicas

@@ -43,6 +43,8 @@ class IngressEx:
     default_backend: tuple[str, int | str] | None = None
     # ingress-nginx's from-to-www-redirect: the other names the certificate of their host is valid for
     www_tls_names: frozenset[str] = frozenset()
+    # Services the locations speak HTTPS to besides `nginx.org/ssl-services` (ingress-nginx's ssl-passthrough)
+    https_services: frozenset[str] = frozenset()
 
     @property
     def namespace(self) -> str:

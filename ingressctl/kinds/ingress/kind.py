@@ -46,6 +46,12 @@ from ingressctl.kinds.ingress.ingress_ex import INGRESS_TYPES, IngressEx, Mergea
 from ingressctl.kinds.ingress.ingress_nginx.authtls_policy import with_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.canary import canary_warnings
 from ingressctl.kinds.ingress.ingress_nginx.default_backend import DEFAULT_BACKEND, service_of, service_port
+from ingressctl.kinds.ingress.ingress_nginx.passthrough import (
+    MERGEABLE,
+    IngressPassthroughs,
+    https_services,
+    wants_passthrough,
+)
 from ingressctl.kinds.ingress.ingress_nginx.www_redirect import certified_names
 from ingressctl.kinds.ingress.model import IngressConfiguration, claimed_hosts
 from ingressctl.kinds.ingress.refs import ingress_backends, ingress_secrets
@@ -118,9 +124,13 @@ class IngressBuilder:
         # nginx.org/policies: set when custom resources are enabled (the Policy kind's wiring); without it
         # the annotation is ignored with a warning.
         self.policies = IngressPolicyResolver(None, caches.get_object, caches.endpoint_slices)
+        # ingress-nginx's ssl-passthrough: enabled by the TransportServer wiring (--enable-tls-passthrough),
+        # which hands it the shared passthrough table; without it the annotation is ignored with a warning.
+        self.passthrough = IngressPassthroughs()
 
     def forget(self, key: ResourceKey) -> None:
         self._endpoint_warnings.forget(key.ns_name)
+        self.passthrough.forget(key)
 
     def prepare(self, resource: Resource) -> tuple[ResourceKey, object]:
         """The first half of `apply`, done ahead for a batch: builds what the Configurator renders (the
@@ -147,9 +157,12 @@ class IngressBuilder:
                 child.setdefault(minion_key, []).extend(ws)
                 prefixed.update(f"minion {minion_key}: {w}" for w in ws)
             result = [w for w in result if w not in prefixed]
+            self.passthrough.forget(resource.key_with_kind)
             return Applied(resource, built.warnings + result, child_warnings=child)
-        warnings = self._configurator.add_or_update_ingress(built.renderable)
-        return Applied(resource, built.warnings + list(warnings), child_warnings=built.child_warnings)
+        warnings = list(self._configurator.add_or_update_ingress(built.renderable))
+        if self._ingress_nginx_compat:
+            warnings += self.passthrough.apply(built.renderable)
+        return Applied(resource, built.warnings + warnings, child_warnings=built.child_warnings)
 
     def _build(self, resource: Resource) -> _Built:
         if not isinstance(resource, IngressConfiguration):
@@ -157,6 +170,8 @@ class IngressBuilder:
         if resource.is_master:
             return self._build_mergeable(resource)
         ex, ex_warnings = self.create_ingress_ex(resource)
+        if self._ingress_nginx_compat:  # ssl-passthrough: the `/` backends terminate TLS themselves
+            ex = dataclasses.replace(ex, https_services=https_services(ex.ingress, ex.valid_hosts))
         child: dict[str, list[str]] = {}
         if resource.canaries:
             canaries = []
@@ -180,6 +195,10 @@ class IngressBuilder:
             mex, mw = self.create_ingress_ex(mcfg, valid_minion_paths=m.valid_paths)
             minion_exes.append(mex)
             child.setdefault(m.key, []).extend(mw)
+            if self._ingress_nginx_compat and wants_passthrough(m.ingress):
+                child[m.key].append(MERGEABLE)
+        if self._ingress_nginx_compat and wants_passthrough(cfg.ingress):
+            warnings.append(MERGEABLE)
         mergeable = MergeableIngresses(master=master_ex, minions=minion_exes)
         return _Built(master_ex.key_with_kind, mergeable, list(cfg.warnings) + warnings, child)
 

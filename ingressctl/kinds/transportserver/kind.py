@@ -35,13 +35,13 @@ from ingressctl.controller.status import safe_status_write
 from ingressctl.controller.task import Task
 from ingressctl.k8s.resource import ResourceType
 from ingressctl.keys import ResourceKey, object_key, split_key
+from ingressctl.kinds.passthrough import PassthroughTable
 from ingressctl.kinds.transportserver.config import (
-    PASSTHROUGH_KIND,
     PROTOCOL_TLS_PASSTHROUGH,
     TRANSPORTSERVER_KIND,
     TRANSPORTSERVER_TYPES,
-    PassthroughHosts,
     TransportServerEx,
+    passthrough_socket_name,
 )
 from ingressctl.kinds.transportserver.globalconfiguration import Listeners, parse_listeners
 from ingressctl.kinds.transportserver.model import TransportServerConfiguration, TransportServerModel
@@ -127,33 +127,27 @@ class ListenerSource:
 # ------------------------------------------------------------------------------------------ TransportServer
 
 
-PASSTHROUGH_KEY = ResourceKey(PASSTHROUGH_KIND, "-/tls-passthrough")
-
-
 class TransportServerBuilder:
     """See the module docstring."""
 
     def __init__(self, caches: Caches, configurator: StreamConfigurator,
-                 passthrough: PassthroughHosts | None = None,
+                 passthrough: PassthroughTable | None = None,
                  secrets: SecretReferences | None = None) -> None:
         self._caches = caches
         self._configurator = configurator
         self._passthrough = passthrough
         self._secrets = secrets
         self._warnings: dict[ResourceKey, list[str]] = {}  # of the last apply (read by the status writer)
-        if passthrough is not None:  # the SNI split owns the port from the first reload on
-            self._configurator.add_or_update(PASSTHROUGH_KEY, passthrough)
+
+    @property
+    def passthrough(self) -> PassthroughTable | None:
+        """The TLS passthrough host table (None: TLS passthrough is not enabled)."""
+        return self._passthrough
 
     def _set_passthrough_host(self, key: ResourceKey, host: str | None) -> None:
-        p = self._passthrough
-        if p is None:
-            return
-        hosts = {h: o for h, o in p.hosts.items() if o != (key.namespace, key.name)}
-        if host:
-            hosts[host] = (key.namespace, key.name)
-        if hosts != p.hosts:
-            p.hosts = hosts
-            self._configurator.add_or_update(PASSTHROUGH_KEY, p)
+        if self._passthrough is not None:
+            socket = passthrough_socket_name(key.namespace, key.name)
+            self._passthrough.set(key, {host: socket} if host else {})
 
     def forget(self, key: ResourceKey) -> None:
         self._set_passthrough_host(key, None)
@@ -291,7 +285,9 @@ def transportserver_kind(lbc: Controller, client: Any, *, ingress_class: str, li
                                  stream_server_name=stream_server_name,
                                  tls_passthrough=tls_passthrough_port is not None,
                                  tls_passthrough_port=tls_passthrough_port or 443)
-    passthrough = PassthroughHosts(tls_passthrough_port) if tls_passthrough_port is not None else None
+    # The SNI split owns the port from the first reload on.
+    passthrough = (PassthroughTable(tls_passthrough_port, lbc.configurator)
+                   if tls_passthrough_port is not None else None)
     builder = TransportServerBuilder(lbc, lbc.configurator, passthrough, lbc.secret_store)
     return ResourceKind(name=TRANSPORTSERVER_KIND, rt=TRANSPORTSERVERS, handler=TransportServerHandler,
                         builder=builder, status=TransportServerStatus(client, lbc, model, is_leader,

@@ -7,6 +7,8 @@ Guarantees:
 - `stream_kinds` returns the registry entry factories (TransportServer, and the GlobalConfiguration when
   `--global-configuration` names one); a custom TransportServer template that cannot be loaded raises
   `StreamSetupError`. GlobalConfiguration listeners may not use the controller's own ports.
+- With TLS passthrough, the Ingress builder gets the TransportServers' passthrough host table, so that
+  ingress-nginx's `ssl-passthrough` Ingresses (`--ingress-nginx-compat`) route their hosts through it.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from typing import Any
 from ingressctl.configs.configmaps import StaticConfigParams
 from ingressctl.configs.templates import TemplateError
 from ingressctl.controller.kinds import ResourceKind
-from ingressctl.kinds.transportserver.config import (
-    PassthroughRenderer,
-    TransportServerRenderer,
-    TransportServerTemplate,
-)
+from ingressctl.keys import INGRESS_KIND
+from ingressctl.kinds.ingress.ingress_nginx.passthrough import IngressPassthroughRenderer, IngressPassthroughs
+from ingressctl.kinds.ingress.kind import IngressBuilder
+from ingressctl.kinds.passthrough import PassthroughRenderer
+from ingressctl.kinds.transportserver.config import TransportServerRenderer, TransportServerTemplate
 from ingressctl.kinds.transportserver.kind import (
     GLOBALCONFIGURATION_KIND,
     ListenerSource,
@@ -86,11 +88,18 @@ def stream_kinds(settings: Settings, client: Any, is_leader: Callable[[], bool],
         c = settings.controller
         if c.enable_tls_passthrough:
             lbc.configurator.register_renderer(PassthroughRenderer())
-        return transportserver_kind(lbc, client, ingress_class=c.ingress_class, listeners=listeners,
-                                    snippets_enabled=c.enable_snippets, is_leader=is_leader,
-                                    stream_server_name=stream_server_name,
-                                    tls_passthrough_port=c.tls_passthrough_port if c.enable_tls_passthrough
-                                    else None)
+        entry = transportserver_kind(lbc, client, ingress_class=c.ingress_class, listeners=listeners,
+                                     snippets_enabled=c.enable_snippets, is_leader=is_leader,
+                                     stream_server_name=stream_server_name,
+                                     tls_passthrough_port=c.tls_passthrough_port if c.enable_tls_passthrough
+                                     else None)
+        table = getattr(entry.builder, "passthrough", None)
+        ingress_builder = lbc.kinds[INGRESS_KIND].builder if INGRESS_KIND in lbc.kinds else None
+        if table is not None and isinstance(ingress_builder, IngressBuilder):
+            # ingress-nginx's ssl-passthrough Ingresses route their hosts through the same table.
+            lbc.configurator.register_renderer(IngressPassthroughRenderer())
+            ingress_builder.passthrough = IngressPassthroughs(table, lbc.configurator)
+        return entry
 
     factories: list[KindFactory] = [ts]
     if gc_key:
