@@ -56,11 +56,13 @@ def request(port: int, host: str, path: str = "/", *, method: str = "GET", body:
 class Special(Backend):
     """A backend (`X-Backend: <name>`) that answers by path: `/slow` after 2 s, `/big-header` with a 12 KiB
     header, `/redirect` 302 to `http://internal.example.com/next`, `/missing` 404; with `fail`, every request
-    502; with `cert`, over TLS. Else 200 `<name> <METHOD> <host><path>`."""
+    502; with `down` (settable while running), every connection closed unanswered (a failed endpoint, also
+    on NGINX's kept-alive connections); with `cert`, over TLS. Else 200 `<name> <METHOD> <host><path>`."""
 
     def __init__(self, name: str, *, fail: bool = False, cert: Cert | None = None) -> None:
         super().__init__(name)
         self.fail = fail
+        self.down = False
         self.cert = cert
 
     def start(self) -> Special:
@@ -73,6 +75,9 @@ class Special(Backend):
                 length = int(self.headers.get("Content-Length") or 0)
                 if length:
                     self.rfile.read(length)
+                if outer.down:
+                    self.close_connection = True
+                    return
                 with outer._lock:
                     outer.hits += 1
                 status, extra = 200, {}

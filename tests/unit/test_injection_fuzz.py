@@ -189,6 +189,12 @@ VALID: dict[str, list[str]] = {
     INN + "auth-always-set-cookie": ["true"], INN + "satisfy": ["any", "all"],
     INN + "auth-type": ["basic"], INN + "auth-secret": ["htusers", "default/htusers", "missing"],  # 503
     INN + "auth-secret-type": ["auth-file"], INN + "auth-realm": ["Protected Area", "realm:/x~y"],
+    INN + "affinity": ["cookie", " cookie "], INN + "affinity-mode": ["balanced", "persistent"],
+    INN + "affinity-canary-behavior": ["sticky", "legacy"], INN + "session-cookie-name": ["route~1", "a/b"],
+    INN + "session-cookie-expires": ["172800"], INN + "session-cookie-max-age": ["3600", "-1"],
+    INN + "session-cookie-path": ["/app", "/a,b?c&d=e:f"], INN + "session-cookie-domain": [".example.com"],
+    INN + "session-cookie-samesite": ["None", "strict"], INN + "session-cookie-conditional-samesite-none":
+    ["true"], INN + "session-cookie-secure": ["true", "no"], INN + "session-cookie-change-on-failure": ["1"],
 }
 BASIC_AUTH = {INN + "auth-type", INN + "auth-secret", INN + "auth-secret-type", INN + "auth-realm"}
 INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nreturn 200;", " ", ";", "\r",
@@ -324,6 +330,8 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
                 annotations[INN + "proxy-redirect-from"] = "http://a/"
             if case.name.startswith(INN + "cors-"):
                 annotations[INN + "enable-cors"] = "true"
+            if case.name.startswith((INN + "session-cookie-", INN + "affinity-")):
+                annotations[INN + "affinity"] = "cookie"
             if case.name.startswith(INN + "auth-tls-"):
                 annotations.setdefault(INN + "auth-tls-secret", "default/ca")
             if case.name in (INN + "limit-whitelist", INN + "limit-allowlist",
@@ -481,7 +489,8 @@ REPEATABLE = {"listen", "upstream", "location", "proxy_set_header", "grpc_set_he
 # Directives with one argument per item of a list value (log_format: one quoted argument per line, one CPU
 # mask per worker, one word per protocol).
 VARIADIC = {"log_format", "worker_cpu_affinity", "ssl_protocols", "proxy_next_upstream", "error_page",
-            "proxy_cookie_domain", "proxy_cookie_path"}  # `off` or `<from> <to>`
+            "proxy_cookie_domain", "proxy_cookie_path",  # `off` or `<from> <to>`
+            "sticky"}  # `cookie <name>` and one argument per cookie attribute
 # Directives every block of a context has exactly once.
 REQUIRED = {("server",): {"server_name", "server_tokens"}, ("http", "server"): {"listen"},
             ("upstream",): {"server"}}

@@ -2,10 +2,10 @@
 
 Guarantees:
 - `ingress_settings(annotations, config, static)` is the `IngressSettings` of one annotation set: its parsed
-  annotations, its effective params (buffers adjusted or dropped as NGINX would accept them, sticky cookies
-  and `add_header_inherit` only where this NGINX has them) and their warnings; computed once per (annotations,
-  ConfigMap params, static params) and never changed after, so every Ingress with the same annotations shares
-  one.
+  annotations, its effective params (buffers adjusted or dropped as NGINX would accept them, sticky cookies,
+  ingress-nginx's `affinity` among them, and `add_header_inherit` only where this NGINX has them) and their
+  warnings; computed once per (annotations, ConfigMap params, static params) and never changed after, so
+  every Ingress with the same annotations shares one.
 - `shared(fn)` caches a pure function of hashable arguments by value, behind a cache by identity;
   `shared_location_settings` and `server_settings` are the location and server settings that follow from the
   params, shared the same way (the model is frozen: a shared object is never changed, a location or server is
@@ -41,6 +41,7 @@ from ingressctl.configs.directive_values import StickyCookie
 from ingressctl.kinds.ingress.annotations import parse_annotations
 from ingressctl.kinds.ingress.annotations_ingress_nginx import BACKEND_PROTOCOL
 from ingressctl.kinds.ingress.annotations_nginx_org import ADD_HEADER_INHERIT, STICKY_COOKIE_SERVICES
+from ingressctl.kinds.ingress.ingress_nginx import affinity
 from ingressctl.kinds.ingress.ingress_nginx.precedence import ingress_nginx_settings
 from ingressctl.kinds.ingress.ingress_nginx.translate import has_ingress_nginx
 
@@ -154,6 +155,9 @@ class IngressSettings:
             self.grpc_all = self.ssl_all = False
         self.buffers_ok = self._check_buffers()
         self.sticky = self._sticky_cookies()
+        self.ingress_nginx_extras, sticky_warnings = affinity.check(
+            self.ingress_nginx_extras, self.params.sticky_cookies, static.capabilities)
+        self.warnings += sticky_warnings
         self.add_header_inherit = self._add_header_inherit()
         self.proxy_set_headers = tuple(ProxySetHeader(n, v) for n, v in self.params.proxy_set_headers)
 

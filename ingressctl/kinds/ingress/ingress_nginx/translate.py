@@ -30,6 +30,7 @@ from ingressctl.kinds.ingress import annotations_ingress_nginx as t
 from ingressctl.kinds.ingress.annotation_table import Annotation, Handling, Status
 from ingressctl.kinds.ingress.annotations import annotation_error
 from ingressctl.kinds.ingress.ingress_nginx import (
+    affinity,
     auth_request,
     basic_auth,
     canary,
@@ -81,7 +82,8 @@ class Translation:
     warnings: tuple[str, ...] = ()
     report: tuple[Entry, ...] = ()
     # What the rendering step reads: a concern's name -> its parsed settings, for what is not a ConfigParams
-    # field (`auth_request.EXTRA`: the external auth subrequest; `basic_auth.EXTRA`; `satisfy.EXTRA`),
+    # field (`auth_request.EXTRA`: the external auth subrequest; `basic_auth.EXTRA`; `satisfy.EXTRA`;
+    # `affinity.EXTRA`),
     # rendered by `render.py` (basic auth by the builder).
     extras: Mapping[str, Any] = field(default_factory=dict)
     cors: CorsConfig | None = None  # enable-cors
@@ -351,4 +353,4 @@ def _cors(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
 _COMBINERS: tuple[Combiner, ...] = (_backend_protocol, _ssl_redirects, _buffers, _proxy_redirect, _redirects,
                                     _limits, _access, _value_dependent, auth_request.combine,
                                     basic_auth.combine, satisfy.combine, location_lines.combine,
-                                    _hash_subsets, _cors, _rewrite, _canary)
+                                    affinity.combine, _hash_subsets, _cors, _rewrite, _canary)
