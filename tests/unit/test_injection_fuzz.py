@@ -195,6 +195,8 @@ VALID: dict[str, list[str]] = {
     INN + "session-cookie-path": ["/app", "/a,b?c&d=e:f"], INN + "session-cookie-domain": [".example.com"],
     INN + "session-cookie-samesite": ["None", "strict"], INN + "session-cookie-conditional-samesite-none":
     ["true"], INN + "session-cookie-secure": ["true", "no"], INN + "session-cookie-change-on-failure": ["1"],
+    INN + "mirror-target": ["https://10.0.0.10$request_uri", "http://10.0.0.11:8080/copy?h=$host&u=$uri"],
+    INN + "mirror-host": ["copies.example.com", "10.0.0.12:8443"], INN + "mirror-request-body": ["off", "on"],
 }
 BASIC_AUTH = {INN + "auth-type", INN + "auth-secret", INN + "auth-secret-type", INN + "auth-realm"}
 INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nreturn 200;", " ", ";", "\r",
@@ -332,6 +334,8 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
                 annotations[INN + "enable-cors"] = "true"
             if case.name.startswith((INN + "session-cookie-", INN + "affinity-")):
                 annotations[INN + "affinity"] = "cookie"
+            if case.name in (INN + "mirror-host", INN + "mirror-request-body"):
+                annotations[INN + "mirror-target"] = "https://10.0.0.10$request_uri"
             if case.name.startswith(INN + "auth-tls-"):
                 annotations.setdefault(INN + "auth-tls-secret", "default/ca")
             if case.name in (INN + "limit-whitelist", INN + "limit-allowlist",

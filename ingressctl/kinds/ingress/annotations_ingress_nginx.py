@@ -27,6 +27,7 @@ from ingressctl.kinds.ingress.ingress_nginx import basic_auth as basic
 from ingressctl.kinds.ingress.ingress_nginx import canary as _canary
 from ingressctl.kinds.ingress.ingress_nginx import cors_values as cv
 from ingressctl.kinds.ingress.ingress_nginx import location_lines as ll
+from ingressctl.kinds.ingress.ingress_nginx import mirror
 from ingressctl.kinds.ingress.ingress_nginx import values as v
 
 PREFIX: Final = "nginx.ingress.kubernetes.io/"
@@ -221,6 +222,29 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          "of the Ingress", parse=_int(0, 1 << 30), default="`0`"),
     _ignored("disable-proxy-intercept-errors", BOOL, "ingressctl intercepts only `custom-http-errors`",
              v.go_bool, section=PROXYING),
+    _row("mirror-target", PROXYING, TRANSLATED, "http(s) URL whose host is a name or IPv4 address, then "
+         "`/`, `?`, `$request_uri`, `$uri` or `$document_uri`; NGINX variables in its path and query "
+         "(usually `https://copies.example.com$request_uri`)",
+         "a copy of every request to the Ingress's locations (`mirror`) is sent to the URL by an internal "
+         "location (`proxy_pass`, `Host` = `mirror-host` or the URL's host); its answer is discarded and the "
+         "client gets the primary backend's as soon as that answers, also when the copy's backend is down or "
+         "slow",
+         parse=mirror.target,
+         reason="a variable in the host is refused (no resolver), and so is any value NGINX could read as "
+                "syntax; the host must resolve when NGINX loads the configuration; a slow copy's backend "
+                "holds the client's kept-alive connection (its next request) until the copy ends or times "
+                "out (the ConfigMap's proxy timeouts); a URL without a path receives `/_mirror-<hash of the "
+                "Ingress>`, "
+                "not ingress-nginx's `/_mirror-<uid>`"),
+    _row("mirror-host", PROXYING, TRANSLATED, "host name or IPv4 address, optionally `:<port>`",
+         "the `Host` (and, for `https`, the TLS server name) of the copies", parse=mirror.host,
+         default="the host of `mirror-target`",
+         reason="an invalid value refuses the Ingress (ingress-nginx used the target's host)"),
+    _row("mirror-request-body", PROXYING, TRANSLATED, ON_OFF,
+         "`mirror_request_body`: `off` sends the copies without the body (nor its `Content-Length`)",
+         parse=v.text, default="`on`",
+         reason="any other value is ignored with a warning (the body is sent), as ingress-nginx; with `on` "
+                "NGINX reads the whole body before proxying (`proxy-request-buffering: off` has no effect)"),
     # --------------------------------------------------------------------------------------------- redirects
     _row("ssl-redirect", REDIRECTS, TRANSLATED, BOOL,
          "redirect plain HTTP to HTTPS on the Ingress's TLS hosts (as `nginx.org/ssl-redirect`)",
@@ -567,9 +591,6 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _ignored("enable-opentracing", BOOL, "OpenTracing (removed from ingress-nginx) is not implemented",
              v.go_bool),
     _ignored("opentracing-trust-incoming-span", BOOL, "as `enable-opentracing`", v.go_bool),
-    _ignored("mirror-target", "URL", "request mirroring is not implemented"),
-    _ignored("mirror-host", "host name", "as `mirror-target`"),
-    _ignored("mirror-request-body", ON_OFF, "as `mirror-target`"),
     _ignored("http2-push-preload", BOOL, "HTTP/2 server push was removed from NGINX 1.25.1", v.go_bool),
     _ignored("secure-backends", BOOL, "removed in ingress-nginx 0.21.0: use `backend-protocol: HTTPS`",
              v.go_bool),

@@ -44,7 +44,7 @@ _HOST = re.compile(r"[A-Za-z0-9\-._~]{1,253}")
 
 
 @dataclass(frozen=True)
-class AuthURL:
+class HttpURL:
     scheme: str       # http or https
     host: str         # the host name (or IPv4 address), no port
     port: int
@@ -56,7 +56,7 @@ class AuthURL:
 class AuthRequest:
     """What the auth annotations of one Ingress ask for (see `auth_render.py`)."""
 
-    url: AuthURL
+    url: HttpURL
     method: str = ""                      # "" : the request's own method
     signin: str = ""                      # the redirect of a 401, `rd=` included ("" for none)
     response_headers: tuple[str, ...] = ()
@@ -77,8 +77,11 @@ def _variables(value: str) -> None:
         raise ValueError(f"unknown NGINX variable(s): {', '.join(dict.fromkeys(bad))}")
 
 
-def auth_url(value: str) -> AuthURL:
-    """`auth-url`: an http(s) URL of ingress-nginx's characters; NGINX variables in its path and query."""
+def http_url(value: str, *, host_ends: str = "/?", service: str = "auth service") -> HttpURL:
+    """An http(s) URL of ingress-nginx's characters (`URLWithNginxVariableRegex`, no whitespace) whose host,
+    up to the first character of `host_ends`, is a literal name or IPv4 address with an optional port 1-65535;
+    NGINX variables NGINX knows only after it. `service` names what the URL points at, in the messages. Shared
+    by `auth-url` and `mirror-target` (`mirror.py`, where a `$` also ends the host)."""
     _no_space(value)
     if not _URL_WITH_VARIABLES.fullmatch(value):
         raise ValueError("must be a URL of letters, digits and -._~/:,?&=$ only")
@@ -87,14 +90,15 @@ def auth_url(value: str) -> AuthURL:
         raise ValueError("url scheme is empty")
     if scheme.lower() not in ("http", "https"):
         raise ValueError("the scheme must be http or https")
-    authority = re.split(r"[/?]", rest, maxsplit=1)[0]
+    authority = re.split(f"[{re.escape(host_ends)}]", rest, maxsplit=1)[0]
     path = rest[len(authority):]
+    no_resolver = ("NGINX variables in the host need a resolver, which ingressctl does not configure; "
+                   f"name the {service}'s host")
     if not authority:
-        raise ValueError("url host is empty")
+        raise ValueError(no_resolver if path.startswith("$") else "url host is empty")
     host, colon, port_text = authority.rpartition(":") if ":" in authority else (authority, "", "")
     if "$" in host:
-        raise ValueError("NGINX variables in the host need a resolver, which ingressctl does not configure; "
-                         "name the auth service's host")
+        raise ValueError(no_resolver)
     if not _HOST.fullmatch(host) or ".." in host:
         raise ValueError("invalid url host")
     port = 443 if scheme.lower() == "https" else 80
@@ -103,7 +107,12 @@ def auth_url(value: str) -> AuthURL:
             raise ValueError("the port must be between 1 and 65535")
         port = int(port_text)
     _variables(path)
-    return AuthURL(scheme=scheme.lower(), host=host, port=port, path=path, url=value)
+    return HttpURL(scheme=scheme.lower(), host=host, port=port, path=path, url=value)
+
+
+def auth_url(value: str) -> HttpURL:
+    """`auth-url`: an http(s) URL of ingress-nginx's characters; NGINX variables in its path and query."""
+    return http_url(value)
 
 
 def method(value: str) -> str:

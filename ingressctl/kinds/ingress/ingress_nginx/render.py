@@ -1,7 +1,8 @@
 """What the ingress-nginx translation renders itself (`Translation.extras`), applied to an Ingress's model
 after its Policies: the external auth subrequest (`auth_render.py`), the 503 of a denied basic auth
 (`basic_auth.py`; the basic auth itself is the builder's), the one-directive annotations, `satisfy` among
-them (`location_lines.py`), and the sticky cookie of `affinity` (`affinity.py`).
+them (`location_lines.py`), the sticky cookie of `affinity` (`affinity.py`) and the request copies of
+`mirror-target` (`mirror.py`).
 
 Guarantees:
 - `apply_extras(cfg, extras)` takes the extras of the regular Ingress or master and of each minion served in
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ingressctl.configs.config import IngressNginxConfig
-from ingressctl.kinds.ingress.ingress_nginx import affinity, auth_request, basic_auth
+from ingressctl.kinds.ingress.ingress_nginx import affinity, auth_request, basic_auth, mirror
 from ingressctl.kinds.ingress.ingress_nginx.auth_render import apply_auth_requests
 from ingressctl.kinds.ingress.ingress_nginx.location_lines import apply_location_lines, lines_of
 
@@ -33,4 +34,5 @@ def apply_extras(cfg: IngressNginxConfig, extras: Mapping[Owner, Mapping[str, An
     cfg = apply_location_lines(cfg, lines)
     cookies = {o: e[affinity.EXTRA] for o, e in extras.items() if affinity.EXTRA in e}
     cfg = affinity.apply_affinity(cfg, cookies)
+    cfg = mirror.apply_mirrors(cfg, {o: e[mirror.EXTRA] for o, e in extras.items() if mirror.EXTRA in e})
     return cfg, warnings

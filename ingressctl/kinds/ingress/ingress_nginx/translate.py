@@ -36,6 +36,7 @@ from ingressctl.kinds.ingress.ingress_nginx import (
     canary,
     hashing,
     location_lines,
+    mirror,
     satisfy,
 )
 from ingressctl.kinds.ingress.ingress_nginx.authtls import AuthTLSConfig
@@ -83,7 +84,7 @@ class Translation:
     report: tuple[Entry, ...] = ()
     # What the rendering step reads: a concern's name -> its parsed settings, for what is not a ConfigParams
     # field (`auth_request.EXTRA`: the external auth subrequest; `basic_auth.EXTRA`; `satisfy.EXTRA`;
-    # `affinity.EXTRA`),
+    # `affinity.EXTRA`; `mirror.EXTRA`: the request copies),
     # rendered by `render.py` (basic auth by the builder).
     extras: Mapping[str, Any] = field(default_factory=dict)
     cors: CorsConfig | None = None  # enable-cors
@@ -353,4 +354,4 @@ def _cors(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
 _COMBINERS: tuple[Combiner, ...] = (_backend_protocol, _ssl_redirects, _buffers, _proxy_redirect, _redirects,
                                     _limits, _access, _value_dependent, auth_request.combine,
                                     basic_auth.combine, satisfy.combine, location_lines.combine,
-                                    affinity.combine, _hash_subsets, _cors, _rewrite, _canary)
+                                    affinity.combine, mirror.combine, _hash_subsets, _cors, _rewrite, _canary)
