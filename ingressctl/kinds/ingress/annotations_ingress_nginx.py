@@ -307,7 +307,10 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          "of the request to the URL (Host, X-Original-URL, X-Original-Method, X-Auth-Request-Redirect, "
          "X-Sent-From, X-Real-IP, X-Forwarded-For); 2xx lets the request through, 401/403 answer so, any "
          "other answer 500; `Set-Cookie` of the auth answer on 2xx/3xx answers", parse=authreq.auth_url,
-         reason="variables in the URL's host are refused (no resolver); keepalive and caching are not "
+         reason="variables in the URL's host are refused (no resolver), but for the request's own host "
+                "(`$host`, `$http_host`, `$best_http_host`), which is this NGINX: reached over loopback on "
+                "its own port, as it was through the load balancer (a loop back to the location it protects "
+                "answers 500); `$escaped_request_uri` is `$request_uri`; keepalive and caching are not "
                 "implemented (`auth-keepalive*`, `auth-cache-*` are ignored)"),
     _row("auth-signin", AUTH, APPROXIMATED, "URL, NGINX variables allowed",
          "a 401 of `auth-url` answers 302 to this URL with `rd=<original URL>` appended (unless the URL "
