@@ -280,3 +280,35 @@ def test_x_forwarded_prefix_with_an_unknown_variable_is_rejected(env: Env, kubec
     assert r.body == "/y prefix=/appx/captured.example.com\n"
     assert not env.events(reason="AddedOrUpdatedWithError")
     assert request(port, "rewrite.example.com", "/app/hello").body == "/hello prefix=/app\n"
+
+
+def test_a_masters_values_reach_its_minions_without_their_own(env: Env, kubectl: Kubectl) -> None:
+    """Mergeable Ingresses: a minion's own values apply to its locations; `satisfy` of the master reaches
+    each minion that sets none, also one that sets another of these annotations."""
+    c = serve(env, kubectl)
+    port = c.http_port
+    master = ingress("team", "team.example.com", {"nginx.org/mergeable-ingress-type": "master",
+                                                  N + "satisfy": "any"})
+    del master["spec"]["rules"][0]["http"]
+    guarded = {"nginx.org/mergeable-ingress-type": "minion", N + "auth-type": "basic",
+               N + "auth-secret": "users", N + "whitelist-source-range": "127.0.0.2/32"}
+    minions = {"/plain": {}, "/limited": {N + "limit-rate": "1000"}, "/strict": {N + "satisfy": "all"}}
+    for path, own in minions.items():
+        body = ingress(f"team{path.replace('/', '-')}", "team.example.com", {**guarded, **own})
+        body["spec"]["rules"][0]["http"]["paths"][0]["path"] = path
+        done = kubectl.apply(body)
+        assert done.returncode == 0, done.stderr
+    done = kubectl.apply(master)
+    assert done.returncode == 0, done.stderr
+    for path in minions:
+        wait_until(lambda p=path: request(port, "team.example.com", p).status != 404, f"{path} served")
+    # The office's address without credentials: the master's `any`, unless the minion says `all`.
+    assert request(port, "team.example.com", "/plain", source="127.0.0.2").status == 200
+    assert request(port, "team.example.com", "/limited", source="127.0.0.2").status == 200
+    assert request(port, "team.example.com", "/strict", source="127.0.0.2").status == 401
+    # Another address: credentials let it in where `any` applies; `all` also needs the address.
+    creds = basic("carol", "sha-pw")
+    assert request(port, "team.example.com", "/limited", source="127.0.0.1").status == 401
+    assert request(port, "team.example.com", "/limited", source="127.0.0.1", headers=creds).status == 200
+    assert request(port, "team.example.com", "/strict", source="127.0.0.1", headers=creds).status == 403
+    assert "limit_rate 1000k;" in conf(c, "team")

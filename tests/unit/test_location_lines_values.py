@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from ingressctl.configs.config import IngressMeta, IngressNginxConfig, Location, Server
 from ingressctl.kinds.ingress.ingress_nginx import location_lines as ll
 
 
@@ -56,3 +57,21 @@ def test_defaults_write_nothing() -> None:
     ll.combine({ll.LIMIT_RATE: 0, ll.LIMIT_RATE_AFTER: 0, ll.RELATIVE_REDIRECTS: False,
                 ll.ENABLE_ACCESS_LOG: True, ll.ENABLE_REWRITE_LOG: False}, {}, out)
     assert ll.EXTRA not in out.extras
+
+
+def test_a_minion_without_satisfy_gets_the_masters_also_with_lines_of_its_own() -> None:
+    master, plain, limited, strict = (IngressMeta(n, "ns") for n in ("team", "plain", "limited", "strict"))
+    cfg = IngressNginxConfig(upstreams=(), ingress=master, servers=(Server("team.example.com", tuple(
+        Location(f"/{m.name}", "", "up", "app", minion=m) for m in (plain, limited, strict))),))
+    values = {
+        ("ns", "team"): ll.lines_of({ll.satisfy.EXTRA: "any",
+                                     ll.EXTRA: ll.LocationLines(("access_log off;",))}),
+        ("ns", "limited"): ll.lines_of({ll.EXTRA: ll.LocationLines(("limit_rate 1k;",))}),
+        ("ns", "strict"): ll.lines_of({ll.satisfy.EXTRA: "all"}),
+    }
+    out = ll.apply_location_lines(cfg, {k: v for k, v in values.items() if v is not None})
+    assert [loc.policy_lines for loc in out.servers[0].locations] == [
+        ("access_log off;", "satisfy any;"),   # nothing of its own: the master's
+        ("limit_rate 1k;", "satisfy any;"),    # its own lines, the master's satisfy
+        ("satisfy all;",),                     # its own satisfy (and so none of the master's lines)
+    ]

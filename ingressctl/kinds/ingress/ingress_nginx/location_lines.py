@@ -10,7 +10,8 @@ Guarantees:
   `x-forwarded-prefix` a capture group (`$1`...) or a variable NGINX knows, as in `rewrite-target`.
 - `lines_of(extras)` is the directives for one Ingress, in a fixed order; `apply_location_lines` appends them
   to the `policy_lines` of every location the Ingress owns (a minion's own, or a master's for the minions
-  without their own), after the auth lines, so re-rendering gives the same text.
+  without their own), after the auth lines, so re-rendering gives the same text. `satisfy` falls back on its
+  own: a minion without it gets the master's, also when it sets other annotations of this module.
 - A value equal to ingress-nginx's default writes nothing (`limit-rate: "0"`, `enable-access-log: "true"`).
 """
 
@@ -69,6 +70,7 @@ def forwarded_prefix(value: str) -> str:
 class LocationLines:
     lines: tuple[str, ...] = ()          # in every location of the Ingress
     rewrite_lines: tuple[str, ...] = ()  # in those that rewrite the URI (`rewrite-target`)
+    satisfy: str = ""                    # "any", "all", or "" (a minion's: the master's)
 
 
 def combine(parsed: dict[str, Any], raw: dict[str, str], out: Any) -> None:
@@ -102,8 +104,7 @@ def lines_of(extras: Mapping[str, Any]) -> LocationLines | None:
     own: LocationLines | None = extras.get(EXTRA)
     value = extras.get(satisfy.EXTRA)
     if value in satisfy.OPTIONS:
-        own = own or LocationLines()
-        own = dataclasses.replace(own, lines=(*own.lines, f"satisfy {value};"))
+        own = dataclasses.replace(own or LocationLines(), satisfy=value)
     return own
 
 
@@ -122,7 +123,9 @@ def apply_location_lines(cfg: IngressNginxConfig, values: Mapping[tuple[str, str
                 master.namespace, master.name)
             own = values.get(owner, fallback)
             if own is not None:
-                lines = own.lines + (own.rewrite_lines if loc.rewrite_pattern else ())
+                value = own.satisfy or (fallback.satisfy if fallback is not None else "")
+                lines = (*own.lines, *((f"satisfy {value};",) if value else ()),
+                         *(own.rewrite_lines if loc.rewrite_pattern else ()))
                 if lines:
                     loc = dataclasses.replace(loc, policy_lines=(*loc.policy_lines, *lines))
             locations.append(loc)
