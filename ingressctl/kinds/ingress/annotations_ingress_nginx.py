@@ -200,7 +200,8 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          parse=v.service_name, sets="ingress_nginx_default_backend",
          reason="as ingress-nginx, only a Service with ready endpoints counts; a missing Service or one "
                 "without ports is named in a Warning event and changes nothing"),
-    _row("x-forwarded-prefix", PROXYING, TRANSLATED, "path of letters, digits, `-._~/:` and `$1`...",
+    _row("x-forwarded-prefix", PROXYING, TRANSLATED,
+         "path of letters, digits, `-._~/:`, `$1`... and known NGINX variables",
          "`proxy_set_header X-Forwarded-Prefix \"<value>\"` in the locations that `rewrite-target` rewrites "
          "(only there, as ingress-nginx)", parse=ll.forwarded_prefix),
     _row("proxy-cookie-path", PROXYING, TRANSLATED, "`off` or `<from> <to>` (letters, digits, `-._~/:,?&=`)",
