@@ -421,7 +421,9 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          reason="a host name only (ingress-nginx's validator also lets regex characters and NGINX variables "
                 "through)"),
     _row("proxy-ssl-server-name", TLS, TRANSLATED, ON_OFF, "`proxy_ssl_server_name` (SNI to the backend)",
-         parse=psv.on_off, default="`off`"),
+         parse=psv.on_off, default="`off`",
+         reason="`off` also leaves out the `proxy_ssl_server_name on` ingressctl (as NIC) writes in HTTPS "
+                "locations otherwise, so that no SNI is sent, as with ingress-nginx"),
     _row("proxy-ssl-protocols", TLS, TRANSLATED, "`TLSv1.2`, `TLSv1.3` (blank-separated)",
          "`proxy_ssl_protocols`", parse=psv.protocols, default="`TLSv1.2`"),
     _row("proxy-ssl-ciphers", TLS, TRANSLATED, "OpenSSL cipher list (letters, digits, `+:_-!`)",
