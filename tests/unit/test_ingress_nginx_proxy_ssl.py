@@ -198,3 +198,31 @@ def test_the_store_writes_a_tls_secrets_ca_crt_as_a_file_of_its_own(tmp_path: An
     assert not os.path.exists(ref.path)
     assert store.get_ca_reference("shop/backend").error
     assert store.get_ca_reference("shop/none").error
+
+
+def test_on_a_minion_the_settings_are_its_locations_own() -> None:
+    from ingressctl.kinds.ingress.config import generate_nginx_config_for_mergeable
+    from ingressctl.kinds.ingress.ingress_ex import MergeableIngresses
+
+    master = ingress({"nginx.org/mergeable-ingress-type": "master"}, name="shop")
+    master["spec"]["rules"][0]["http"] = {"paths": []}
+    minion = ingress({"nginx.org/mergeable-ingress-type": "minion", **ON, N + "proxy-ssl-verify": "on"},
+                     name="web")
+    other = ingress({"nginx.org/mergeable-ingress-type": "minion"}, name="other")
+    other["spec"]["rules"][0]["http"]["paths"] = [
+        {"path": "/other", "pathType": "Prefix",
+         "backend": {"service": {"name": "api", "port": {"number": 80}}}}]
+    pols, warnings = with_proxy_ssl(minion, None, lambda k: TLS_REF,
+                                    lambda k: SecretReference(k, path=CA_PATH))
+    assert warnings == []
+    endpoints = {backend_key("web", 80): ["10.0.0.1:1"], backend_key("api", 80): ["10.0.0.2:1"]}
+    result = generate_nginx_config_for_mergeable(MergeableIngresses(
+        IngressEx(master, {"app.example.com": True}, {}),
+        [IngressEx(minion, {"app.example.com": True}, endpoints, policies=pols,
+                   valid_minion_paths={"/": True, "/api": True}),
+         IngressEx(other, {"app.example.com": True}, endpoints, valid_minion_paths={"/other": True})]),
+        STATIC, ConfigParams())
+    text = TEMPLATES.execute_ingress_template(result.config)
+    assert text.count("        proxy_ssl_verify on;") == 3   # the minion's three locations, not /other
+    assert text.count(f"proxy_ssl_trusted_certificate {CA_PATH};") == 3
+    assert "\n    proxy_ssl_" not in text   # nothing at the server level
