@@ -230,6 +230,7 @@ class Location:
     proxy_max_temp_file_size: str = ""
     websocket: bool = False
     ssl: bool = False  # HTTPS to the backend
+    ssl_server_name: bool = True  # with `ssl`: `proxy_ssl_server_name on` (NIC's SNI to HTTPS backends)
     rewrite: str = ""  # URI part appended to proxy_pass ("" = pass the request URI unchanged)
     keepalive: bool = False  # the upstream keeps connections: clear the Connection header
     redirect_to_https: bool = False  # X-Forwarded-Proto is then always https

@@ -31,6 +31,8 @@ Guarantees:
   that the child did not write (a failed or killed child costs only the parallelism), and removes the files
   the child wrote that no reference asked for. So once it returns, the files on disk are exactly those the
   lazy writes would have made. Call it before anything reads the files (before the reload).
+- `get_ca_reference` gives the `ca.crt` of a valid TLS Secret as a CA file of its own (`tls_ca_files`),
+  written on first use, rewritten or removed with the Secret's changes.
 - Single-threaded (the sync thread), except `prevalidate`, which any one thread may call concurrently.
 """
 
@@ -49,6 +51,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from ingressctl.controller.opaque_secrets import OPAQUE_SECRET, supported_types
+from ingressctl.controller.tls_ca_files import TLSCAFiles
 from ingressctl.forked import ForkedCall
 from ingressctl.keys import object_key
 from ingressctl.logging import get_logger
@@ -300,6 +303,7 @@ class LocalSecretStore:
         self._secrets: dict[str, _Stored] = {}
         self._prevalidated = _Prevalidated()
         self._ahead: _FilesAhead | None = None
+        self._ca_files = TLSCAFiles(manager)
 
     def prevalidate(self, secret: Mapping[str, Any]) -> None:
         """Validate a supported Secret now (any thread) for a later `add_or_update_secret` of the same type
@@ -332,6 +336,7 @@ class LocalSecretStore:
         if stored is not None:
             new.path, new.written = stored.path, stored.written
         self._secrets[key] = new
+        self._ca_files.refresh(key, None if error or new.secret_type != SECRET_TYPE_TLS else secret)
         if new.path:
             if error:
                 self._remove_file(key, new)
@@ -343,6 +348,7 @@ class LocalSecretStore:
         """Forget the Secret and remove its file; True if it was stored."""
         self._prevalidated.discard(key)
         stored = self._secrets.pop(key, None)
+        self._ca_files.refresh(key, None)
         if stored is None:
             return False
         if stored.path:
@@ -369,6 +375,16 @@ class LocalSecretStore:
             else:
                 error = self._write(key, stored)  # a failed write is retried on the next call
         return SecretReference(key=key, path=stored.path, error=error, secret_type=stored.secret_type)
+
+    def get_ca_reference(self, key: str) -> SecretReference:
+        """The `ca.crt` of a valid TLS Secret as a CA file (`tls_ca_files`): its path, "" without `ca.crt`,
+        or the error (also for a missing, invalid or non-TLS Secret)."""
+        stored = self._secrets.get(key)
+        if stored is None or stored.error or stored.secret_type != SECRET_TYPE_TLS:
+            return SecretReference(key=key, error=stored.error if stored else ERROR_SECRET_MISSING,
+                                   secret_type=stored.secret_type if stored else "")
+        path, error = self._ca_files.reference(key, stored.secret)
+        return SecretReference(key=key, path=path, error=error, secret_type=SECRET_TYPE_TLS)
 
     def write_files_ahead(self, keys: Callable[[], Iterable[str]]) -> bool:
         """See the module docstring. `keys` runs in the forked process: it must take no lock (it reads a
@@ -469,6 +485,7 @@ class SecretStoreLike(Protocol):
     def add_or_update_secret(self, secret: dict[str, Any]) -> bool: ...
     def delete_secret(self, key: str) -> bool: ...
     def get_secret_reference(self, key: str) -> SecretReference: ...
+    def get_ca_reference(self, key: str) -> SecretReference: ...
 
 
 @runtime_checkable

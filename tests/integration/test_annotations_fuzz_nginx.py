@@ -54,7 +54,7 @@ def ffdhe2048_prime() -> int:
 
 class Staging:
     """A conf dir NGINX can test: nginx.conf, config-version.conf, conf.d/, secrets/ with a certificate, a CA
-    and DH parameters."""
+    (also as the proxy-ssl-* cases' TLS Secret and its ca.crt) and DH parameters."""
 
     def __init__(self, base: str) -> None:
         self.conf_dir = os.path.join(base, "conf")
@@ -72,6 +72,9 @@ class Staging:
                 serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
         with open(self.conf_dir + "/secrets/default-ca", "wb") as f:  # the CA of the auth-tls-* cases
             f.write(cert.public_bytes(serialization.Encoding.PEM))
+        shutil.copy(self.conf_dir + "/secrets/default-tls", self.conf_dir + "/secrets/default-backend")
+        shutil.copy(self.conf_dir + "/secrets/default-ca",  # the client certificate and CA of proxy-ssl-*
+                    self.conf_dir + "/secrets/default-backend_ca.crt")
         params = dh.DHParameterNumbers(ffdhe2048_prime(), 2).parameters()
         with open(self.conf_dir + "/secrets/dhparam.pem", "wb") as f:
             f.write(params.parameter_bytes(serialization.Encoding.PEM, serialization.ParameterFormat.PKCS3))

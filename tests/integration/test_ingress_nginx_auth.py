@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from ingressctl.demo.backend import Backend
-from tests.helpers import wait_until
+from tests.helpers import make_cert, tls_secret, wait_until
 from tests.integration.harness import NS, Env
 from tests.integration.ingress_nginx_helpers import DATA, compat_controller, request
+from tests.integration.policy_servers import call
 from tests.webhooks import Kubectl
 
 pytestmark = pytest.mark.integration
@@ -23,7 +24,11 @@ pytestmark = pytest.mark.integration
 
 class AuthService:
     """An auth service: `X-Token: good` -> 200 with `X-User`, `X-Email` and a cookie; `X-Token: forbidden` ->
-    403; anything else -> 401 with a cookie. Records (method, path, headers) of every request."""
+    403; anything else -> 401 with a cookie. Records (method, path, headers) of every request. It can be a
+    Service's endpoint (`host`, `port`, `name`)."""
+
+    host = "127.0.0.1"
+    name = "auth-service"
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, dict[str, str]]] = []
@@ -61,8 +66,12 @@ class AuthService:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.server.server_address[1]}"
+        return f"127.0.0.1:{self.port}"
 
     def stop(self) -> None:
         self.server.shutdown()
@@ -187,7 +196,7 @@ def test_auth_url_allows_denies_and_redirects_to_sign_in(env: Env, kubectl: Kube
     assert r.headers["set-cookie"] == "auth=denied"
 
     # Refused, never served unauthenticated: a variable in the host, an auth-snippet without snippets.
-    env.wait_event("varhost", "Rejected", "NGINX variables in the host need a resolver")
+    env.wait_event("varhost", "Rejected", "NGINX variables in the host need a resolver")  # auth.$host
     env.wait_event("snippet", "Rejected",
                    "auth-snippet: Forbidden: not supported by ingressctl: snippets are not enabled")
     for host in ("varhost.example.com", "snippet.example.com"):
@@ -199,6 +208,37 @@ def test_auth_url_allows_denies_and_redirects_to_sign_in(env: Env, kubectl: Kube
     auth.stop()
     assert request(port, "app.example.com", headers=good).status == 500
     assert echo.hits == hits
+
+
+def test_oauth2_proxy_through_this_nginx_as_ingress_nginx_documents_it(
+        env: Env, kubectl: Kubectl, tmp_path: Path, auth: AuthService, echo: Echo) -> None:
+    """`auth-url: https://$host/oauth2/auth`: the subrequest comes back to this NGINX over TLS with the
+    request's host (SNI and Host) and reaches the oauth2-proxy Ingress of that host."""
+    echo_service(env, echo)
+    env.service("oauth2-proxy")
+    env.endpoints("oauth2-proxy", [auth])  # type: ignore[list-item]
+    cert = make_cert("sso.example.com")
+    env.create(tls_secret("sso-tls", NS, cert.cert_pem, cert.key_pem))
+    apply_auth_manifest(env, kubectl, tmp_path, auth)
+    c = compat_controller(env)
+    port = c.https_port
+    good = {"X-Token": "good"}
+    wait_until(lambda: call(port, "sso.example.com", "/", headers=good, tls=True).status == 200, "sso served")
+    auth.requests.clear()
+    echo.hits = 0
+    r = call(port, "sso.example.com", "/reports?year=2026", headers=good, tls=True)
+    assert r.status == 200 and r.body == "user=alice email=- GET /reports?year=2026\n"
+    ((method, path, headers),) = auth.requests
+    assert (method, path, headers["host"]) == ("GET", "/oauth2/auth", "sso.example.com")
+    assert headers["x-original-url"] == "https://sso.example.com/reports?year=2026"
+    r = call(port, "sso.example.com", "/reports", tls=True)
+    assert (r.status, r.headers["location"]) == (302, "https://sso.example.com/oauth2/start?rd=/reports")
+    # Two plain Ingresses of one host: the second is refused, the auth URL leads back to the first: the loop
+    # is cut at once and the request fails closed.
+    env.wait_event("loop-oauth2", "Rejected", "All hosts are taken by other resources")
+    auth.requests.clear()
+    assert request(c.http_port, "loop.example.com", "/x", headers=good).status == 500
+    assert auth.requests == [] and echo.hits == 1
 
 
 def test_auth_snippet_with_snippets_enabled(env: Env, kubectl: Kubectl, tmp_path: Path,

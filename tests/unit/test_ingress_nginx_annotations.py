@@ -289,7 +289,7 @@ def test_values_ingress_nginx_refuses_reject_the_ingress(name: str, value: str, 
     ({N + "enable-modsecurity": "true"}, "no ModSecurity in ingressctl"),
     ({N + "server-alias": "other.example.com"}, "extra `server_name`s could capture hosts"),
     ({N + "stream-snippet": "server {}"}, "raw `stream` configuration"),
-    ({N + "proxy-ssl-secret": "ns/name"}, "not yet implemented by ingressctl"),
+    ({N + "auth-proxy-set-headers": "ns/name"}, "not yet implemented by ingressctl"),
     ({N + "configuration-snippet": "x;"}, "snippets are not enabled"),
 ])
 def test_refused_annotations_reject_the_ingress_naming_them(annotations: dict[str, str], detail: str) -> None:

@@ -74,7 +74,8 @@ def test_auth_url_takes_ingress_nginx_urls(value: str, expected: tuple[Any, ...]
     ("http://auth/\nx", "must not contain whitespace"),
     ("http://auth/$no_such_variable", "unknown NGINX variable(s): $no_such_variable"),
     ("http://auth/$", "unknown NGINX variable(s): $"),
-    ("https://$host/oauth2/auth", "NGINX variables in the host need a resolver"),
+    ("https://$server_name/oauth2/auth", "NGINX variables in the host need a resolver"),
+    ("https://auth.$host/oauth2/auth", "NGINX variables in the host need a resolver"),
     ("http://auth:0/", "the port must be between 1 and 65535"),
     ("http://auth:99999/", "the port must be between 1 and 65535"),
     ("http://auth:x/", "the port must be between 1 and 65535"),
@@ -184,6 +185,26 @@ def test_every_location_asks_the_auth_service() -> None:
     signin = conf.split("location @external-auth-signin-")[1].split("}")[0]
     assert 'return 302 "https://login.example.com/start?rd=$scheme://$http_host$request_uri";' in signin
     assert any("auth-signin approximated" in w for w in warnings)
+
+
+def test_the_request_s_own_host_is_this_nginx_over_loopback() -> None:
+    """ingress-nginx's docs' oauth2-proxy example: `https://$host/oauth2/auth` went back through the load
+    balancer to the controller itself; here the subrequest goes to this NGINX directly."""
+    for host in authreq.LOOPBACK_HOSTS:
+        u = authreq.auth_url(f"https://{host}/oauth2/auth?rd=$escaped_request_uri")
+        assert (u.loopback, u.host, u.path) == (True, "$host", "/oauth2/auth?rd=$request_uri")
+    conf, warnings = render({N + "auth-url": "https://$host/oauth2/auth",
+                             N + "auth-signin": "https://$host/oauth2/start?rd=$escaped_request_uri"})
+    assert "    server 127.0.0.1:443;\n" in conf
+    internal = conf.split("location = /_external-auth-")[1].split("}")[0]
+    for line in ("proxy_set_header Host $host;", "proxy_ssl_server_name on;", "proxy_ssl_name $host;"):
+        assert line in internal, line
+    assert '/oauth2/auth";' in internal
+    signin = conf.split("location @external-auth-signin-")[1].split("}")[0]
+    assert 'return 302 "https://$host/oauth2/start?rd=$request_uri";' in signin  # it has rd: kept
+    assert not any("auth-signin ignored" in w for w in warnings)
+    conf, _ = render({N + "auth-url": "http://$best_http_host/check"})
+    assert "    server 127.0.0.1:80;\n" in conf and "proxy_ssl_name" not in conf
 
 
 def test_a_location_repeats_the_server_add_header_lines() -> None:

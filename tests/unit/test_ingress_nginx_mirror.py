@@ -31,6 +31,8 @@ TARGET, HOST, BODY = N + "mirror-target", N + "mirror-host", N + "mirror-request
     ("HTTPS://copies.example.com", ("https", "copies.example.com", 443, "")),
     ("http://copies$uri", ("http", "copies", 80, "$uri")),
     ("http://copies$document_uri?x=1", ("http", "copies", 80, "$document_uri?x=1")),
+    # ingress-nginx's template variables become NGINX's, as in auth-url
+    ("http://copies$escaped_request_uri", ("http", "copies", 80, "$request_uri")),
 ])
 def test_target_takes_ingress_nginx_urls(value: str, expected: tuple[Any, ...]) -> None:
     u = mirror.target(value)
@@ -38,7 +40,8 @@ def test_target_takes_ingress_nginx_urls(value: str, expected: tuple[Any, ...]) 
 
 
 @pytest.mark.parametrize(("value", "detail"), [
-    ("https://$host$request_uri", "NGINX variables in the host need a resolver"),
+    ("https://$host$request_uri", "NGINX variables in the host need a resolver"),   # no loopback to itself
+    ("http://$http_host/x", "name the mirror backend's host"),
     ("https://${host}/x", "must be a URL of letters"),
     ("https://copies.example.com$host", "only '/', '?', $request_uri"),       # would extend the host
     ("https://copies.example.com$request_uri_x", "unknown NGINX variable(s): $request_uri_x"),

@@ -48,6 +48,7 @@ from ingressctl.kinds.ingress.config import (
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.ingress_nginx import canary
 from ingressctl.kinds.ingress.ingress_nginx.authtls_policy import with_auth_tls
+from ingressctl.kinds.ingress.ingress_nginx.proxyssl_policy import with_proxy_ssl
 from ingressctl.kinds.ingress.ingress_nginx.translate import effective_status
 from ingressctl.kinds.ingress.ingress_nginx.www_redirect import other_name
 from ingressctl.kinds.ingress.validation import validate_ingress
@@ -180,6 +181,10 @@ VALID: dict[str, list[str]] = {
     INN + "auth-tls-verify-depth": ["2"], INN + "auth-tls-pass-certificate-to-upstream": ["true"],
     INN + "auth-tls-error-page": ["https://errors.example.com/cert", "@errors"],
     INN + "auth-tls-match-cn": ["CN=(client|admin)$"],
+    INN + "proxy-ssl-secret": ["default/backend"], INN + "proxy-ssl-verify": ["on", "off"],
+    INN + "proxy-ssl-verify-depth": ["3", "0"], INN + "proxy-ssl-name": ["internal.backend.svc"],
+    INN + "proxy-ssl-server-name": ["on", "off"], INN + "proxy-ssl-protocols": ["TLSv1.3 TLSv1.2"],
+    INN + "proxy-ssl-ciphers": ["HIGH:!aNULL", "ECDHE-RSA-AES128-GCM-SHA256 DEFAULT"],
     INN + "configuration-snippet": ["add_header X 1;"], INN + "server-snippet": ["add_header X 1;"],
     INN + "auth-url": ["https://10.0.0.8:8443/check?u=$request_uri", "http://10.0.0.9/a"],
     INN + "auth-signin": ["https://login.example.com/start?rd=$scheme://$host$request_uri",
@@ -278,11 +283,17 @@ REFS = secret_refs()
 
 
 def inn_policies(obj: dict[str, Any], static: StaticConfigParams) -> tuple[ResolvedPolicy, ...] | None:
-    """The ingressMTLS Policy ingress-nginx's auth-tls-* make (the controller's part), with a CA Secret."""
+    """The ingressMTLS Policy ingress-nginx's auth-tls-* make and the egressMTLS Policy of its proxy-ssl-*
+    (the controller's part), with a CA Secret and a TLS Secret with ca.crt."""
     if not static.ingress_nginx_compat:
         return None
     ref = SecretReference("default/ca", f"{static.conf_dir}/secrets/default-ca", secret_type="nginx.org/ca")
-    return with_auth_tls(obj, None, lambda key: ref, lambda key: None)[0]
+    policies = with_auth_tls(obj, None, lambda key: ref, lambda key: None)[0]
+    tls = SecretReference("default/backend", f"{static.conf_dir}/secrets/default-backend",
+                          secret_type="kubernetes.io/tls")
+    ca = SecretReference("default/backend", f"{static.conf_dir}/secrets/default-backend_ca.crt",
+                         secret_type="kubernetes.io/tls")
+    return with_proxy_ssl(obj, policies, lambda key: tls, lambda key: ca)[0]
 
 
 ENDPOINTS = {backend_key("svc-a", 80): ["10.0.0.1:80", "10.0.0.2:80"],
@@ -338,6 +349,9 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
                 annotations[INN + "mirror-target"] = "https://10.0.0.10$request_uri"
             if case.name.startswith(INN + "auth-tls-"):
                 annotations.setdefault(INN + "auth-tls-secret", "default/ca")
+            if case.name.startswith(INN + "proxy-ssl-"):
+                annotations.setdefault(INN + "proxy-ssl-secret", "default/backend")
+                annotations[INN + "backend-protocol"] = "HTTPS"
             if case.name in (INN + "limit-whitelist", INN + "limit-allowlist",
             INN + "limit-burst-multiplier"):
                 annotations[INN + "limit-rps"] = "5"
@@ -584,6 +598,7 @@ def _reference_texts() -> tuple[list[str], list[str]]:
                     {INN + "enable-cors": "true"},  # ingress-nginx's CORS defaults (origin *)
                     {INN + "enable-cors": "true", INN + "cors-expose-headers": "X-B"},
                     {INN + "auth-tls-secret": "default/ca"},  # verify-client on
+                    {INN + "proxy-ssl-secret": "default/backend", INN + "backend-protocol": "HTTPS"},
                     {INN + "proxy-redirect-from": "off", INN + "limit-rps": "5",
                     INN + "whitelist-source-range": "",
                      INN + "denylist-source-range": "10.0.0.1"},

@@ -28,6 +28,7 @@ from ingressctl.kinds.ingress.ingress_nginx import canary as _canary
 from ingressctl.kinds.ingress.ingress_nginx import cors_values as cv
 from ingressctl.kinds.ingress.ingress_nginx import location_lines as ll
 from ingressctl.kinds.ingress.ingress_nginx import mirror
+from ingressctl.kinds.ingress.ingress_nginx import proxyssl_values as psv
 from ingressctl.kinds.ingress.ingress_nginx import values as v
 
 PREFIX: Final = "nginx.ingress.kubernetes.io/"
@@ -201,7 +202,8 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          parse=v.service_name, sets="ingress_nginx_default_backend",
          reason="as ingress-nginx, only a Service with ready endpoints counts; a missing Service or one "
                 "without ports is named in a Warning event and changes nothing"),
-    _row("x-forwarded-prefix", PROXYING, TRANSLATED, "path of letters, digits, `-._~/:` and `$1`...",
+    _row("x-forwarded-prefix", PROXYING, TRANSLATED,
+         "path of letters, digits, `-._~/:`, `$1`... and known NGINX variables",
          "`proxy_set_header X-Forwarded-Prefix \"<value>\"` in the locations that `rewrite-target` rewrites "
          "(only there, as ingress-nginx)", parse=ll.forwarded_prefix),
     _row("proxy-cookie-path", PROXYING, TRANSLATED, "`off` or `<from> <to>` (letters, digits, `-._~/:,?&=`)",
@@ -331,7 +333,10 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          "of the request to the URL (Host, X-Original-URL, X-Original-Method, X-Auth-Request-Redirect, "
          "X-Sent-From, X-Real-IP, X-Forwarded-For); 2xx lets the request through, 401/403 answer so, any "
          "other answer 500; `Set-Cookie` of the auth answer on 2xx/3xx answers", parse=authreq.auth_url,
-         reason="variables in the URL's host are refused (no resolver); keepalive and caching are not "
+         reason="variables in the URL's host are refused (no resolver), but for the request's own host "
+                "(`$host`, `$http_host`, `$best_http_host`), which is this NGINX: reached over loopback on "
+                "its own port, as it was through the load balancer (a loop back to the location it protects "
+                "answers 500); `$escaped_request_uri` is `$request_uri`; keepalive and caching are not "
                 "implemented (`auth-keepalive*`, `auth-cache-*` are ignored)"),
     _row("auth-signin", AUTH, APPROXIMATED, "URL, NGINX variables allowed",
          "a 401 of `auth-url` answers 302 to this URL with `rd=<original URL>` appended (unless the URL "
@@ -422,24 +427,40 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          parse=parsing.parse_ssl_ciphers, sets="server_ssl_ciphers"),
     _row("ssl-prefer-server-ciphers", TLS, TRANSLATED, BOOL, "`ssl_prefer_server_ciphers on`",
          parse=v.go_bool, sets="server_ssl_prefer_server_ciphers"),
-    _pending("proxy-ssl-secret", TLS, TRANSLATED, "`namespace/name` of a TLS Secret",
-             "client certificate and CA for HTTPS backends", "planned as egressMTLS", fail_closed=True),
-    _pending("proxy-ssl-verify", TLS, TRANSLATED, ON_OFF, "`proxy_ssl_verify`",
-             "planned with `proxy-ssl-secret`",
-             fail_closed=True),
-    _pending("proxy-ssl-verify-depth", TLS, TRANSLATED, "integer", "`proxy_ssl_verify_depth`",
-             "planned with `proxy-ssl-secret`", fail_closed=True),
-    _pending("proxy-ssl-name", TLS, TRANSLATED, "host name", "`proxy_ssl_name`",
-             "planned with `proxy-ssl-secret`",
-             fail_closed=True),
-    _pending("proxy-ssl-server-name", TLS, TRANSLATED, ON_OFF, "`proxy_ssl_server_name`",
-             "planned with `proxy-ssl-secret`", fail_closed=True),
-    _pending("proxy-ssl-protocols", TLS, TRANSLATED, "TLS protocols", "`proxy_ssl_protocols`",
-             "planned with `proxy-ssl-secret`", fail_closed=True),
-    _pending("proxy-ssl-ciphers", TLS, TRANSLATED, "OpenSSL cipher list", "`proxy_ssl_ciphers`",
-             "planned with `proxy-ssl-secret`", fail_closed=True),
-    _pending("proxy-ssl-location-only", TLS, TRANSLATED, BOOL, "the proxy-ssl settings in locations only",
-             "planned with `proxy-ssl-secret`", fail_closed=True),
+    _row("proxy-ssl-secret", TLS, TRANSLATED, "`<namespace>/<name>` of a `kubernetes.io/tls` Secret",
+         "the client certificate (`proxy_ssl_certificate`/`_key` from `tls.crt`/`tls.key`) and, from an "
+         "optional `ca.crt`, the trusted CA (`proxy_ssl_trusted_certificate`) towards HTTPS backends, with "
+         "the other `proxy-ssl-*` settings, as an egressMTLS Policy", parse=psv.secret,
+         reason="the Secret must be of the type `kubernetes.io/tls` in the Ingress's namespace (no `/name` "
+                "shorthand, as ingress-nginx); a missing or unusable one, or `proxy-ssl-verify: on` without "
+                "`ca.crt`, makes the Ingress answer 500 with a warning (as NIC's egressMTLS); the lines are "
+                "written whenever the Secret is usable (ingress-nginx writes the certificate, protocols, "
+                "ciphers and verification only when the Secret has `ca.crt`) and for `GRPCS` backends too "
+                "(`grpc_ssl_*`); in the Ingress's servers (a minion's: its locations), which for the "
+                "Ingress's own locations is what ingress-nginx's server level and `proxy-ssl-location-only` "
+                "both give; an egressMTLS Policy of `nginx.org/policies` wins"),
+    _row("proxy-ssl-verify", TLS, TRANSLATED, ON_OFF, "`proxy_ssl_verify`", parse=psv.on_off,
+         default="`off`"),
+    _row("proxy-ssl-verify-depth", TLS, TRANSLATED, "integer", "`proxy_ssl_verify_depth`",
+         parse=psv.verify_depth, default="`1` (also for `0`)"),
+    _row("proxy-ssl-name", TLS, TRANSLATED, "host name",
+         "`proxy_ssl_name`: the name the backend's certificate is verified against and, with "
+         "`proxy-ssl-server-name: on`, the SNI sent", parse=psv.ssl_name, default="`$proxy_host` (NGINX's)",
+         reason="a host name only (ingress-nginx's validator also lets regex characters and NGINX variables "
+                "through)"),
+    _row("proxy-ssl-server-name", TLS, TRANSLATED, ON_OFF, "`proxy_ssl_server_name` (SNI to the backend)",
+         parse=psv.on_off, default="`off`",
+         reason="`off` also leaves out the `proxy_ssl_server_name on` ingressctl (as NIC) writes in HTTPS "
+                "locations otherwise, so that no SNI is sent, as with ingress-nginx"),
+    _row("proxy-ssl-protocols", TLS, TRANSLATED, "`TLSv1.2`, `TLSv1.3` (blank-separated)",
+         "`proxy_ssl_protocols`", parse=psv.protocols, default="`TLSv1.2`"),
+    _row("proxy-ssl-ciphers", TLS, TRANSLATED, "OpenSSL cipher list (letters, digits, `+:_-!`)",
+         "`proxy_ssl_ciphers`", parse=psv.ciphers, default="`DEFAULT`",
+         reason="the list must select at least one cipher of the OpenSSL NGINX uses"),
+    _ignored("proxy-ssl-location-only", BOOL,
+             "a ConfigMap key of ingress-nginx, not an annotation (ingress-nginx ignores it here too); "
+             "ingressctl applies the `proxy-ssl-*` settings to the Ingress's own locations either way",
+             section=TLS),
     # ----------------------------------------------------------------------------- routing: paths and canary
     _row("rewrite-target", ROUTING, SERVED,
          "URI: letters, digits, `-._~/:`, `$1`... from the path regex and known NGINX variables",

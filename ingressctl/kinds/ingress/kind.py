@@ -13,7 +13,8 @@ Guarantees:
   `--ingress-nginx-compat`, so does `nginx.ingress.kubernetes.io/service-upstream: "true"` when
   `nginx.org/use-cluster-ip` is absent).
 - `nginx.org/policies` are resolved by `self.policies` (see `policy_ext_refs`); with `--ingress-nginx-compat`
-  ingress-nginx's `auth-tls-*` add an ingressMTLS Policy of their own (`ingress_nginx/authtls.py`); a
+  ingress-nginx's `auth-tls-*` add an ingressMTLS Policy of their own (`ingress_nginx/authtls.py`), its
+  `proxy-ssl-*` an egressMTLS Policy (`ingress_nginx/proxyssl.py`); a
   missing, invalid or unsupported Policy gets a `Rejected` Warning event on the Ingress (or minion) that
   references it.
 - A backend Service without endpoints gets a `NoEndpoints` Warning event on the Ingress (or minion) that
@@ -52,6 +53,7 @@ from ingressctl.kinds.ingress.ingress_nginx.passthrough import (
     https_services,
     wants_passthrough,
 )
+from ingressctl.kinds.ingress.ingress_nginx.proxyssl_policy import with_proxy_ssl
 from ingressctl.kinds.ingress.ingress_nginx.www_redirect import certified_names
 from ingressctl.kinds.ingress.model import IngressConfiguration, claimed_hosts
 from ingressctl.kinds.ingress.refs import ingress_backends, ingress_secrets
@@ -82,6 +84,8 @@ class Caches(Protocol):
 
 class SecretReferences(Protocol):
     def get_secret_reference(self, key: str) -> SecretReference: ...
+
+    def get_ca_reference(self, key: str) -> SecretReference: ...
 
 
 class IngressConfigurator(Protocol):
@@ -250,10 +254,12 @@ class IngressBuilder:
         secret_refs = {name: self._secrets.get_secret_reference(f"{ns}/{name}")
                        for name in ingress_secrets(ing, ingress_nginx=self._ingress_nginx_compat).names}
         policies, policy_endpoints, policy_warnings, rejected = self.policies.resolve(ing)
-        if self._ingress_nginx_compat:  # ingress-nginx's auth-tls-*: an ingressMTLS Policy of its own
+        if self._ingress_nginx_compat:  # auth-tls-* and proxy-ssl-*: an ingressMTLS / egressMTLS Policy
             policies, tls_warnings = with_auth_tls(ing, policies, self._secrets.get_secret_reference,
                                                    lambda k: self._caches.get_object("secrets", k))
-            policy_warnings += tls_warnings
+            policies, ssl_warnings = with_proxy_ssl(ing, policies, self._secrets.get_secret_reference,
+                                                    self._secrets.get_ca_reference)
+            policy_warnings += tls_warnings + ssl_warnings
         warnings += policy_warnings
         for message in rejected:
             self._warn(ing, REASON_REJECTED, message)

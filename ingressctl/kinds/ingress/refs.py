@@ -6,7 +6,8 @@ Guarantees:
   owns and only the paths a minion won, as the config is rendered. Malformed parts are skipped, never raise.
 - `ingress_secrets` lists the Secret names the Ingress references in its namespace (`spec.tls[].secretName`
   in order, then `nginx.org/basic-auth-secret`, then ingress-nginx's `auth-tls-secret` of this namespace,
-  then with `ingress_nginx` ingress-nginx's `auth-secret` when it is in the Ingress's namespace),
+  then with `ingress_nginx` ingress-nginx's `auth-secret` and `proxy-ssl-secret` when they are in the
+  Ingress's namespace),
   de-duplicated, and whether a TLS entry has no secretName (it uses the wildcard Secret).
 - Validation, the Configuration's indexes, the endpoint resolution and the model builder all read these, so
   they cannot disagree about what an Ingress references.
@@ -21,6 +22,7 @@ from ingressctl.kinds.ingress.annotations_nginx_org import BASIC_AUTH_SECRET
 from ingressctl.kinds.ingress.ingress_nginx.basic_auth import referenced_secret
 
 AUTH_TLS_SECRET = "nginx.ingress.kubernetes.io/auth-tls-secret"  # ingress-nginx's client CA (same namespace)
+PROXY_SSL_SECRET = "nginx.ingress.kubernetes.io/proxy-ssl-secret"  # its backend client certificate (same)
 
 Backend = tuple[str, int | str]
 
@@ -131,4 +133,9 @@ def ingress_secrets(ing: Mapping[str, Any], *, ingress_nginx: bool = False) -> I
         basic = referenced_secret(annotations, str(own or ""))
         if basic:
             names[basic] = None
+        backend = annotations.get(PROXY_SSL_SECRET)
+        if isinstance(backend, str) and backend.count("/") == 1:   # `<namespace>/<name>`
+            ns, _, name = backend.replace(" ", "").partition("/")
+            if name and ns == own:
+                names[name] = None
     return IngressSecrets(tuple(names), uses_default)

@@ -8,7 +8,11 @@ Guarantees:
   `X-Original-URL`, `X-Original-Method`, `X-Sent-From`, `X-Real-IP`, `X-Forwarded-For`,
   `X-Auth-Request-Redirect`; with `auth-method` that method, `X-Original-URI` and `X-Scheme`) and the
   `auth-snippet`. The auth host is an http-level `upstream` per Ingress and host (`ing_<ns>_<name>_authreq_
-  <hash>`), resolved when NGINX loads it, so variables in the URL's path need no resolver.
+  <hash>`), resolved when NGINX loads it, so variables in the URL's path need no resolver. A loopback URL
+  (`$host`) is this NGINX: `127.0.0.1` on the server's own port (its first TLS port for https), with the
+  request's host as `Host` and TLS server name, and `X-Ingressctl-Auth-Loopback: 1`: a location protected by
+  a loopback auth URL answers such a request 508 (Loop Detected), so an auth URL that leads back to a
+  location it protects (its path served by that Ingress itself) fails closed at once instead of recursing.
 - The auth answer's `Set-Cookie` is added to 2xx/3xx answers (every answer with `auth-always-set-cookie`);
   `auth-response-headers` are set on the upstream request (`proxy_set_header`, `grpc_set_header` for gRPC);
   with `auth-signin` a 401 answers 302 to the sign-in URL (`error_page 401 = @<named location>`).
@@ -32,6 +36,8 @@ from ingressctl.kinds.ingress.ingress_nginx.auth_request import AuthRequest
 from ingressctl.kinds.ingress.policies import server_headers
 
 AUTH_PREFIX = "/_external-auth-"
+LOOPBACK_HEADER = "X-Ingressctl-Auth-Loopback"
+LOOPBACK_VARIABLE = LOOPBACK_HEADER.lower().replace("-", "_")
 WINS = ("annotation nginx.org/policies (externalAuth) wins over nginx.ingress.kubernetes.io/auth-url on "
         "location {path}; auth-url is ignored there")
 
@@ -40,14 +46,22 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
 
 
-def upstream_name(namespace: str, name: str, auth: AuthRequest) -> str:
+def _address(auth: AuthRequest, server: Server) -> str:
+    """`host:port` of the auth service: the URL's, or for a loopback URL this NGINX's port of `server`."""
     u = auth.url
-    return f"ing_{namespace}_{name}_authreq_{_digest(u.scheme, u.host, str(u.port))}"
+    if not u.loopback:
+        return f"{u.host}:{u.port}"
+    ports = server.ssl_ports if u.scheme == "https" else server.ports
+    return f"127.0.0.1:{ports[0] if ports else u.port}"
 
 
-def upstream_lines(upstream: str, auth: AuthRequest) -> str:
+def upstream_name(namespace: str, name: str, auth: AuthRequest, address: str) -> str:
+    return f"ing_{namespace}_{name}_authreq_{_digest(auth.url.scheme, *address.rsplit(':', 1))}"
+
+
+def upstream_lines(upstream: str, address: str) -> str:
     return "\n".join([f"upstream {token(upstream)} {{",
-                      f"    server {arg(f'{auth.url.host}:{auth.url.port}')};",
+                      f"    server {arg(address)};",
                       "}"])
 
 
@@ -62,7 +76,8 @@ def auth_location(auth: AuthRequest, upstream: str, path: str) -> PolicyLocation
         lines += [f"proxy_method {token(auth.method)};",
                   "proxy_set_header X-Original-URI $request_uri;",
                   "proxy_set_header X-Scheme $scheme;"]
-    lines += [f"proxy_set_header Host {quote(u.host)};",
+    host = "$host" if u.loopback else quote(u.host)
+    lines += [f"proxy_set_header Host {host};",
               "proxy_set_header X-Original-URL $scheme://$http_host$request_uri;",
               "proxy_set_header X-Original-Method $request_method;",
               'proxy_set_header X-Sent-From "nginx-ingress-controller";',
@@ -72,8 +87,10 @@ def auth_location(auth: AuthRequest, upstream: str, path: str) -> PolicyLocation
               f"{quote(auth.request_redirect) if auth.request_redirect else '$request_uri'};",
               "proxy_http_version 1.1;",
               "proxy_pass_request_headers on;"]
+    if u.loopback:
+        lines.append(f"proxy_set_header {LOOPBACK_HEADER} 1;")
     if u.scheme == "https":
-        lines += ["proxy_ssl_server_name on;", f"proxy_ssl_name {arg(u.host)};"]
+        lines += ["proxy_ssl_server_name on;", f"proxy_ssl_name {'$host' if u.loopback else arg(u.host)};"]
     lines += list(auth.snippet)
     lines.append(f"proxy_pass {quote_vars(f'{u.scheme}://{upstream}{u.path}')};")
     return PolicyLocation(f"= {arg(path)}", tuple(lines))
@@ -85,7 +102,8 @@ def signin_location(auth: AuthRequest, name: str) -> PolicyLocation:
 
 
 def _protect(loc: Location, auth: AuthRequest, path: str, signin: str, inherited: list[str]) -> Location:
-    lines = [f"auth_request {arg(path)};",
+    loop = [f"if ($http_{LOOPBACK_VARIABLE}) {{ return 508; }}"] if auth.url.loopback else []
+    lines = [*loop, f"auth_request {arg(path)};",
              "auth_request_set $auth_cookie $upstream_http_set_cookie;",
              f"add_header Set-Cookie $auth_cookie{' always' if auth.always_set_cookie else ''};"]
     set_header = "grpc_set_header" if loc.grpc else "proxy_set_header"
@@ -132,9 +150,10 @@ def apply_auth_requests(cfg: IngressNginxConfig, auths: Mapping[tuple[str, str],
                 continue
             key = _digest(server.name, loc.modifier, loc.path)
             path = AUTH_PREFIX + key
-            upstream = upstream_name(*owner, auth) if owner in auths else upstream_name(
-                master.namespace, master.name, auth)
-            http.append(upstream_lines(upstream, auth))
+            address = _address(auth, server)
+            upstream = upstream_name(*(owner if owner in auths else (master.namespace, master.name)), auth,
+                                     address)
+            http.append(upstream_lines(upstream, address))
             extra.append(auth_location(auth, upstream, path))
             signin = ""
             if auth.signin:

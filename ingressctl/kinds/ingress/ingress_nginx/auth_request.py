@@ -8,7 +8,12 @@ Guarantees:
   `url.Parse` with a scheme and a host without `..`), narrowed where the value is written into the
   configuration: no whitespace, only `http`/`https`, a port 1-65535, NGINX variables that NGINX knows, and
   none in `auth-url`'s host (resolving a host per request needs a `resolver`, which ingressctl does not
-  configure).
+  configure) except the request's own host (`$host`, `$http_host`, `$best_http_host`: ingress-nginx's docs'
+  `https://$host/oauth2/auth`), which names this NGINX: the subrequest goes to it over loopback
+  (`HttpURL.loopback`), as it went back through the load balancer under ingress-nginx.
+- The variables ingress-nginx's template defines and its users write in `auth-url` and `auth-signin`
+  (`INGRESS_NGINX_VARIABLES`) become their NGINX equivalents: `$escaped_request_uri` is `$request_uri` (not
+  escaped again, as `rd`), `$best_http_host` `$http_host`, `$pass_access_scheme` `$scheme`.
 - As ingress-nginx: without `auth-url` the other rows are ignored (with a warning); an invalid `auth-url`,
   `auth-method`, `auth-response-headers`, `auth-request-redirect` or `auth-always-set-cookie` rejects the
   Ingress (ingress-nginx denied its locations); an invalid `auth-signin` or `auth-signin-redirect-param` is
@@ -32,6 +37,11 @@ PREFIX = "nginx.ingress.kubernetes.io/"  # the table's (which imports this modul
 EXTRA = "auth-request"   # the key of the `AuthRequest` in `Translation.extras`
 DEFAULT_REDIRECT_PARAM = "rd"
 ORIGINAL_URL = "$scheme://$http_host$request_uri"
+LOOPBACK_HOSTS = ("$host", "$http_host", "$best_http_host")
+INGRESS_NGINX_VARIABLES = {"$escaped_request_uri": "$request_uri", "$best_http_host": "$http_host",
+                           "$pass_access_scheme": "$scheme"}
+_INGRESS_NGINX_VARIABLE = re.compile(r"\$(?:escaped_request_uri|best_http_host|pass_access_scheme)"
+                                     r"(?![A-Za-z0-9_])")
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE")
 
 # ingress-nginx's character classes (parser/validators.go), spaces removed first as its validators do.
@@ -46,10 +56,11 @@ _HOST = re.compile(r"[A-Za-z0-9\-._~]{1,253}")
 @dataclass(frozen=True)
 class HttpURL:
     scheme: str       # http or https
-    host: str         # the host name (or IPv4 address), no port
+    host: str         # the host name (or IPv4 address), no port; "$host" for loopback
     port: int
-    path: str         # path and query as written ("" for none)
+    path: str         # path and query, ingress-nginx's variables replaced ("" for none)
     url: str          # the value as written
+    loopback: bool = False  # the request's own host: this NGINX, on the server's own port
 
 
 @dataclass(frozen=True)
@@ -77,11 +88,13 @@ def _variables(value: str) -> None:
         raise ValueError(f"unknown NGINX variable(s): {', '.join(dict.fromkeys(bad))}")
 
 
-def http_url(value: str, *, host_ends: str = "/?", service: str = "auth service") -> HttpURL:
+def http_url(value: str, *, host_ends: str = "/?", service: str = "auth service",
+             loopback: bool = True) -> HttpURL:
     """An http(s) URL of ingress-nginx's characters (`URLWithNginxVariableRegex`, no whitespace) whose host,
-    up to the first character of `host_ends`, is a literal name or IPv4 address with an optional port 1-65535;
-    NGINX variables NGINX knows only after it. `service` names what the URL points at, in the messages. Shared
-    by `auth-url` and `mirror-target` (`mirror.py`, where a `$` also ends the host)."""
+    up to the first character of `host_ends`, is a literal name or IPv4 address with an optional port 1-65535
+    (or, with `loopback`, one of `LOOPBACK_HOSTS`); NGINX variables NGINX knows (ingress-nginx's replaced)
+    only after it. `service` names what the URL points at, in the messages. Shared by `auth-url` and
+    `mirror-target` (`mirror.py`: a `$` also ends the host, and no loopback)."""
     _no_space(value)
     if not _URL_WITH_VARIABLES.fullmatch(value):
         raise ValueError("must be a URL of letters, digits and -._~/:,?&=$ only")
@@ -93,10 +106,15 @@ def http_url(value: str, *, host_ends: str = "/?", service: str = "auth service"
     authority = re.split(f"[{re.escape(host_ends)}]", rest, maxsplit=1)[0]
     path = rest[len(authority):]
     no_resolver = ("NGINX variables in the host need a resolver, which ingressctl does not configure; "
-                   f"name the {service}'s host")
+                   f"name the {service}'s host" + (" (or use $host: this NGINX)" if loopback else ""))
     if not authority:
         raise ValueError(no_resolver if path.startswith("$") else "url host is empty")
     host, colon, port_text = authority.rpartition(":") if ":" in authority else (authority, "", "")
+    if loopback and host in LOOPBACK_HOSTS:
+        path = ingress_nginx_variables(path)
+        _variables(path)
+        return HttpURL(scheme=scheme.lower(), host="$host", port=443 if scheme.lower() == "https" else 80,
+                       path=path, url=value, loopback=True)
     if "$" in host:
         raise ValueError(no_resolver)
     if not _HOST.fullmatch(host) or ".." in host:
@@ -106,6 +124,7 @@ def http_url(value: str, *, host_ends: str = "/?", service: str = "auth service"
         if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
             raise ValueError("the port must be between 1 and 65535")
         port = int(port_text)
+    path = ingress_nginx_variables(path)
     _variables(path)
     return HttpURL(scheme=scheme.lower(), host=host, port=port, path=path, url=value)
 
@@ -113,6 +132,13 @@ def http_url(value: str, *, host_ends: str = "/?", service: str = "auth service"
 def auth_url(value: str) -> HttpURL:
     """`auth-url`: an http(s) URL of ingress-nginx's characters; NGINX variables in its path and query."""
     return http_url(value)
+
+
+def ingress_nginx_variables(value: str) -> str:
+    """`value` with the variables of ingress-nginx's template replaced (`INGRESS_NGINX_VARIABLES`)."""
+    if "$" not in value:
+        return value
+    return _INGRESS_NGINX_VARIABLE.sub(lambda m: INGRESS_NGINX_VARIABLES[m.group(0)], value)
 
 
 def method(value: str) -> str:
@@ -197,11 +223,12 @@ def combine(parsed: dict[str, Any], raw: dict[str, str], out: Any) -> None:
         else:
             param = parsed[param_key]
     if signin_key in parsed:
-        problem = signin_problem(parsed[signin_key])
+        value = ingress_nginx_variables(parsed[signin_key])
+        problem = signin_problem(value)
         if problem:
             out.mark(signin_key, Status.IGNORED, f"invalid value (ingress-nginx ignores it too): {problem}")
         else:
-            signin = signin_url(parsed[signin_key], param)
+            signin = signin_url(value, param)
     get: Callable[[str, Any], Any] = lambda name, default: parsed.get(_key(name), default)  # noqa: E731
     out.extras[EXTRA] = AuthRequest(
         url=url, method=get("auth-method", ""), signin=signin,

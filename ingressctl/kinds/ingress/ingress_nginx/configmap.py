@@ -106,6 +106,8 @@ INGRESS_NGINX_CONFIG_MAP_KEYS: tuple[Key, ...] = (
     _k("ssl-protocols", TRANSLATED, _SAME),
     _k("ssl-ciphers", TRANSLATED, _SAME),
     _k("ssl-prefer-server-ciphers", TRANSLATED, _SAME),
+    _k("proxy-ssl-location-only", IGNORED, "nothing",
+       "the `proxy-ssl-*` annotations apply to the Ingress's own locations, which either value gives them"),
     _k("ssl-dh-param", IGNORED, "nothing", "a Secret reference; use `ssl-dhparam-file` with the PEM"),
     _k("hide-headers", TRANSLATED, "`proxy-hide-headers`"),
     _k("server-name-hash-bucket-size", TRANSLATED, "`server-names-hash-bucket-size`"),

@@ -6,10 +6,12 @@ writes them: `limit-rate`, `limit-rate-after`, `use-port-in-redirects`, `relativ
 Guarantees:
 - The parsers accept what ingress-nginx's validators accept (`ValidateInt`, Go booleans, `URLIsValidRegex`,
   its cookie-domain regex, `RegexPathWithCapture`) and nothing NGINX could read as syntax: no whitespace but
-  the one separating the two words of a cookie rewrite, no quotes, `;`, braces or backslashes.
+  the one separating the two words of a cookie rewrite, no quotes, `;`, braces or backslashes; every `$` of
+  `x-forwarded-prefix` a capture group (`$1`...) or a variable NGINX knows, as in `rewrite-target`.
 - `lines_of(extras)` is the directives for one Ingress, in a fixed order; `apply_location_lines` appends them
   to the `policy_lines` of every location the Ingress owns (a minion's own, or a master's for the minions
-  without their own), after the auth lines, so re-rendering gives the same text.
+  without their own), after the auth lines, so re-rendering gives the same text. `satisfy` falls back on its
+  own: a minion without it gets the master's, also when it sets other annotations of this module.
 - A value equal to ingress-nginx's default writes nothing (`limit-rate: "0"`, `enable-access-log: "true"`).
 """
 
@@ -23,7 +25,7 @@ from typing import Any
 
 from ingressctl.configs.config import IngressNginxConfig
 from ingressctl.configs.quoting import quote, quote_vars
-from ingressctl.kinds.ingress.ingress_nginx import satisfy
+from ingressctl.kinds.ingress.ingress_nginx import satisfy, values
 
 EXTRA = "location_lines"
 PREFIX = "nginx.ingress.kubernetes.io/"
@@ -41,7 +43,6 @@ _URL_CHARS = r"-._~A-Za-z0-9/:,?&="   # ingress-nginx's URLIsValidRegex
 _DOMAIN_CHARS = r"-._~A-Za-z0-9/:"    # ... and its cookieDomainChars
 _COOKIE_PATH = re.compile(rf"off|[{_URL_CHARS}]{{1,1024}} [{_URL_CHARS}]{{1,1024}}")
 _COOKIE_DOMAIN = re.compile(rf"off|[{_DOMAIN_CHARS}]{{1,512}}\s+[{_DOMAIN_CHARS}]{{1,512}}")
-_PREFIX_VALUE = re.compile(r"/?[-._~A-Za-z0-9/:$]{0,2047}")  # RegexPathWithCapture
 
 
 def cookie_path(value: str) -> str:
@@ -60,17 +61,16 @@ def cookie_domain(value: str) -> str:
 
 
 def forwarded_prefix(value: str) -> str:
-    """`x-forwarded-prefix`: a path that may use `$1`... of the rewrite (ingress-nginx's
-    RegexPathWithCapture)."""
-    if not _PREFIX_VALUE.fullmatch(value):
-        raise ValueError("must be a path of letters, digits, -._~/: and $1... captures")
-    return value
+    """`x-forwarded-prefix`: a path that may use `$1`... of the rewrite and NGINX variables (ingress-nginx's
+    RegexPathWithCapture, checked as `rewrite-target`: a `$` NGINX cannot read would fail its reload)."""
+    return values.rewrite_target(value)
 
 
 @dataclass(frozen=True)
 class LocationLines:
     lines: tuple[str, ...] = ()          # in every location of the Ingress
     rewrite_lines: tuple[str, ...] = ()  # in those that rewrite the URI (`rewrite-target`)
+    satisfy: str = ""                    # "any", "all", or "" (a minion's: the master's)
 
 
 def combine(parsed: dict[str, Any], raw: dict[str, str], out: Any) -> None:
@@ -104,8 +104,7 @@ def lines_of(extras: Mapping[str, Any]) -> LocationLines | None:
     own: LocationLines | None = extras.get(EXTRA)
     value = extras.get(satisfy.EXTRA)
     if value in satisfy.OPTIONS:
-        own = own or LocationLines()
-        own = dataclasses.replace(own, lines=(*own.lines, f"satisfy {value};"))
+        own = dataclasses.replace(own or LocationLines(), satisfy=value)
     return own
 
 
@@ -124,7 +123,9 @@ def apply_location_lines(cfg: IngressNginxConfig, values: Mapping[tuple[str, str
                 master.namespace, master.name)
             own = values.get(owner, fallback)
             if own is not None:
-                lines = own.lines + (own.rewrite_lines if loc.rewrite_pattern else ())
+                value = own.satisfy or (fallback.satisfy if fallback is not None else "")
+                lines = (*own.lines, *((f"satisfy {value};",) if value else ()),
+                         *(own.rewrite_lines if loc.rewrite_pattern else ()))
                 if lines:
                     loc = dataclasses.replace(loc, policy_lines=(*loc.policy_lines, *lines))
             locations.append(loc)

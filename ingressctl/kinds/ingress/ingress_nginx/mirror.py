@@ -68,7 +68,7 @@ class Mirror:
 
 def target(value: str) -> HttpURL:
     """`mirror-target` (see the module docstring)."""
-    url = http_url(value, host_ends="/?$", service="mirror backend")
+    url = http_url(value, host_ends="/?$", service="mirror backend", loopback=False)
     if url.path and url.path[0] not in "/?" and not _PATH_VARIABLES.match(url.path):
         raise ValueError("after the host only '/', '?', $request_uri, $uri or $document_uri may follow "
                          "(another variable would become part of the host)")

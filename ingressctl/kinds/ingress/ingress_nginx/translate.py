@@ -43,6 +43,9 @@ from ingressctl.kinds.ingress.ingress_nginx.authtls import AuthTLSConfig
 from ingressctl.kinds.ingress.ingress_nginx.authtls import combine as combine_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.cors import CorsConfig
 from ingressctl.kinds.ingress.ingress_nginx.cors import combine as combine_cors
+from ingressctl.kinds.ingress.ingress_nginx.proxyssl import SERVER_NAME as PROXY_SSL_SERVER_NAME
+from ingressctl.kinds.ingress.ingress_nginx.proxyssl import ProxySSLConfig
+from ingressctl.kinds.ingress.ingress_nginx.proxyssl import combine as combine_proxy_ssl
 
 INGRESS_NGINX_REDIRECT_CODE = 308
 UNKNOWN_REASON = "not an ingress-nginx annotation ingressctl knows"
@@ -89,6 +92,7 @@ class Translation:
     extras: Mapping[str, Any] = field(default_factory=dict)
     cors: CorsConfig | None = None  # enable-cors
     auth_tls: AuthTLSConfig | None = None  # auth-tls-secret
+    proxy_ssl: ProxySSLConfig | None = None  # proxy-ssl-secret
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -111,6 +115,7 @@ class _Out:
     extras: dict[str, Any] = field(default_factory=dict)
     cors: CorsConfig | None = None
     auth_tls: AuthTLSConfig | None = None
+    proxy_ssl: ProxySSLConfig | None = None
 
     def set(self, name: str, value: Any, origin: str) -> None:
         self.overrides[name] = value
@@ -177,7 +182,7 @@ def _translate(present: tuple[tuple[str, str], ...], snippets_enabled: bool,
     return Translation(overrides=dict(out.overrides), origin=dict(out.origin),
                        backend_protocol=out.backend_protocol, problems=tuple(out.problems),
                        warnings=warnings, report=report, extras=dict(out.extras), cors=out.cors,
-                       auth_tls=out.auth_tls)
+                       auth_tls=out.auth_tls, proxy_ssl=out.proxy_ssl)
 
 
 def _implemented(row: Annotation) -> bool:
@@ -349,6 +354,9 @@ def _hash_subsets(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> Non
 def _cors(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
     out.cors = combine_cors(parsed, out.mark)
     out.auth_tls = combine_auth_tls(parsed, out.mark)
+    out.proxy_ssl = combine_proxy_ssl(parsed, out.mark)
+    if out.proxy_ssl is not None and out.proxy_ssl.server_name == "off":  # no SNI, as ingress-nginx writes
+        out.set("ssl_server_name", False, PROXY_SSL_SERVER_NAME)
 
 
 _COMBINERS: tuple[Combiner, ...] = (_backend_protocol, _ssl_redirects, _buffers, _proxy_redirect, _redirects,
