@@ -75,3 +75,14 @@ def test_a_minion_without_satisfy_gets_the_masters_also_with_lines_of_its_own() 
         ("limit_rate 1k;", "satisfy any;"),    # its own lines, the master's satisfy
         ("satisfy all;",),                     # its own satisfy (and so none of the master's lines)
     ]
+
+
+def test_the_prefix_header_of_a_grpc_location_is_a_grpc_header() -> None:
+    meta = IngressMeta("app", "ns")
+    cfg = IngressNginxConfig(upstreams=(), ingress=meta, servers=(Server("app.example.com", (
+        Location("/a", "~*", "up", "app", rewrite_pattern="^/a(.*)"),
+        Location("/g", "~*", "up", "app", rewrite_pattern="^/g(.*)", grpc=True))),))
+    lines = ll.LocationLines((), ('proxy_set_header X-Forwarded-Prefix "/a";',))
+    out = ll.apply_location_lines(cfg, {("ns", "app"): lines})
+    assert [loc.policy_lines for loc in out.servers[0].locations] == [
+        ('proxy_set_header X-Forwarded-Prefix "/a";',), ('grpc_set_header X-Forwarded-Prefix "/a";',)]

@@ -1,7 +1,7 @@
 """ingress-nginx's annotations that are one plain directive in each location of the Ingress, as its template
 writes them: `limit-rate`, `limit-rate-after`, `use-port-in-redirects`, `relative-redirects`,
 `proxy-cookie-path`, `proxy-cookie-domain`, `enable-access-log`, `enable-rewrite-log`, `x-forwarded-prefix`
-(in the locations that rewrite only) and `satisfy` (parsed in `satisfy.py`).
+(in the locations that rewrite only; `grpc_set_header` in gRPC ones) and `satisfy` (parsed in `satisfy.py`).
 
 Guarantees:
 - The parsers accept what ingress-nginx's validators accept (`ValidateInt`, Go booleans, `URLIsValidRegex`,
@@ -124,8 +124,11 @@ def apply_location_lines(cfg: IngressNginxConfig, values: Mapping[tuple[str, str
             own = values.get(owner, fallback)
             if own is not None:
                 value = own.satisfy or (fallback.satisfy if fallback is not None else "")
-                lines = (*own.lines, *((f"satisfy {value};",) if value else ()),
-                         *(own.rewrite_lines if loc.rewrite_pattern else ()))
+                rewrite = own.rewrite_lines if loc.rewrite_pattern else ()
+                if loc.grpc:  # grpc_pass reads grpc_set_header, not proxy_set_header
+                    rewrite = tuple("grpc_set_header " + line.removeprefix("proxy_set_header ")
+                                    for line in rewrite)
+                lines = (*own.lines, *((f"satisfy {value};",) if value else ()), *rewrite)
                 if lines:
                     loc = dataclasses.replace(loc, policy_lines=(*loc.policy_lines, *lines))
             locations.append(loc)
