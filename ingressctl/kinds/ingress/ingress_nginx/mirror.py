@@ -7,7 +7,9 @@ Guarantees:
   Host): its host is a literal name or IPv4 address (no variables: ingressctl configures no `resolver`), its
   port 1-65535, and what follows the host is empty, starts with `/` or `?`, or starts with `$request_uri`,
   `$uri` or `$document_uri` (whose values start with `/`, so no variable can extend the host when NGINX
-  parses the URL at run time); only NGINX variables NGINX knows; no whitespace, quotes, `;`, braces or `\\`.
+  parses the URL at run time); only NGINX variables NGINX knows (ingress-nginx's template variables become
+  NGINX's, as in `auth-url`); no whitespace, quotes, `;`, braces or `\\`; the request's own host (`auth-url`'s
+  loopback) is refused as any variable there.
 - `mirror-host` (High risk) is a host name or IPv4 address (RFC 1123 labels), optionally with `:<port>`.
 - An invalid `mirror-target` or `mirror-host` rejects the Ingress (ingress-nginx logged it and went on
   without it): nothing of it reaches NGINX. `mirror-request-body` is `on` (the default) or `off`; any other
