@@ -30,6 +30,7 @@ from ingressctl.configs.config import EXACT, IngressNginxConfig, Upstream
 from ingressctl.configs.config import PREFIX as PREFIX_PATH
 from ingressctl.configs.directive_values import StickyCookie, is_cookie_name, is_sticky_param
 from ingressctl.kinds.ingress.annotation_table import Status
+from ingressctl.kinds.ingress.ingress_nginx.owners import owned
 from ingressctl.nginx.capabilities import Capabilities
 from ingressctl.validation import parse_go_bool
 
@@ -199,12 +200,9 @@ def apply_affinity(cfg: IngressNginxConfig, values: Mapping[tuple[str, str], Aff
     chosen: dict[str, tuple[Affinity, set[tuple[str, str]]]] = {}
     for server in cfg.servers:
         for loc in server.locations:
-            owner = (loc.minion.namespace, loc.minion.name) if loc.minion is not None else (
-                master.namespace, master.name)
-            own = values.get(owner, fallback)
-            if own is None or not loc.upstream:
-                continue
-            chosen.setdefault(loc.upstream, (own, set()))[1].add((loc.modifier, loc.path))
+            found = owned(values, loc, master)
+            if found is not None and loc.upstream:
+                chosen.setdefault(loc.upstream, (found[1], set()))[1].add((loc.modifier, loc.path))
     if not mergeable and fallback is not None:  # its canaries' upstreams too
         for u in cfg.upstreams:
             chosen.setdefault(u.name, (fallback, set()))

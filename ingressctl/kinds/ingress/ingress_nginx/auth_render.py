@@ -30,9 +30,10 @@ import dataclasses
 import hashlib
 from collections.abc import Mapping
 
-from ingressctl.configs.config import IngressMeta, IngressNginxConfig, Location, PolicyLocation, Server
+from ingressctl.configs.config import IngressNginxConfig, Location, PolicyLocation, Server
 from ingressctl.configs.quoting import arg, quote, quote_vars, token
 from ingressctl.kinds.ingress.ingress_nginx.auth_request import AuthRequest
+from ingressctl.kinds.ingress.ingress_nginx.owners import owned
 from ingressctl.kinds.ingress.policies import server_headers
 
 AUTH_PREFIX = "/_external-auth-"
@@ -42,7 +43,8 @@ WINS = ("annotation nginx.org/policies (externalAuth) wins over nginx.ingress.ku
         "location {path}; auth-url is ignored there")
 
 
-def _digest(*parts: str) -> str:
+def digest(*parts: str) -> str:
+    """A short stable name part of `parts` (locations and upstreams named after an Ingress's settings)."""
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
 
 
@@ -56,10 +58,11 @@ def _address(auth: AuthRequest, server: Server) -> str:
 
 
 def upstream_name(namespace: str, name: str, auth: AuthRequest, address: str) -> str:
-    return f"ing_{namespace}_{name}_authreq_{_digest(auth.url.scheme, *address.rsplit(':', 1))}"
+    return f"ing_{namespace}_{name}_authreq_{digest(auth.url.scheme, *address.rsplit(':', 1))}"
 
 
 def upstream_lines(upstream: str, address: str) -> str:
+    """An http-level upstream of one server (`host:port`), resolved when NGINX loads the configuration."""
     return "\n".join([f"upstream {token(upstream)} {{",
                       f"    server {arg(address)};",
                       "}"])
@@ -118,11 +121,6 @@ def _protect(loc: Location, auth: AuthRequest, path: str, signin: str, inherited
     return dataclasses.replace(loc, policy_lines=(*loc.policy_lines, *lines))
 
 
-def _owner(loc: Location, master: IngressMeta) -> tuple[str, str]:
-    m = loc.minion
-    return (m.namespace, m.name) if m is not None else (master.namespace, master.name)
-
-
 def apply_auth_requests(cfg: IngressNginxConfig, auths: Mapping[tuple[str, str], AuthRequest]
                         ) -> tuple[IngressNginxConfig, list[str]]:
     """(the model with the auth subrequests, warnings). `auths`: (namespace, name) of the Ingress (a regular
@@ -130,7 +128,6 @@ def apply_auth_requests(cfg: IngressNginxConfig, auths: Mapping[tuple[str, str],
     if not auths:
         return cfg, []
     master = cfg.ingress
-    fallback = auths.get((master.namespace, master.name))
     warnings: list[str] = []
     http: list[str] = []
     servers: list[Server] = []
@@ -139,20 +136,19 @@ def apply_auth_requests(cfg: IngressNginxConfig, auths: Mapping[tuple[str, str],
         extra: list[PolicyLocation] = []
         inherited = server_headers(server)
         for loc in server.locations:
-            owner = _owner(loc, master)
-            auth = auths.get(owner, fallback)
-            if auth is None:
+            hit = owned(auths, loc, master)
+            if hit is None:
                 locations.append(loc)
                 continue
+            owner, auth = hit
             if any(line.startswith("auth_request ") for line in (*loc.policy_lines, *server.policy_lines)):
                 warnings.append(WINS.format(path=loc.path))
                 locations.append(loc)
                 continue
-            key = _digest(server.name, loc.modifier, loc.path)
+            key = digest(server.name, loc.modifier, loc.path)
             path = AUTH_PREFIX + key
             address = _address(auth, server)
-            upstream = upstream_name(*(owner if owner in auths else (master.namespace, master.name)), auth,
-                                     address)
+            upstream = upstream_name(*owner, auth, address)
             http.append(upstream_lines(upstream, address))
             extra.append(auth_location(auth, upstream, path))
             signin = ""

@@ -11,9 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ingressctl.kinds.ingress.ingress_nginx.authtls import AUTH_TLS_SECRET, AuthTLSConfig
-from ingressctl.kinds.ingress.ingress_nginx.translate import translate
+from ingressctl.kinds.ingress.ingress_nginx.synthetic_policies import annotation_settings, cross_namespace
 from ingressctl.kinds.policy.refs import with_crl
-from ingressctl.policies import policy_type_of
 from ingressctl.policies.base import PolicySecret, ResolvedPolicy
 from ingressctl.secret_types import SECRET_TYPE_CA, SecretReference
 
@@ -33,29 +32,14 @@ def with_auth_tls(ing: Mapping[str, Any], policies: tuple[ResolvedPolicy, ...] |
                   get_secret: Callable[[str], Mapping[str, Any] | None],
                   ) -> tuple[tuple[ResolvedPolicy, ...] | None, list[str]]:
     """The Ingress's Policies with the ingressMTLS of its `auth-tls-*` annotations, and warnings."""
-
-    meta = ing.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
-    annotations = meta.get("annotations")
-    annotations = annotations if isinstance(annotations, dict) else {}
-    if AUTH_TLS_SECRET not in annotations:
-        return policies, []
-    tr = translate(annotations)
-    c = tr.auth_tls
-    if c is None or tr.problems:   # invalid: the Ingress is rejected anyway
-        return policies, []
-    own = next((r.key for r in policies or () if r.policy is not None and not r.error
-                and policy_type_of(r.policy) == "ingressMTLS"), "")
-    if own:
-        return policies, [f"annotation nginx.org/policies (IngressMTLS Policy {own}) wins over "
-                          f"{AUTH_TLS_SECRET}; {AUTH_TLS_SECRET} is ignored"]
-    namespace = str(meta.get("namespace") or "")
+    namespace, c, warnings = annotation_settings(ing, policies, AUTH_TLS_SECRET, "ingressMTLS",
+                                                 lambda tr: tr.auth_tls)
+    if c is None:
+        return policies, warnings
     key = f"{c.namespace or namespace}/{c.name}"
-    warnings = []
     if (c.namespace or namespace) != namespace:
-        secret = PolicySecret(key, error="cross namespace secrets are not supported")
-        warnings.append(f"annotation {AUTH_TLS_SECRET}: the Secret {key} is not in the Ingress's namespace "
-                        "(cross namespace secrets are not supported, as ingress-nginx's default)")
+        secret, warning = cross_namespace(AUTH_TLS_SECRET, key)
+        warnings.append(warning)
     else:
         ref = get_secret_reference(key)
         secret = PolicySecret(key, secret_type=ref.secret_type, path=ref.path, error=ref.error)

@@ -26,6 +26,7 @@ from typing import Any
 from ingressctl.configs.config import IngressNginxConfig
 from ingressctl.configs.quoting import quote, quote_vars
 from ingressctl.kinds.ingress.ingress_nginx import satisfy, values
+from ingressctl.kinds.ingress.ingress_nginx.owners import owned
 
 EXTRA = "location_lines"
 PREFIX = "nginx.ingress.kubernetes.io/"
@@ -119,10 +120,9 @@ def apply_location_lines(cfg: IngressNginxConfig, values: Mapping[tuple[str, str
     for server in cfg.servers:
         locations = []
         for loc in server.locations:
-            owner = (loc.minion.namespace, loc.minion.name) if loc.minion is not None else (
-                master.namespace, master.name)
-            own = values.get(owner, fallback)
-            if own is not None:
+            hit = owned(values, loc, master)
+            if hit is not None:
+                own = hit[1]
                 value = own.satisfy or (fallback.satisfy if fallback is not None else "")
                 rewrite = own.rewrite_lines if loc.rewrite_pattern else ()
                 if loc.grpc:  # grpc_pass reads grpc_set_header, not proxy_set_header

@@ -35,16 +35,17 @@ Guarantees:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ingressctl.configs.config import IngressNginxConfig, Location, PolicyLocation, Server
-from ingressctl.configs.quoting import arg, quote, quote_vars, token
+from ingressctl.configs.quoting import arg, quote, quote_vars
 from ingressctl.kinds.ingress.annotation_table import Status
+from ingressctl.kinds.ingress.ingress_nginx.auth_render import digest, upstream_lines
 from ingressctl.kinds.ingress.ingress_nginx.auth_request import HttpURL, http_url
+from ingressctl.kinds.ingress.ingress_nginx.owners import owned
 
 PREFIX = "nginx.ingress.kubernetes.io/"  # the table's (which imports this module)
 EXTRA = "mirror"  # the key of the `Mirror` in `Translation.extras`
@@ -107,24 +108,14 @@ def combine(parsed: dict[str, Any], raw: dict[str, str], out: Any) -> None:
 
 # --------------------------------------------------------------------------------------------------- render
 
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
-
-
 def source(namespace: str, name: str) -> str:
     """The internal location of an Ingress's copies (ingress-nginx: `/_mirror-<uid>`)."""
-    return SOURCE_PREFIX + _digest(namespace, name)
+    return SOURCE_PREFIX + digest(namespace, name)
 
 
 def upstream_name(namespace: str, name: str, m: Mirror) -> str:
     u = m.target
-    return f"ing_{namespace}_{name}_mirror_{_digest(u.scheme, u.host, str(u.port))}"
-
-
-def upstream_lines(upstream: str, m: Mirror) -> str:
-    return "\n".join([f"upstream {token(upstream)} {{",
-                      f"    server {arg(f'{m.target.host}:{m.target.port}')};",
-                      "}"])
+    return f"ing_{namespace}_{name}_mirror_{digest(u.scheme, u.host, str(u.port))}"
 
 
 def mirror_location(m: Mirror, upstream: str, path: str) -> PolicyLocation:
@@ -151,24 +142,21 @@ def apply_mirrors(cfg: IngressNginxConfig, mirrors: Mapping[tuple[str, str], Mir
     minions) -> its `Mirror`; a master's covers the minions without one."""
     if not mirrors:
         return cfg
-    master = (cfg.ingress.namespace, cfg.ingress.name)
     http: list[str] = []
     servers: list[Server] = []
     for server in cfg.servers:
         locations: list[Location] = []
         extra: dict[str, PolicyLocation] = {}
         for loc in server.locations:
-            owner = (loc.minion.namespace, loc.minion.name) if loc.minion is not None else master
-            if owner not in mirrors:
-                owner = master
-            m = mirrors.get(owner)
-            if m is None:
+            hit = owned(mirrors, loc, cfg.ingress)
+            if hit is None:
                 locations.append(loc)
                 continue
+            owner, m = hit
             path = source(*owner)
             if path not in extra:
                 upstream = upstream_name(*owner, m)
-                http.append(upstream_lines(upstream, m))
+                http.append(upstream_lines(upstream, f"{m.target.host}:{m.target.port}"))
                 extra[path] = mirror_location(m, upstream, path)
             locations.append(_copy(loc, path, m))
         servers.append(dataclasses.replace(server, locations=tuple(locations),

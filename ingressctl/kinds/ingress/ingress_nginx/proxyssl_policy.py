@@ -25,8 +25,7 @@ from ingressctl.kinds.ingress.ingress_nginx.proxyssl import (
     ProxySSLConfig,
     egress_spec,
 )
-from ingressctl.kinds.ingress.ingress_nginx.translate import translate
-from ingressctl.policies import policy_type_of
+from ingressctl.kinds.ingress.ingress_nginx.synthetic_policies import annotation_settings, cross_namespace
 from ingressctl.policies.base import PolicySecret, ResolvedPolicy
 from ingressctl.secret_types import SECRET_TYPE_CA, SECRET_TYPE_TLS, SecretReference
 
@@ -72,27 +71,13 @@ def with_proxy_ssl(ing: Mapping[str, Any], policies: tuple[ResolvedPolicy, ...] 
                    get_secret_reference: Lookup, get_ca_reference: Lookup,
                    ) -> tuple[tuple[ResolvedPolicy, ...] | None, list[str]]:
     """The Ingress's Policies with the egressMTLS of its `proxy-ssl-*` annotations, and warnings."""
-    meta = ing.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
-    annotations = meta.get("annotations")
-    annotations = annotations if isinstance(annotations, dict) else {}
-    if PROXY_SSL_SECRET not in annotations:
-        return policies, []
-    tr = translate(annotations)
-    c = tr.proxy_ssl
-    if c is None or tr.problems:   # invalid: the Ingress is rejected anyway
-        return policies, []
-    own = next((r.key for r in policies or () if r.policy is not None and not r.error
-                and policy_type_of(r.policy) == "egressMTLS"), "")
-    if own:
-        return policies, [f"annotation nginx.org/policies (EgressMTLS Policy {own}) wins over "
-                          f"{PROXY_SSL_SECRET}; {PROXY_SSL_SECRET} is ignored"]
-    namespace = str(meta.get("namespace") or "")
+    namespace, c, warnings = annotation_settings(ing, policies, PROXY_SSL_SECRET, "egressMTLS",
+                                                 lambda tr: tr.proxy_ssl)
+    if c is None:
+        return policies, warnings
     key = f"{c.namespace}/{c.name}"
     if c.namespace != namespace:
-        tls = PolicySecret(key, error="cross namespace secrets are not supported")
-        return (*(policies or ()), synthetic_policy(namespace, c, tls, None)), [
-            f"annotation {PROXY_SSL_SECRET}: the Secret {key} is not in the Ingress's namespace (cross "
-            "namespace secrets are not supported, as ingress-nginx's default)"]
+        tls, warning = cross_namespace(PROXY_SSL_SECRET, key)
+        return (*(policies or ()), synthetic_policy(namespace, c, tls, None)), [warning]
     tls, trusted, warnings = _secrets(key, c, get_secret_reference, get_ca_reference)
     return (*(policies or ()), synthetic_policy(namespace, c, tls, trusted)), warnings
