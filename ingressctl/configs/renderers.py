@@ -32,8 +32,8 @@ from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.keys import INGRESS_KIND, ResourceKey
 from ingressctl.kinds.ingress.catch_all import catch_all_upstream
 from ingressctl.kinds.ingress.config import (
-    generate_nginx_config,
     generate_nginx_config_for_mergeable,
+    generate_regular_config,
 )
 from ingressctl.kinds.ingress.ingress_ex import INGRESS_TYPES, IngressEx, MergeableIngresses
 
@@ -108,11 +108,12 @@ class IngressRenderer:
                 warnings.extend(f"minion {minion_key}: {w}" for w in ws)
             cfg = result.config
             child = {k: list(v) for k, v in result.minion_warnings.items()}
-        elif isinstance(resource, IngressEx):
-            cfg, warnings = generate_nginx_config(resource, ctx.static, ctx.config, replicas=ctx.replicas,
-                                                  to_catch_all=bool(ctx.catch_all),
-                                                  proxy_defaults=ctx.proxy_defaults)
-            child = {}
+        elif isinstance(resource, IngressEx):  # (with the members of its shared hosts: their own warnings)
+            result = generate_regular_config(resource, ctx.static, ctx.config, replicas=ctx.replicas,
+                                             to_catch_all=bool(ctx.catch_all),
+                                             proxy_defaults=ctx.proxy_defaults)
+            cfg, warnings = result.config, result.warnings
+            child = {k: list(v) for k, v in result.minion_warnings.items()}
         else:
             raise TypeError(f"not an Ingress resource: {type(resource).__name__}")
         routed: list[Server] = []

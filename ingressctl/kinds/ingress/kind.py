@@ -8,7 +8,9 @@ Guarantees:
 - `prepare` does the building half of `apply` ahead (start-up, so that the renders can run in parallel);
   the next `apply` of that very object takes what it built, so each Ingress is built, and its events raised,
   once.
-- Only the backends of hosts the Ingress owns are resolved (a minion: only the paths it won).
+- Only the backends of hosts the Ingress owns are resolved (a minion: only the paths it won; a member of an
+  ingress-nginx shared host: its paths of the hosts it shares with the owner, built here as the owner's
+  `members`, their warnings and events their own).
 - `nginx.org/use-cluster-ip: "true"` makes a backend's single endpoint the Service's cluster IP (with
   `--ingress-nginx-compat`, so does `nginx.ingress.kubernetes.io/service-upstream: "true"` when
   `nginx.org/use-cluster-ip` is absent).
@@ -166,7 +168,10 @@ class IngressBuilder:
         warnings = list(self._configurator.add_or_update_ingress(built.renderable))
         if self._ingress_nginx_compat:
             warnings += self.passthrough.apply(built.renderable)
-        return Applied(resource, built.warnings + warnings, child_warnings=built.child_warnings)
+        child = {k: list(v) for k, v in built.child_warnings.items()}
+        for member_key, ws in self._configurator.minion_warnings(built.renderable.key).items():
+            child.setdefault(member_key, []).extend(ws)  # (the members of its shared hosts)
+        return Applied(resource, built.warnings + warnings, child_warnings=child)
 
     def _build(self, resource: Resource) -> _Built:
         if not isinstance(resource, IngressConfiguration):
@@ -187,6 +192,14 @@ class IngressBuilder:
                 canaries.append(cex)
                 child[c.key] = canary_warnings(ex.ingress, c.ingress, ccfg.valid_hosts) + cw
             ex = dataclasses.replace(ex, canaries=tuple(canaries))
+        if resource.members:  # ingress-nginx's shared hosts: their paths of the hosts, oldest first
+            members = []
+            for m in resource.members:
+                mex, mw = self.create_ingress_ex(IngressConfiguration(
+                    ingress=m.ingress, key=m.key, valid_hosts=dict.fromkeys(m.hosts, True)))
+                members.append(dataclasses.replace(mex, is_member=True))
+                child.setdefault(m.key, []).extend(mw)
+            ex = dataclasses.replace(ex, members=tuple(members))
         return _Built(ex.key_with_kind, ex, list(resource.warnings) + ex_warnings, child)
 
     def _build_mergeable(self, cfg: IngressConfiguration) -> _Built:
