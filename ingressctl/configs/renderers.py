@@ -36,6 +36,7 @@ from ingressctl.kinds.ingress.config import (
     generate_regular_config,
 )
 from ingressctl.kinds.ingress.ingress_ex import INGRESS_TYPES, IngressEx, MergeableIngresses
+from ingressctl.kinds.ingress.model import claimed_hosts
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,8 @@ class IngressRenderer:
         return catch_all_upstream(resource) if isinstance(resource, IngressEx) else ""
 
     def counts(self, resources: Iterable[object]) -> dict[str, int]:
-        """regular, master and minion Ingresses."""
+        """regular, master and minion Ingresses; the members of a shared host count as regular ones here when
+        they share every host they name (else their own resource counts them)."""
         out = dict.fromkeys(INGRESS_TYPES, 0)
         for r in resources:
             if isinstance(r, MergeableIngresses):
@@ -140,5 +142,8 @@ class IngressRenderer:
                 out["minion"] += len(r.minions)
             else:
                 out["regular"] += 1
+                if isinstance(r, IngressEx) and r.members:
+                    out["regular"] += sum(1 for m in r.members if m.valid_hosts.keys() >= set(
+                        claimed_hosts(m.ingress.get("spec") or {})))
         return out
 

@@ -275,6 +275,10 @@ class Configuration:
     def host_owner(self, host: str) -> ResourceKey | None:
         return self._hosts.get(host)
 
+    def shares_hosts(self, ing: Mapping[str, Any]) -> bool:
+        """Whether the Ingress shares its hosts with the other sharing Ingresses (`Claims.shares_hosts`)."""
+        return self._kinds[INGRESS_KIND].claims(ing).shares_hosts
+
     def listener_owner(self, listener: str) -> ResourceKey | None:
         return self._hosts.get(listener_claim(listener))
 

@@ -103,6 +103,9 @@ def test_ingresses_of_one_host_share_its_server(env: Env, kubectl: Kubectl, tmp_
     assert shop("/catalog").body == "web GET shop.example.com/catalog\n"
     assert shop("/api/x", tls=True).body == "api GET shop.example.com/x\n"
     assert shop("/", tls=True).body == "web GET shop.example.com/\n"
+    # the member's endpoints change: the owner's server follows
+    env.endpoints("api", [special(env, "api-2")])
+    wait_until(lambda: shop("/api/x").body == "api-2 GET shop.example.com/x\n", "the new endpoint serves")
     # the server's redirect is the oldest Ingress's (ssl-redirect "false"); the newer one's is named
     assert shop("/api/x").status == 200
     env.wait_event("shop-api", "AddedOrUpdatedWithWarning", "nginx.ingress.kubernetes.io/ssl-redirect set "
@@ -125,7 +128,7 @@ def test_ingresses_of_one_host_share_its_server(env: Env, kubectl: Kubectl, tmp_
     # server's redirect is the API Ingress's (ssl-redirect "true": 308, as ingress-nginx).
     env.delete("ingresses", "shop-web")
     wait_until(lambda: shop("/", tls=True).body == "legacy GET shop.example.com/\n", "the next one serves /")
-    assert shop("/api/items", tls=True).body == "api GET shop.example.com/items\n"
+    assert shop("/api/items", tls=True).body == "api-2 GET shop.example.com/items\n"
     r = shop("/api/items")
     assert (r.status, r.headers.get("location")) == (308, f"https://shop.example.com:{https}/api/items")
 

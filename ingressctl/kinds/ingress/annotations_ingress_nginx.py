@@ -468,7 +468,7 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          "whole URI is replaced); turns the host's regex mode on, as `use-regex`",
          parse=v.rewrite_target, sets="rewrite_target",
          reason="the host's regex mode covers the Ingresses ingressctl serves together for that host (the "
-                "Ingress, or a master's minions), not every Ingress naming the host; "
+                "ingress-nginx Ingresses naming it, or a master and its minions); "
                 "`nginx.org/rewrite-target` and `nginx.org/rewrites` win over it"),
     _row("use-regex", ROUTING, SERVED, BOOL,
          "every path of the host as `location ~* \"^<path>\"` (case-insensitive, anchored at the start only, "
