@@ -318,17 +318,13 @@ class Configuration:
             return None
         return owner
 
-    def _sharing_owners(self, e: Entry) -> list[ResourceKey]:
-        """The owners serving `e`'s paths of a host `e` shares with them (`Claims.shares_hosts`)."""
+    def _shared_hosts(self, e: Entry) -> dict[str, ResourceKey]:
+        """The hosts of `e` whose sharing owner serves `e`'s paths in its server, with that owner
+        (`Claims.shares_hosts`)."""
         if not e.shares_hosts:
-            return []
-        owners: list[ResourceKey] = []
-        for h in e.hosts:
-            owner = self._hosts.get(h)
-            if owner is not None and owner != e.key and owner not in owners and h != CATCH_ALL_HOST \
-                    and self._entries[owner].shares_hosts:
-                owners.append(owner)
-        return owners
+            return {}
+        return {h: o for h in e.hosts if (o := self._hosts.get(h)) is not None and o != e.key
+                and h != CATCH_ALL_HOST and self._entries[o].shares_hosts}
 
     def _members(self, e: Entry, valid_hosts: Mapping[str, bool]) -> list[Entry]:
         """The sharing resources whose paths `e`'s server serves for the hosts `e` owns, oldest first."""
@@ -351,7 +347,7 @@ class Configuration:
                 res = self._resources.get(parent) if parent is not None else None
             if res is not None:
                 found[res.key_with_kind] = res
-            for owner in self._sharing_owners(e) if e is not None else ():
+            for owner in self._shared_hosts(e).values() if e is not None else ():
                 if (res := self._resources.get(owner)) is not None:
                     found[owner] = res
         return [found[k] for k in sorted(found)]
@@ -481,13 +477,6 @@ class Configuration:
         if e.shares_hosts:
             children = [*children, *self._members(e, valid_hosts)]
         return self._kinds[key.kind].build(e, valid_hosts, warnings, children)
-
-    def _shared_hosts(self, e: Entry) -> set[str]:
-        """The hosts of `e` that a sharing owner's server serves for it."""
-        if not e.shares_hosts:
-            return set()
-        return {h for h in e.hosts if (o := self._hosts.get(h)) is not None and o != e.key
-                and h != CATCH_ALL_HOST and self._entries[o].shares_hosts}
 
     def _lost_all_hosts(self, key: ResourceKey, old: Resource) -> Resource:
         """The resource a Delete reports: for a resource still stored that lost every host, its current state

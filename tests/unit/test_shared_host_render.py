@@ -13,6 +13,7 @@ from ingressctl.configs.renderers import IngressRenderer
 from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.kinds.ingress.config import generate_regular_config
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, backend_key
+from ingressctl.kinds.ingress.ingress_nginx.canary import canary_warnings
 from ingressctl.secret_types import SecretReference
 from tests.unit.test_ingress_nginx_annotations import STATIC
 
@@ -118,3 +119,20 @@ def test_a_member_naming_other_hosts_adds_only_the_shared_ones() -> None:
     assert counts["regular"] == 1  # the member's own resource (api.example.com) counts it
     alone = ex(ing("api", "/api"), member=True)
     assert IngressRenderer().counts([dataclasses.replace(owner, members=(alone,))])["regular"] == 2
+
+
+def test_a_canary_splits_a_members_path_too() -> None:
+    owner = ex(ing("web", "/"))
+    member = ex(ing("api", "/api"), member=True)
+    canary_obj = ing("api-next", "/api", annotations={N + "canary": "true", N + "canary-by-header": "X-Next"})
+    primary = dataclasses.replace(owner, members=(member,), canaries=(ex(canary_obj),))
+    r = generate_regular_config(primary, STATIC, ConfigParams())
+    (server,) = r.config.servers
+    chosen = {loc.path: (loc.upstream, loc.upstream_var) for loc in server.locations}
+    assert chosen["/"] == ("demo-web-shop.example.com-web-80", "")
+    assert chosen["/api/"][0] == "demo-api-shop.example.com-api-80" and chosen["/api/"][1].startswith("$")
+    assert any(u.name.startswith("demo-api-next-") for u in r.config.upstreams)
+    assert canary_warnings(owner.ingress, canary_obj, {HOST: True}, [member.ingress]) == []
+    assert canary_warnings(owner.ingress, canary_obj, {HOST: True}) == [
+        "canary path /api (Prefix) of host shop.example.com has no path with the same pathType in the "
+        "primary Ingress; ignored"]

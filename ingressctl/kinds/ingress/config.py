@@ -43,6 +43,8 @@ Guarantees:
   upstreams (`<minion-ns>-<minion-name>-<host>-<svc>-<port>`), annotations (NIC's inheritance and deny lists),
   basic auth and rate limit; `keepalive` comes from the master only. A minion with an invalid annotation is
   left out with a warning; the others are served.
+- ingress-nginx's shared hosts: a regular Ingress's servers also serve the paths of its `members` for the
+  hosts they share (`server_merge.py`), whose warnings are apart (`generate_regular_config`).
 """
 
 from __future__ import annotations
@@ -112,7 +114,7 @@ from ingressctl.kinds.ingress.locations import (
     upstream_name,
 )
 from ingressctl.kinds.ingress.policies import apply_ingress_policies
-from ingressctl.kinds.ingress.server_merge import ServerMerge
+from ingressctl.kinds.ingress.server_merge import MergeableResult, ServerMerge
 from ingressctl.kinds.ingress.settings import (
     IngressSettings,
     ingress_settings,
@@ -556,20 +558,18 @@ def generate_regular_config(ing_ex: IngressEx, static: StaticConfigParams, confi
         used.update(s.custom_error_backend for s in servers if s.custom_error_backend)
     if ing_ex.canaries:
         used |= canaries.used
-    zones = {**b.limit_req_zones, **merge.zones} if used else {}
     cfg = IngressNginxConfig(
         upstreams=tuple(upstreams[n] for n in sorted(used)),
         servers=tuple(servers),
         ingress=IngressMeta(name=b.name, namespace=b.namespace, annotations=annotations),
         keepalive=str(b.params.keepalive) if b.params.keepalive > 0 else "",
-        limit_req_zones=_sorted_values(zones),
+        limit_req_zones=() if not used else _sorted_values({**b.limit_req_zones, **merge.zones}),
         limit_conn_zones=() if not used else _sorted_values({**b.limit_conn_zones, **merge.conn_zones}),
         limit_key_maps=() if not used else _sorted_values({**b.limit_key_maps, **merge.key_maps}),
         value_maps=value_maps, canary_splits=canary_splits,
     )
     cfg, policy_warnings, by_member = apply_ingress_policies(cfg, ing_ex, static, ing_ex.members)
-    extras = {(b.namespace, b.name): b.ingress_nginx_extras, **merge.extras} if merge.extras else \
-        {(b.namespace, b.name): b.ingress_nginx_extras}
+    extras = {(b.namespace, b.name): b.ingress_nginx_extras, **merge.extras}
     if any(extras.values()):
         cfg, extra_warnings = apply_extras(cfg, extras)
         policy_warnings += extra_warnings
@@ -579,15 +579,6 @@ def generate_regular_config(ing_ex: IngressEx, static: StaticConfigParams, confi
         merge.warnings_of(key).extend(ws)
     return MergeableResult(cfg, warnings + policy_warnings + cors_warnings,
                            {k: v for k, v in merge.warnings.items() if v})
-
-
-@dataclass
-class MergeableResult:
-    """The config of a master and its minions, with warnings for the master and for each minion."""
-
-    config: IngressNginxConfig
-    warnings: list[str]
-    minion_warnings: dict[str, list[str]]  # minion key -> warnings
 
 
 def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: StaticConfigParams,

@@ -100,6 +100,7 @@ class IngressConfigurator(Protocol):
     def minion_warnings(self, master_key: str) -> dict[str, list[str]]: ...
 
 
+_MEMBER = " (member)"  # the no-endpoints bookkeeping of an Ingress's paths on other Ingresses' servers
 Warn = Callable[[dict[str, Any], str, str], None]
 """A Warning event on an Ingress: (object, reason, message)."""
 
@@ -136,6 +137,7 @@ class IngressBuilder:
 
     def forget(self, key: ResourceKey) -> None:
         self._endpoint_warnings.forget(key.ns_name)
+        self._endpoint_warnings.forget(key.ns_name + _MEMBER)
         self.passthrough.forget(key)
 
     def prepare(self, resource: Resource) -> tuple[ResourceKey, object]:
@@ -182,6 +184,14 @@ class IngressBuilder:
         if self._ingress_nginx_compat:  # ssl-passthrough: the `/` backends terminate TLS themselves
             ex = dataclasses.replace(ex, https_services=https_services(ex.ingress, ex.valid_hosts))
         child: dict[str, list[str]] = {}
+        if resource.members:  # ingress-nginx's shared hosts: their paths of the hosts, oldest first
+            members = []
+            for m in resource.members:
+                mex, mw = self.create_ingress_ex(IngressConfiguration(
+                    ingress=m.ingress, key=m.key, valid_hosts=dict.fromkeys(m.hosts, True)), member=True)
+                members.append(dataclasses.replace(mex, is_member=True))
+                child.setdefault(m.key, []).extend(mw)
+            ex = dataclasses.replace(ex, members=tuple(members))
         if resource.canaries:
             canaries = []
             for c in resource.canaries:
@@ -190,16 +200,9 @@ class IngressBuilder:
                 ccfg = IngressConfiguration(ingress=c.ingress, key=c.key, valid_hosts=valid)
                 cex, cw = self.create_ingress_ex(ccfg)
                 canaries.append(cex)
-                child[c.key] = canary_warnings(ex.ingress, c.ingress, ccfg.valid_hosts) + cw
+                child[c.key] = canary_warnings(ex.ingress, c.ingress, ccfg.valid_hosts,
+                                               [m.ingress for m in ex.members]) + cw
             ex = dataclasses.replace(ex, canaries=tuple(canaries))
-        if resource.members:  # ingress-nginx's shared hosts: their paths of the hosts, oldest first
-            members = []
-            for m in resource.members:
-                mex, mw = self.create_ingress_ex(IngressConfiguration(
-                    ingress=m.ingress, key=m.key, valid_hosts=dict.fromkeys(m.hosts, True)))
-                members.append(dataclasses.replace(mex, is_member=True))
-                child.setdefault(m.key, []).extend(mw)
-            ex = dataclasses.replace(ex, members=tuple(members))
         return _Built(ex.key_with_kind, ex, list(resource.warnings) + ex_warnings, child)
 
     def _build_mergeable(self, cfg: IngressConfiguration) -> _Built:
@@ -220,9 +223,11 @@ class IngressBuilder:
         return _Built(master_ex.key_with_kind, mergeable, list(cfg.warnings) + warnings, child)
 
     def create_ingress_ex(self, cfg: IngressConfiguration, *,
-                          valid_minion_paths: dict[str, bool] | None = None) -> tuple[IngressEx, list[str]]:
+                          valid_minion_paths: dict[str, bool] | None = None,
+                          member: bool = False) -> tuple[IngressEx, list[str]]:
         """Services and endpoints of every backend, secret references. Returns the IngressEx and warnings
-        about backends (missing Service or port, ExternalName)."""
+        about backends (missing Service or port, ExternalName). `member`: built for an owner's shared hosts
+        (its no-endpoints warnings are told apart from those of its own resource)."""
         ing = cfg.ingress
         meta = ing.get("metadata") or {}
         ns = str(meta.get("namespace") or "")
@@ -262,7 +267,8 @@ class IngressBuilder:
                 warnings.append(f"annotation {DEFAULT_BACKEND}: {problem}; ignored")
             elif default_backend is not None:
                 endpoints[backend_key(*default_backend)] = eps
-        for message in self._endpoint_warnings.observe(cfg.key, no_endpoints):
+        seen_as = cfg.key + _MEMBER if member else cfg.key
+        for message in self._endpoint_warnings.observe(seen_as, no_endpoints):
             self._warn(ing, REASON_NO_ENDPOINTS, message)
         secret_refs = {name: self._secrets.get_secret_reference(f"{ns}/{name}")
                        for name in ingress_secrets(ing, ingress_nginx=self._ingress_nginx_compat).names}

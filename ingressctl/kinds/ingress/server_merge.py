@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from ingressctl.configs.config import (
+    IngressNginxConfig,
     LimitConnZone,
     LimitKeyMap,
     LimitReqZone,
@@ -99,6 +100,16 @@ P = TypeVar("P", bound=MinionParts)
 def server_level(member: Mapping[str, str], owner: Mapping[str, str]) -> list[str]:
     """The member's ingress-nginx annotations that set the server to another value than the owner's."""
     return [k for k in member if k in SERVER_LEVEL and member[k] != owner.get(k)]
+
+
+@dataclass
+class MergeableResult:
+    """The config of a master and its minions (or of an Ingress and its members), with warnings for the
+    master and for each minion (member) by key."""
+
+    config: IngressNginxConfig
+    warnings: list[str]
+    minion_warnings: dict[str, list[str]]
 
 
 @dataclass
