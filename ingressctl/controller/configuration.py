@@ -333,7 +333,7 @@ class Configuration:
             if owned and h != CATCH_ALL_HOST:
                 for k in _index_get(self._claims, h):
                     m = self._entries[k]
-                    if k != e.key and m.shares_hosts:
+                    if k != e.key and m.shares_hosts and h in m.hosts:  # (not a weak claim)
                         found[k] = m
         return sorted(found.values(), key=rank_of)
 

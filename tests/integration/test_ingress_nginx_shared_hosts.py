@@ -32,13 +32,6 @@ def auth_service() -> Any:
     a.stop()
 
 
-@pytest.fixture
-def echo_app(env: Env) -> Echo:
-    e = Echo("echo").start()
-    env.backends.append(e)
-    return e
-
-
 def lb_ips(env: Env, name: str) -> list[str]:
     ing = env.get("ingresses", name)
     return [x.get("ip") or x.get("hostname")
@@ -46,7 +39,9 @@ def lb_ips(env: Env, name: str) -> list[str]:
 
 
 def test_ingresses_of_one_host_share_its_server(env: Env, kubectl: Kubectl, tmp_path: Path,
-                                               auth_service: AuthService, echo_app: Echo) -> None:
+                                               auth_service: AuthService) -> None:
+    echo_app = Echo("echo").start()
+    env.backends.append(echo_app)
     echo_service(env, echo_app)
     env.service("oauth2-proxy")
     env.endpoints("oauth2-proxy", [auth_service])  # type: ignore[list-item]

@@ -158,3 +158,14 @@ def test_the_state_does_not_depend_on_the_order_or_the_start_up_mode(seed: int) 
                                         [("demo/c", ("y.example.com",))])
     # e and f were created in the same second: the greater UID owns the host, the other is its member
     assert configured["demo/f"][1] == [("demo/e", ("z.example.com",))]
+
+
+def test_a_weak_claim_makes_no_member() -> None:
+    """An Ingress whose from-to-www-redirect name is another Ingress's host is not that host's member."""
+    cfg = configuration()
+    cfg.set_startup_complete()
+    cfg.add_or_update_ingress(ing("www", "www.a.example.com", ts=1))
+    cfg.add_or_update_ingress(ing("apex", "a.example.com", ts=2,
+                                  annotations={"nginx.ingress.kubernetes.io/from-to-www-redirect": "true"}))
+    assert state(cfg) == {"demo/apex": ({"a.example.com": True, "www.a.example.com": False}, [], []),
+                          "demo/www": ({"www.a.example.com": True}, [], [])}
