@@ -101,6 +101,7 @@ class IngressMeta:
     name: str
     namespace: str
     annotations: dict[str, str] = field(default_factory=dict)
+    member: bool = False  # an Ingress sharing its host (ingress-nginx): inherits nothing of the owner
 
 
 @dataclass(frozen=True)

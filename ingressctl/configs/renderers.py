@@ -32,10 +32,11 @@ from ingressctl.configs.templates import TemplateExecutor
 from ingressctl.keys import INGRESS_KIND, ResourceKey
 from ingressctl.kinds.ingress.catch_all import catch_all_upstream
 from ingressctl.kinds.ingress.config import (
-    generate_nginx_config,
     generate_nginx_config_for_mergeable,
+    generate_regular_config,
 )
 from ingressctl.kinds.ingress.ingress_ex import INGRESS_TYPES, IngressEx, MergeableIngresses
+from ingressctl.kinds.ingress.model import claimed_hosts
 
 
 @dataclass(frozen=True)
@@ -108,11 +109,12 @@ class IngressRenderer:
                 warnings.extend(f"minion {minion_key}: {w}" for w in ws)
             cfg = result.config
             child = {k: list(v) for k, v in result.minion_warnings.items()}
-        elif isinstance(resource, IngressEx):
-            cfg, warnings = generate_nginx_config(resource, ctx.static, ctx.config, replicas=ctx.replicas,
-                                                  to_catch_all=bool(ctx.catch_all),
-                                                  proxy_defaults=ctx.proxy_defaults)
-            child = {}
+        elif isinstance(resource, IngressEx):  # (with the members of its shared hosts: their own warnings)
+            result = generate_regular_config(resource, ctx.static, ctx.config, replicas=ctx.replicas,
+                                             to_catch_all=bool(ctx.catch_all),
+                                             proxy_defaults=ctx.proxy_defaults)
+            cfg, warnings = result.config, result.warnings
+            child = {k: list(v) for k, v in result.minion_warnings.items()}
         else:
             raise TypeError(f"not an Ingress resource: {type(resource).__name__}")
         routed: list[Server] = []
@@ -131,7 +133,8 @@ class IngressRenderer:
         return catch_all_upstream(resource) if isinstance(resource, IngressEx) else ""
 
     def counts(self, resources: Iterable[object]) -> dict[str, int]:
-        """regular, master and minion Ingresses."""
+        """regular, master and minion Ingresses; the members of a shared host count as regular ones here when
+        they share every host they name (else their own resource counts them)."""
         out = dict.fromkeys(INGRESS_TYPES, 0)
         for r in resources:
             if isinstance(r, MergeableIngresses):
@@ -139,5 +142,8 @@ class IngressRenderer:
                 out["minion"] += len(r.minions)
             else:
                 out["regular"] += 1
+                if isinstance(r, IngressEx) and r.members:
+                    out["regular"] += sum(1 for m in r.members if m.valid_hosts.keys() >= set(
+                        claimed_hosts(m.ingress.get("spec") or {})))
         return out
 

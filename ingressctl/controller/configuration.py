@@ -18,6 +18,13 @@ Guarantees:
   a host except on a tie (oldest wins, then the smaller `ns/name`); the others are problems naming the
   winner and take over when it goes. (NIC rejects such an Ingress; the Ingress spec says its default backend
   serves what no rule matches.)
+- Shared hosts (`Claims.shares_hosts`: ingress-nginx's Ingresses, which it merged by host): a host claimed
+  by several sharing resources is still owned by the oldest, but when the owner shares too, the others are
+  its members for that host instead of losers: the owner's kind gets them as children (oldest first) and
+  serves their paths in its server; a member loses no warning for the host, and one that owns no host of
+  its own is configured through its owners (no problem, no resource of its own; lookups by Service, Secret
+  and Policy return its owners). A resource that does not share keeps NIC's one owner per host, on both
+  sides.
 - Children (Ingress minions): a child attaches to the owner of its host, if that owner is a parent (a master;
   a kind may say otherwise with `child_attaches`: ingress-nginx's canaries attach to regular Ingresses);
   the parent's kind decides what the child gets (for minions, the paths it wins). A child whose host is not
@@ -46,6 +53,7 @@ from typing import Any, Literal, Protocol
 
 from ingressctl.controller.ingress_class import IngressClasses
 from ingressctl.controller.model import (
+    CATCH_ALL_HOST,
     REASON_IGNORED,
     REASON_REJECTED,
     Claims,
@@ -58,6 +66,7 @@ from ingressctl.controller.model import (
     listener_claim,
     listener_taken_message,
     make_entry,
+    rank_of,
 )
 from ingressctl.keys import INGRESS_KIND, ResourceKey, object_key
 from ingressctl.kinds.ingress.model import IngressConfiguration, IngressModel, MinionConfiguration
@@ -266,6 +275,10 @@ class Configuration:
     def host_owner(self, host: str) -> ResourceKey | None:
         return self._hosts.get(host)
 
+    def shares_hosts(self, ing: Mapping[str, Any]) -> bool:
+        """Whether the Ingress shares its hosts with the other sharing Ingresses (`Claims.shares_hosts`)."""
+        return self._kinds[INGRESS_KIND].claims(ing).shares_hosts
+
     def listener_owner(self, listener: str) -> ResourceKey | None:
         return self._hosts.get(listener_claim(listener))
 
@@ -305,17 +318,38 @@ class Configuration:
             return None
         return owner
 
+    def _shared_hosts(self, e: Entry) -> dict[str, ResourceKey]:
+        """The hosts of `e` whose sharing owner serves `e`'s paths in its server, with that owner
+        (`Claims.shares_hosts`)."""
+        if not e.shares_hosts:
+            return {}
+        return {h: o for h in e.hosts if (o := self._hosts.get(h)) is not None and o != e.key
+                and h != CATCH_ALL_HOST and self._entries[o].shares_hosts}
+
+    def _members(self, e: Entry, valid_hosts: Mapping[str, bool]) -> list[Entry]:
+        """The sharing resources whose paths `e`'s server serves for the hosts `e` owns, oldest first."""
+        found: dict[ResourceKey, Entry] = {}
+        for h, owned in valid_hosts.items():
+            if owned and h != CATCH_ALL_HOST:
+                for k in _index_get(self._claims, h):
+                    m = self._entries[k]
+                    if k != e.key and m.shares_hosts and h in m.hosts:  # (not a weak claim)
+                        found[k] = m
+        return sorted(found.values(), key=rank_of)
+
     def _resolve_keys(self, keys: Iterable[ResourceKey]) -> list[Resource]:
         found: dict[ResourceKey, Resource] = {}
         for k in keys:
             res = self._resources.get(k)
-            if res is None:
-                e = self._entries.get(k)
-                if e is not None and e.role == "child":
-                    parent = self._parent_of(e)
-                    res = self._resources.get(parent) if parent is not None else None
+            e = self._entries.get(k)
+            if res is None and e is not None and e.role == "child":
+                parent = self._parent_of(e)
+                res = self._resources.get(parent) if parent is not None else None
             if res is not None:
                 found[res.key_with_kind] = res
+            for owner in self._shared_hosts(e).values() if e is not None else ():
+                if (res := self._resources.get(owner)) is not None:
+                    found[owner] = res
         return [found[k] for k in sorted(found)]
 
     def _store(self, key: ResourceKey, new: Entry | None) -> Entry | None:
@@ -368,7 +402,11 @@ class Configuration:
         for e in (old, new):
             if e is not None:
                 hosts.update(e.claims)
-        return self._resolve_hosts(hosts, {key})
+        keys = {key}
+        if (old is not None and old.shares_hosts) != (new is not None and new.shares_hosts):
+            for h in hosts:  # the other claimants become (or stop being) its members or owners
+                keys.update(_index_get(self._claims, h))
+        return self._resolve_hosts(hosts, keys)
 
     def _resolve_hosts(self, hosts: set[str], extra_keys: set[ResourceKey]) -> Changes:
         """Incremental resolution: re-decide the owners of `hosts` and re-evaluate who can be affected."""
@@ -427,7 +465,8 @@ class Configuration:
         owned = [self._hosts.get(c) == key for c in e.claims if c not in e.weak_hosts]
         if not any(owned):
             return None
-        warnings = [self._taken_warning(h) for h, ok in valid_hosts.items() if not ok]
+        shared = self._shared_hosts(e)
+        warnings = [self._taken_warning(h) for h, ok in valid_hosts.items() if not ok and h not in shared]
         for h in e.weak_hosts:  # (the kind says what it does without one)
             valid_hosts[h] = self._hosts.get(h) == key
         children = self._children_for_host(e.hosts[0]) if e.role == "parent" and e.hosts else []
@@ -435,6 +474,8 @@ class Configuration:
             children = [c for h in dict.fromkeys(e.hosts)
                         for k in sorted(_index_get(self._children_by_host, h))
                         if (c := self._entries[k]) and self._parent_of(c) == key]
+        if e.shares_hosts:
+            children = [*children, *self._members(e, valid_hosts)]
         return self._kinds[key.kind].build(e, valid_hosts, warnings, children)
 
     def _lost_all_hosts(self, key: ResourceKey, old: Resource) -> Resource:
@@ -444,7 +485,8 @@ class Configuration:
         e = self._entries.get(key)
         if e is None or e.role == "child" or not e.hosts:
             return old
-        return old.lost_all_hosts(e.obj, [self._taken_warning(h) for h in e.hosts])
+        shared = self._shared_hosts(e)  # (served through their owners: no warning, no Rejected event)
+        return old.lost_all_hosts(e.obj, [self._taken_warning(h) for h in e.hosts if h not in shared])
 
     def _problem(self, key: ResourceKey) -> ConfigurationProblem | None:
         e = self._entries.get(key)
@@ -460,6 +502,8 @@ class Configuration:
                                             f"{parent.ns_name} ignores {self.api_kind(key)}", key=key)
             return None
         if not any(self._hosts.get(c) == key for c in e.claims if c not in e.weak_hosts):
+            if self._shared_hosts(e):
+                return None  # its paths are served by the owners of its hosts
             if not e.hosts:  # a stream resource: only listener claims
                 message = "; ".join(listener_taken_message(c, (o.ns_name, self.api_kind(o))
                                                            if (o := self._hosts.get(c)) else None)

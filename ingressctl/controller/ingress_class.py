@@ -15,6 +15,8 @@ Guarantees:
   whether they changed, so the caller re-enqueues the Ingresses of that class. Reads are lock-free: the set is
   replaced, never changed in place.
 - `is_ours` costs one or two string comparisons for an Ingress of the primary class.
+- `is_ingress_nginx` tells the Ingresses written for ingress-nginx (compat on): their hosts are shared by
+  every such Ingress naming them, as ingress-nginx merged them (`controller/configuration.py`).
 """
 
 from __future__ import annotations
@@ -74,6 +76,17 @@ class IngressClasses:
 
     def is_ours(self, ing: Mapping[str, Any]) -> bool:
         return self.is_ours_class(*class_of(ing))
+
+    def is_ingress_nginx(self, ing: Mapping[str, Any]) -> bool:
+        """Compat on: whether the Ingress asks for an ingress-nginx class (an IngressClass of controller
+        `k8s.io/ingress-nginx`, or the legacy annotation `nginx` when that is not the primary class of
+        another controller). Such Ingresses share a host as ingress-nginx's did."""
+        if not self.compat:
+            return False
+        cls, from_annotation = class_of(ing)
+        if cls in self._names:
+            return True
+        return from_annotation and cls == INGRESS_NGINX_LEGACY_CLASS and cls != self.primary
 
     def observe(self, ingress_class: Mapping[str, Any]) -> bool:
         """An IngressClass was listed, added or changed: True if the compat names changed."""

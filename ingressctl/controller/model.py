@@ -122,6 +122,9 @@ class Claims(NamedTuple):
     uses_default_tls_secret: bool = False
     policies: tuple[tuple[str, str], ...] = ()           # (namespace, name) of referenced Policies, unique
     weak_hosts: tuple[str, ...] = ()  # hosts owned only when no resource claims them as a host (redirects)
+    # the resource shares its hosts with the other sharing claimants (ingress-nginx's Ingresses): the owner's
+    # server also serves their paths
+    shares_hosts: bool = False
 
 
 def creation_seconds(obj: Mapping[str, Any]) -> int:
@@ -163,6 +166,7 @@ class Entry:
     uses_default_tls_secret: bool
     policies: tuple[tuple[str, str], ...] = ()
     weak_hosts: tuple[str, ...] = ()  # claims that lose to any host claim (in `claims`, not in `hosts`)
+    shares_hosts: bool = False  # see `Claims.shares_hosts`
 
     def wins(self, other: Entry) -> bool:
         """Older creationTimestamp wins; on a tie the greater UID (then, for equal UIDs, the smaller key)."""
@@ -202,7 +206,7 @@ def make_entry(key: ResourceKey, obj: dict[str, Any], claims: Claims) -> Entry:
     return Entry(obj=obj, key=key, seconds=creation_seconds(obj), uid=str(meta.get("uid", "")),
                  role=claims.role, hosts=claims.hosts, claims=all_claims, services=claims.services,
                  secrets=claims.secrets, uses_default_tls_secret=claims.uses_default_tls_secret,
-                 policies=claims.policies, weak_hosts=weak)
+                 policies=claims.policies, weak_hosts=weak, shares_hosts=claims.shares_hosts)
 
 
 def rank_of(e: Entry) -> tuple[int, _Descending, ResourceKey]:

@@ -37,7 +37,9 @@ from ingressctl.controller.ingress_class import (
 )
 from ingressctl.devcluster.default_class import default_ingress_class
 from ingressctl.kinds.ingress.annotation_table import Status
+from ingressctl.kinds.ingress.annotation_validation import mergeable_type
 from ingressctl.kinds.ingress.annotations_ingress_nginx import INGRESS_NGINX, PREFIX
+from ingressctl.kinds.ingress.ingress_nginx.canary import is_canary
 from ingressctl.kinds.ingress.ingress_nginx.translate import translate
 from ingressctl.kinds.ingress.settings import IngressSettings
 from ingressctl.kinds.ingress.validation import validate_ingress
@@ -295,9 +297,9 @@ def analyse(inputs: Inputs, options: Options, namespace: str | None = None) -> R
 
 
 def _shared_hosts(inputs: Inputs, report: Report) -> list[str]:
-    """A note for each host that several served Ingresses name (ingress-nginx merged them; ingressctl gives a
-    host to one resource unless they are mergeable Ingresses). Not a verdict: which one wins depends on the
-    creation times and on annotations (mergeable, canary) the note does not weigh."""
+    """A note for each host that several served Ingresses name, canaries and mergeable Ingresses left out
+    (ingressctl serves them in one server, as ingress-nginx did, with the server-level settings of the oldest
+    one: which one that is depends on creation times the note does not know)."""
     served = {(r.namespace, r.name, r.where) for r in report.ingresses
               if r.verdict in ("served", "served-with-warnings")}
     by_host: dict[str, list[str]] = {}
@@ -305,13 +307,15 @@ def _shared_hosts(inputs: Inputs, report: Report) -> list[str]:
         meta = _meta(found.obj)
         key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""), found.where)
         spec = found.obj.get("spec")
-        if key not in served or not isinstance(spec, dict):
+        if key not in served or not isinstance(spec, dict) or is_canary(found.obj) or \
+                mergeable_type(found.obj):
             continue
         for rule in spec.get("rules") or []:
             host = rule.get("host") if isinstance(rule, dict) else None
             if host and f"{key[0]}/{key[1]}" not in by_host.setdefault(str(host), []):
                 by_host[str(host)].append(f"{key[0]}/{key[1]}")
-    return [f"host {host} is named by {len(names)} served Ingresses ({', '.join(sorted(names))}): "
-            "ingressctl gives a host to one resource, the oldest (the others get \"host ... is taken by "
-            "another resource\"), unless they are mergeable Ingresses (nginx.org/mergeable-ingress-type)"
+    return [f"host {host} is named by {len(names)} served Ingresses ({', '.join(sorted(names))}): one "
+            "server serves the paths of all of them, as ingress-nginx did; its server-level settings (TLS "
+            "certificate, HTTPS redirect, app-root, server-snippet, auth-tls-*) are those of the oldest, and "
+            "a path two of them name goes to the oldest"
             for host, names in sorted(by_host.items()) if len(names) > 1]

@@ -17,7 +17,8 @@ Guarantees:
   and falls back to `validator_for`; `VALIDATORS` itself is never changed by it. A registry kind outside
   the Configuration (Policy) brings its own validator (`admission`), used the same way.
 - Cross-object checks only warn (AdmissionReview `warnings`): a host already owned by an Ingress that wins
-  the ownership rule (older, then greater UID) and a minion whose host has no master. They read the
+  the ownership rule (older, then greater UID; not when both share hosts, as ingress-nginx's Ingresses do)
+  and a minion whose host has no master. They read the
   Configuration's host index with single dict lookups (a parent kind's hosts, such as a VirtualServer's,
   are checked the same way), which the GIL makes atomic, so the sync thread is
   never blocked; the answer reflects the state of the last completed sync.
@@ -96,6 +97,8 @@ def _host_taken(key: ResourceKey, obj: Mapping[str, Any], host: str, config: Con
     owner = config.get_object(owner_key) if owner_key is not None and owner_key != key else None
     if owner is None or owner_key is None or not _keeps(host, owner_key, owner, key, obj):
         return []
+    if owner_key.kind == INGRESS_KIND and config.shares_hosts(obj) and config.shares_hosts(owner):
+        return []  # ingress-nginx Ingresses: the owner's server serves its paths too
     return [host_taken_warning(host, owner_key.ns_name, config.api_kind(owner_key))]
 
 

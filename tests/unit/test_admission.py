@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from ingressctl.controller.configuration import Configuration
+from ingressctl.controller.ingress_class import IngressClasses
 from ingressctl.controller.kinds import Verdict
 from ingressctl.webhook import admission
 from ingressctl.webhook.admission import MalformedReview, register_validator, review
@@ -85,6 +86,21 @@ def test_a_host_owned_by_an_older_ingress_is_a_warning() -> None:
     tie = _config(_ing("first", "a.example.com", created=OLD, uid="m"))
     assert "warnings" in _answer(_ing("low", "a.example.com", created=OLD, uid="a"), tie)
     assert "warnings" not in _answer(_ing("high", "a.example.com", created=OLD, uid="z"), tie)
+
+
+def test_ingress_nginx_ingresses_sharing_a_host_get_no_warning() -> None:
+    """With --ingress-nginx-compat, Ingresses of an ingress-nginx class share a host (one server); an Ingress
+    of the controller's own class still gets the warning against them, and they against it."""
+    classes = IngressClasses("ours", ingress_nginx_compat=True, compat_names=["nginx"])
+    config = Configuration(ingress_class=classes)
+    config.add_or_update_ingress(_ing("first", "a.example.com", created=OLD))
+    config.add_or_update_ingress(_ing("mine", "b.example.com", created=OLD, cls="ours"))
+    config.set_startup_complete()
+    assert "warnings" not in _answer(_ing("second", "a.example.com"), config)
+    assert _answer(_ing("second", "a.example.com", cls="ours"), config)["warnings"] == [
+        "host a.example.com is taken by another resource (Ingress demo/first)"]
+    assert _answer(_ing("late", "b.example.com"), config)["warnings"] == [
+        "host b.example.com is taken by another resource (Ingress demo/mine)"]
 
 
 def test_the_catch_all_is_warned_by_the_configurations_own_claims_and_rule() -> None:

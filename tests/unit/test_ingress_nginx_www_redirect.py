@@ -41,6 +41,7 @@ def ingress(name: str, host: str, annotations: dict[str, str], created: str) -> 
 
 
 WWW = {N + "from-to-www-redirect": "true"}
+CLASS = "kubernetes.io/ingress.class"
 
 
 @pytest.mark.parametrize(("host", "other"), [("a.example.com", "www.a.example.com"),
@@ -144,8 +145,10 @@ def test_a_weak_claim_loses_to_any_host_claim_and_never_configures_alone() -> No
                                                           "2026-02-01T00:00:00Z"))
     assert resource(changes, "shop/a").valid_hosts == {"a.example.com": True, "www.a.example.com": False}
     assert resource(changes, "shop/w").valid_hosts == {"www.a.example.com": True} and problems == []
-    # an Ingress that lost its host is not configured by its weak claim
-    changes, problems = cfg.add_or_update_ingress(ingress("b", "a.example.com", WWW, "2026-03-01T00:00:00Z"))
+    # an Ingress that lost its host is not configured by its weak claim (one of ingressctl's own class: an
+    # ingress-nginx one would share the host)
+    changes, problems = cfg.add_or_update_ingress(ingress("b", "a.example.com", {**WWW, CLASS: "ours"},
+                                                          "2026-03-01T00:00:00Z"))
     assert changes == [] and [p.key.ns_name for p in problems if p.key] == ["shop/b"]
     # when the serving Ingress goes, the weak claim takes the name again
     changes, _ = cfg.delete_ingress("shop/w")

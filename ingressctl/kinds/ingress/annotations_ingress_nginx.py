@@ -468,7 +468,7 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          "whole URI is replaced); turns the host's regex mode on, as `use-regex`",
          parse=v.rewrite_target, sets="rewrite_target",
          reason="the host's regex mode covers the Ingresses ingressctl serves together for that host (the "
-                "Ingress, or a master's minions), not every Ingress naming the host; "
+                "ingress-nginx Ingresses naming it, or a master and its minions); "
                 "`nginx.org/rewrite-target` and `nginx.org/rewrites` win over it"),
     _row("use-regex", ROUTING, SERVED, BOOL,
          "every path of the host as `location ~* \"^<path>\"` (case-insensitive, anchored at the start only, "
@@ -479,8 +479,9 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
                 "`nginx.org/path-regex` on the same Ingress wins over it"),
     _row("canary", ROUTING, SERVED, BOOL,
          "the Ingress is a canary of the Ingress serving the same host: each of its paths with the same path "
-         "and pathType as a path of that primary makes the primary's location choose between the two "
-         "upstreams (header, then cookie, then weight); the request keeps the primary's location settings "
+         "and pathType as a path of that primary (or of another Ingress sharing the host) makes that "
+         "location choose between the two upstreams (header, then cookie, then weight); the request keeps "
+         "the location's settings "
          "and the canary's other annotations are not applied (a warning names them)",
          parse=_canary.PARSERS[_canary.CANARY], default="`false`",
          reason="a canary without a primary (no Ingress of the class serves its host, or its host belongs to "

@@ -43,6 +43,8 @@ Guarantees:
   upstreams (`<minion-ns>-<minion-name>-<host>-<svc>-<port>`), annotations (NIC's inheritance and deny lists),
   basic auth and rate limit; `keepalive` comes from the master only. A minion with an invalid annotation is
   left out with a warning; the others are served.
+- ingress-nginx's shared hosts: a regular Ingress's servers also serve the paths of its `members` for the
+  hosts they share (`server_merge.py`), whose warnings are apart (`generate_regular_config`).
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ from ingressctl.kinds.ingress.annotations import master_annotations, minion_anno
 from ingressctl.kinds.ingress.catch_all import catch_all_locations, catch_all_tls, is_catch_all
 from ingressctl.kinds.ingress.catch_all import catch_all_upstream as catch_all_upstream
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
+from ingressctl.kinds.ingress.ingress_ex import string_annotations as _annotations
 from ingressctl.kinds.ingress.ingress_nginx import basic_auth, limits, paths
 from ingressctl.kinds.ingress.ingress_nginx.authtls import apply_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.canary_locations import CanaryLocations
@@ -111,10 +114,10 @@ from ingressctl.kinds.ingress.locations import (
     upstream_name,
 )
 from ingressctl.kinds.ingress.policies import apply_ingress_policies
+from ingressctl.kinds.ingress.server_merge import MergeableResult, ServerMerge
 from ingressctl.kinds.ingress.settings import (
     IngressSettings,
     ingress_settings,
-    inherits_proxy_defaults,
     location_settings,
     server_settings,
     shared_location_settings,
@@ -131,11 +134,6 @@ class AnnotationError(ValueError):
     def __init__(self, errors: list[str] | tuple[str, ...]) -> None:
         self.errors = tuple(errors)
         super().__init__("; ".join(self.errors))
-
-
-def _annotations(ing: dict[str, Any]) -> dict[str, str]:
-    return {k: v for k, v in as_dict(as_dict(ing.get("metadata")).get("annotations")).items()
-            if isinstance(k, str) and isinstance(v, str)}
 
 
 class _Builder:
@@ -169,7 +167,8 @@ class _Builder:
         self.limit_req = self._limit_req()
         self.limit_conn = self._limit_conn() if self.params.limit_conn else None
         self.proxy_set_headers = settings.proxy_set_headers
-        self.minion_meta = IngressMeta(name=self.name, namespace=self.namespace) if minion_host else None
+        self.minion_meta = IngressMeta(name=self.name, namespace=self.namespace, member=ing_ex.is_member) \
+            if minion_host else None
         # nginx.conf's proxy settings: locations equal to them inherit them (not in a server with snippets)
         self.proxy_defaults: ProxyDefaults | None = None
         self._settings: dict[tuple[bool, bool, bool], Location] = {}  # service flags -> location settings
@@ -298,8 +297,10 @@ class _Builder:
             self._settings[flags] = settings
         return settings
 
-    def tls(self, host: str, tls_hosts: dict[str, str]) -> tuple[bool, str, bool]:
-        """(ssl, pem path, reject handshake) for a host."""
+    def tls(self, host: str, tls_hosts: dict[str, str],
+            refs: dict[str, SecretReference] | None = None) -> tuple[bool, str, bool]:
+        """(ssl, pem path, reject handshake) for a host; `refs`: the Secrets of the Ingress whose `spec.tls`
+        names it (default: this one's)."""
         if host not in tls_hosts:
             return False, "", False
         secret_name = tls_hosts[host]
@@ -309,7 +310,7 @@ class _Builder:
             self.warnings.append(f"TLS termination for host '{host}' requires specifying a TLS secret or "
                                  "configuring a global wildcard TLS secret")
             return True, "", True
-        ref: SecretReference | None = self.ing_ex.secret_refs.get(secret_name)
+        ref: SecretReference | None = (self.ing_ex.secret_refs if refs is None else refs).get(secret_name)
         if ref is None:
             self.warnings.append(f"TLS secret {secret_name} is invalid: {ERROR_SECRET_MISSING}")
             return True, "", True
@@ -334,9 +335,9 @@ class _Builder:
         if not isinstance(path_entry, dict):
             return
         raw_path = path_entry.get("path")
-        if self.minion_host is not None and not self.ing_ex.valid_minion_paths.get(
-                raw_path if isinstance(raw_path, str) else "", False):
-            return  # another minion won this path
+        if self.minion_host is not None and not self.ing_ex.is_member and not \
+                self.ing_ex.valid_minion_paths.get(raw_path if isinstance(raw_path, str) else "", False):
+            return  # another minion won this path (a member's duplicates: `ServerMerge.add`)
         path = raw_path or "/"
         path_type = path_entry.get("pathType") or PATH_TYPE_IMPLEMENTATION_SPECIFIC
         inn_regex = self.inn_regex and not self.anns.path_regex  # ingress-nginx's regex mode
@@ -388,6 +389,7 @@ class _Parts:
     to_catch_all: bool = False  # a catch-all exists: unmatched paths and hosts go to it
     error_backend: str = ""  # a master's spec.defaultBackend upstream (nginx.org/custom-http-errors)
     inn_regex: bool = False  # ingress-nginx's regex mode for the host: its regex locations by length
+    tls_refs: dict[str, dict[str, SecretReference]] = field(default_factory=dict)  # host -> member's Secrets
 
 
 def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, annotations: dict[str, str],
@@ -423,7 +425,9 @@ def _build(ing_ex: IngressEx, static: StaticConfigParams, config: ConfigParams, 
         host = rule.get("host") or ""
         if minion_host is not None:
             if host != minion_host:
-                warnings.append(f"host {host!r} is not the master's host {minion_host}; its rule is ignored")
+                if not ing_ex.is_member:  # (a member's other hosts are served elsewhere)
+                    warnings.append(f"host {host!r} is not the master's host {minion_host}; its rule is "
+                                    "ignored")
                 continue
         elif not isinstance(host, str) or not ing_ex.valid_hosts.get(host):
             continue
@@ -466,7 +470,7 @@ def _server(parts: _Parts, host: str, locations: list[Location], tls_hosts: dict
     if catch_all:
         ssl, pem, reject, own_certificate = catch_all_tls(b, parts.spec)
     else:
-        ssl, pem, reject = b.tls(host, tls_hosts)
+        ssl, pem, reject = b.tls(host, tls_hosts, parts.tls_refs.get(host))
         own_certificate = ssl and not reject
     ports = p.ports or (static.http_port,)
     ssl_ports = p.ssl_ports or (static.https_port,)
@@ -501,22 +505,41 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
                           replicas: int = 1, to_catch_all: bool = False,
                           proxy_defaults: ProxyDefaults | None = None,
                           ) -> tuple[IngressNginxConfig, list[str]]:
-    """The template model for one regular Ingress, and warnings for what was left out or degraded.
+    """The template model for one regular Ingress, and warnings for what was left out or degraded (its
+    members' prefixed with their key).
 
     Raises AnnotationError for invalid annotation values and ValueError for an invalid namespace/name.
     `replicas`: the number of controller replicas, for `nginx.org/limit-req-scale`. `to_catch_all`: a
     catch-all exists (its upstream named in nginx.conf); unmatched paths and wildcard hosts go there.
     `proxy_defaults`: the proxy settings nginx.conf declares (None: it may not, they are all repeated)."""
+    r = generate_regular_config(ing_ex, static, config_params, replicas=replicas, to_catch_all=to_catch_all,
+                                proxy_defaults=proxy_defaults)
+    return r.config, r.warnings + [f"Ingress {k}: {w}" for k, ws in r.minion_warnings.items() for w in ws]
+
+
+def generate_regular_config(ing_ex: IngressEx, static: StaticConfigParams, config_params: ConfigParams, *,
+                            replicas: int = 1, to_catch_all: bool = False,
+                            proxy_defaults: ProxyDefaults | None = None) -> MergeableResult:
+    """`generate_nginx_config`, with the warnings of the members of its shared hosts apart."""
     annotations = _annotations(ing_ex.ingress)
     warnings: list[str] = []
+    regex_host = None if not ing_ex.members else static.ingress_nginx_compat and paths.group_wants_regex(
+        [(ing_ex.ingress, annotations)] + [(m.ingress, _annotations(m.ingress)) for m in ing_ex.members],
+        config_params, static)
     parts = _build(ing_ex, static, config_params, annotations, warnings, replicas=replicas,
-                   proxy_defaults=proxy_defaults)
+                   proxy_defaults=proxy_defaults, regex_host=regex_host)
     parts.to_catch_all = to_catch_all
     b = parts.builder
     tls_hosts = tls_secret_names(as_dict(ing_ex.ingress.get("spec")))
+    merge = ServerMerge(b.params.keepalive, proxy_defaults, b.params.server_snippets)
+    if ing_ex.members:
+        def build(member: IngressEx, anns: dict[str, str], mw: list[str], host: str) -> _Parts:
+            return _build(member, static, config_params, anns, mw, replicas=replicas, minion_host=host,
+                          proxy_defaults=proxy_defaults, regex_host=bool(regex_host))
+        tls_hosts = merge.add_members(parts, ing_ex, tls_hosts, build)
     servers = [_server(parts, sp.host, [loc for loc, _ in sp.locations.values()], tls_hosts)
                for sp in parts.servers]
-    upstreams = b.upstreams
+    upstreams = {**b.upstreams, **merge.upstreams}
     value_maps: tuple[ValueMap, ...] = ()
     if b.params.ingress_nginx_www_redirect:  # ingress-nginx's from-to-www-redirect
         servers, value_maps = add_redirects(servers, ing_ex.valid_hosts, b.params.http_redirect_code,
@@ -526,7 +549,7 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
         settings = ingress_settings(annotations, config_params, static)
         canaries = CanaryLocations(b, lambda cex: _Builder(cex, static, settings, [], replicas=replicas))
         servers = [canaries.apply(s) for s in servers]
-        upstreams = {**b.upstreams, **canaries.upstreams}
+        upstreams.update(canaries.upstreams)
         value_maps, canary_splits = value_maps + tuple(canaries.maps), tuple(canaries.splits)
     used = {loc.upstream for server in servers for loc in server.locations if not loc.catch_all}
     if parts.default_upstream:
@@ -540,27 +563,22 @@ def generate_nginx_config(ing_ex: IngressEx, static: StaticConfigParams, config_
         servers=tuple(servers),
         ingress=IngressMeta(name=b.name, namespace=b.namespace, annotations=annotations),
         keepalive=str(b.params.keepalive) if b.params.keepalive > 0 else "",
-        limit_req_zones=tuple(b.limit_req_zones[z] for z in sorted(b.limit_req_zones) if used),
-        limit_conn_zones=() if not b.limit_conn_zones or not used else _sorted_values(b.limit_conn_zones),
-        limit_key_maps=() if not b.limit_key_maps or not used else _sorted_values(b.limit_key_maps),
+        limit_req_zones=() if not used else _sorted_values({**b.limit_req_zones, **merge.zones}),
+        limit_conn_zones=() if not used else _sorted_values({**b.limit_conn_zones, **merge.conn_zones}),
+        limit_key_maps=() if not used else _sorted_values({**b.limit_key_maps, **merge.key_maps}),
         value_maps=value_maps, canary_splits=canary_splits,
     )
-    cfg, policy_warnings, _ = apply_ingress_policies(cfg, ing_ex, static)
-    if b.ingress_nginx_extras:
-        cfg, extra_warnings = apply_extras(cfg, {(b.namespace, b.name): b.ingress_nginx_extras})
+    cfg, policy_warnings, by_member = apply_ingress_policies(cfg, ing_ex, static, ing_ex.members)
+    extras = {(b.namespace, b.name): b.ingress_nginx_extras, **merge.extras}
+    if any(extras.values()):
+        cfg, extra_warnings = apply_extras(cfg, extras)
         policy_warnings += extra_warnings
-    cfg, cors_warnings, _ = apply_cors(cfg, b.cors, ing_ex.policies)
+    cfg, cors_warnings, cors_by_member = apply_cors(cfg, b.cors, ing_ex.policies, merge.cors)
     cfg = apply_auth_tls(cfg, b.auth_tls)
-    return cfg, warnings + policy_warnings + cors_warnings
-
-
-@dataclass
-class MergeableResult:
-    """The config of a master and its minions, with warnings for the master and for each minion."""
-
-    config: IngressNginxConfig
-    warnings: list[str]
-    minion_warnings: dict[str, list[str]]  # minion key -> warnings
+    for key, ws in [*by_member.items(), *cors_by_member.items()]:
+        merge.warnings_of(key).extend(ws)
+    return MergeableResult(cfg, warnings + policy_warnings + cors_warnings,
+                           {k: v for k, v in merge.warnings.items() if v})
 
 
 def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: StaticConfigParams,
@@ -586,20 +604,17 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
     b = parts.builder
     spec = as_dict(master.ingress.get("spec"))
     hosts = [sp.host for sp in parts.servers]
-    upstreams = dict(b.upstreams) if parts.default_upstream else {}
-    zones: dict[str, LimitReqZone] = {}
-    conn_zones: dict[str, LimitConnZone] = {}
-    key_maps: dict[str, LimitKeyMap] = {}
-    minion_warnings: dict[str, list[str]] = {}
-    minion_cors = []  # ingress-nginx's enable-cors of each minion
-    master_keepalive = b.params.keepalive
-    extras = {(b.namespace, b.name): b.ingress_nginx_extras}  # ingress-nginx's auth-url, satisfy, ...
+    merge = ServerMerge(b.params.keepalive, proxy_defaults, b.params.server_snippets)
+    if parts.default_upstream:
+        merge.upstreams.update(b.upstreams)
+    if b.ingress_nginx_extras:
+        merge.extras[(b.namespace, b.name)] = b.ingress_nginx_extras  # ingress-nginx's auth-url, satisfy, ...
     servers: list[Server] = []
     if hosts:
         host = hosts[0]
         locations: Locations = {}
         for minion in mergeable.minions:
-            mw = minion_warnings.setdefault(minion.key, [])
+            mw = merge.warnings_of(minion.key)
             annotations, removed = minion_annotations(_annotations(minion.ingress), m_annotations)
             if removed:
                 mw.append(f"a minion Ingress cannot have the annotation(s) {', '.join(removed)}; ignored")
@@ -609,50 +624,30 @@ def generate_nginx_config_for_mergeable(mergeable: MergeableIngresses, static: S
             except ValueError as e:  # AnnotationError included
                 mw.append(f"the minion is not applied: {e}")
                 continue
-            minion_cors.append((minion.namespace, minion.name, minion.key, mparts.builder.cors,
-                                minion.policies))
             if mparts.builder.params.custom_http_errors and not parts.default_upstream:
                 mw.append("annotation nginx.org/custom-http-errors is set on a minion but the master has no "
                           "spec.defaultBackend; it has no effect")
-            used: set[str] = set()
-            for sp in mparts.servers:
-                for loc, is_exact in sp.locations.values():
-                    # keepalive comes from the master only (one value per file in NIC).
-                    loc = derive(loc, keepalive=master_keepalive > 0)
-                    inherits = inherits_proxy_defaults(loc, proxy_defaults, b.params.server_snippets)
-                    if inherits != loc.inherits_proxy_defaults:
-                        loc = derive(loc, inherits_proxy_defaults=inherits)
-                    if put_location(locations, loc, is_exact):
-                        used.add(loc.upstream)
-                    else:
-                        where = f"{loc.modifier} {loc.path}".strip()
-                        mw.append(f"location {where} duplicates a location of another minion; ignored")
-            for name in sorted(used):
-                upstreams[name] = derive(mparts.builder.upstreams[name], keepalive=master_keepalive)
-            if used and mparts.builder.limit_req is not None:  # the zone of the minion's served locations
-                zones.update(mparts.builder.limit_req_zones)
-            if used:  # ingress-nginx's connection limits and allowlists of the minion
-                conn_zones.update(mparts.builder.limit_conn_zones)
-                key_maps.update(mparts.builder.limit_key_maps)
-            if used and mparts.builder.ingress_nginx_extras:
-                extras[(minion.namespace, minion.name)] = mparts.builder.ingress_nginx_extras
+            merge.add(locations, minion, mparts, "location {where} duplicates a location of another minion; "
+                                                 "ignored")
         master_parts = _Parts(b, parts.servers, "", "", to_catch_all=to_catch_all,
                               error_backend=parts.default_upstream, inn_regex=regex_host)
         servers.append(_server(master_parts, host, [loc for loc, _ in locations.values()],
                                tls_secret_names(spec)))
+    keepalive = b.params.keepalive
     cfg = IngressNginxConfig(
-        upstreams=tuple(upstreams[n] for n in sorted(upstreams)),
+        upstreams=_sorted_values(merge.upstreams),
         servers=tuple(servers),
         ingress=IngressMeta(name=b.name, namespace=b.namespace, annotations=all_master_annotations),
-        keepalive=str(master_keepalive) if master_keepalive > 0 else "",
-        limit_req_zones=tuple(zones[z] for z in sorted(zones)),
-        limit_conn_zones=_sorted_values(conn_zones),
-        limit_key_maps=_sorted_values(key_maps),
+        keepalive=str(keepalive) if keepalive > 0 else "",
+        limit_req_zones=_sorted_values(merge.zones),
+        limit_conn_zones=_sorted_values(merge.conn_zones),
+        limit_key_maps=_sorted_values(merge.key_maps),
     )
     cfg, policy_warnings, by_minion = apply_ingress_policies(cfg, master, static, mergeable.minions)
-    cfg, extra_warnings = apply_extras(cfg, extras)
+    cfg, extra_warnings = apply_extras(cfg, merge.extras)
     policy_warnings += extra_warnings
-    cfg, cors_warnings, cors_by_minion = apply_cors(cfg, b.cors, master.policies, minion_cors)
+    cfg, cors_warnings, cors_by_minion = apply_cors(cfg, b.cors, master.policies, merge.cors)
+    minion_warnings = merge.warnings
     cfg = apply_auth_tls(cfg, b.auth_tls)
     warnings += policy_warnings + cors_warnings
     for key, ws in [*by_minion.items(), *cors_by_minion.items()]:

@@ -17,6 +17,14 @@ INGRESS_TYPES = ("regular", "master", "minion")
 """The types of configured Ingresses, as `ingress_resources_total{type}` counts them."""
 
 
+def string_annotations(ing: dict[str, Any]) -> dict[str, str]:
+    """The Ingress's annotations with string keys and values (others are left out)."""
+    meta = ing.get("metadata")
+    anns = meta.get("annotations") if isinstance(meta, dict) else None
+    return {k: v for k, v in anns.items() if isinstance(k, str) and isinstance(v, str)} \
+        if isinstance(anns, dict) else {}
+
+
 def backend_key(service_name: str, port: int | str) -> str:
     """The key of `IngressEx.endpoints` for a Service backend: `"<service>:<port number or name>"`."""
     return f"{service_name}:{port}"
@@ -45,6 +53,10 @@ class IngressEx:
     www_tls_names: frozenset[str] = frozenset()
     # Services the locations speak HTTPS to besides `nginx.org/ssl-services` (ingress-nginx's ssl-passthrough)
     https_services: frozenset[str] = frozenset()
+    # ingress-nginx's shared hosts: the Ingresses whose paths of this Ingress's hosts its servers serve
+    # (oldest first), each with `is_member` set and the shared hosts as its `valid_hosts`
+    members: tuple[IngressEx, ...] = ()
+    is_member: bool = False
 
     @property
     def namespace(self) -> str:

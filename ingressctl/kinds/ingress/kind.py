@@ -8,7 +8,9 @@ Guarantees:
 - `prepare` does the building half of `apply` ahead (start-up, so that the renders can run in parallel);
   the next `apply` of that very object takes what it built, so each Ingress is built, and its events raised,
   once.
-- Only the backends of hosts the Ingress owns are resolved (a minion: only the paths it won).
+- Only the backends of hosts the Ingress owns are resolved (a minion: only the paths it won; a member of an
+  ingress-nginx shared host: its paths of the hosts it shares with the owner, built here as the owner's
+  `members`, their warnings and events their own).
 - `nginx.org/use-cluster-ip: "true"` makes a backend's single endpoint the Service's cluster IP (with
   `--ingress-nginx-compat`, so does `nginx.ingress.kubernetes.io/service-upstream: "true"` when
   `nginx.org/use-cluster-ip` is absent).
@@ -98,6 +100,7 @@ class IngressConfigurator(Protocol):
     def minion_warnings(self, master_key: str) -> dict[str, list[str]]: ...
 
 
+_MEMBER = " (member)"  # the no-endpoints bookkeeping of an Ingress's paths on other Ingresses' servers
 Warn = Callable[[dict[str, Any], str, str], None]
 """A Warning event on an Ingress: (object, reason, message)."""
 
@@ -134,6 +137,7 @@ class IngressBuilder:
 
     def forget(self, key: ResourceKey) -> None:
         self._endpoint_warnings.forget(key.ns_name)
+        self._endpoint_warnings.forget(key.ns_name + _MEMBER)
         self.passthrough.forget(key)
 
     def prepare(self, resource: Resource) -> tuple[ResourceKey, object]:
@@ -166,7 +170,10 @@ class IngressBuilder:
         warnings = list(self._configurator.add_or_update_ingress(built.renderable))
         if self._ingress_nginx_compat:
             warnings += self.passthrough.apply(built.renderable)
-        return Applied(resource, built.warnings + warnings, child_warnings=built.child_warnings)
+        child = {k: list(v) for k, v in built.child_warnings.items()}
+        for member_key, ws in self._configurator.minion_warnings(built.renderable.key).items():
+            child.setdefault(member_key, []).extend(ws)  # (the members of its shared hosts)
+        return Applied(resource, built.warnings + warnings, child_warnings=child)
 
     def _build(self, resource: Resource) -> _Built:
         if not isinstance(resource, IngressConfiguration):
@@ -177,6 +184,14 @@ class IngressBuilder:
         if self._ingress_nginx_compat:  # ssl-passthrough: the `/` backends terminate TLS themselves
             ex = dataclasses.replace(ex, https_services=https_services(ex.ingress, ex.valid_hosts))
         child: dict[str, list[str]] = {}
+        if resource.members:  # ingress-nginx's shared hosts: their paths of the hosts, oldest first
+            members = []
+            for m in resource.members:
+                mex, mw = self.create_ingress_ex(IngressConfiguration(
+                    ingress=m.ingress, key=m.key, valid_hosts=dict.fromkeys(m.hosts, True)), member=True)
+                members.append(dataclasses.replace(mex, is_member=True))
+                child.setdefault(m.key, []).extend(mw)
+            ex = dataclasses.replace(ex, members=tuple(members))
         if resource.canaries:
             canaries = []
             for c in resource.canaries:
@@ -185,7 +200,8 @@ class IngressBuilder:
                 ccfg = IngressConfiguration(ingress=c.ingress, key=c.key, valid_hosts=valid)
                 cex, cw = self.create_ingress_ex(ccfg)
                 canaries.append(cex)
-                child[c.key] = canary_warnings(ex.ingress, c.ingress, ccfg.valid_hosts) + cw
+                child[c.key] = canary_warnings(ex.ingress, c.ingress, ccfg.valid_hosts,
+                                               [m.ingress for m in ex.members]) + cw
             ex = dataclasses.replace(ex, canaries=tuple(canaries))
         return _Built(ex.key_with_kind, ex, list(resource.warnings) + ex_warnings, child)
 
@@ -207,9 +223,11 @@ class IngressBuilder:
         return _Built(master_ex.key_with_kind, mergeable, list(cfg.warnings) + warnings, child)
 
     def create_ingress_ex(self, cfg: IngressConfiguration, *,
-                          valid_minion_paths: dict[str, bool] | None = None) -> tuple[IngressEx, list[str]]:
+                          valid_minion_paths: dict[str, bool] | None = None,
+                          member: bool = False) -> tuple[IngressEx, list[str]]:
         """Services and endpoints of every backend, secret references. Returns the IngressEx and warnings
-        about backends (missing Service or port, ExternalName)."""
+        about backends (missing Service or port, ExternalName). `member`: built for an owner's shared hosts
+        (its no-endpoints warnings are told apart from those of its own resource)."""
         ing = cfg.ingress
         meta = ing.get("metadata") or {}
         ns = str(meta.get("namespace") or "")
@@ -249,7 +267,8 @@ class IngressBuilder:
                 warnings.append(f"annotation {DEFAULT_BACKEND}: {problem}; ignored")
             elif default_backend is not None:
                 endpoints[backend_key(*default_backend)] = eps
-        for message in self._endpoint_warnings.observe(cfg.key, no_endpoints):
+        seen_as = cfg.key + _MEMBER if member else cfg.key
+        for message in self._endpoint_warnings.observe(seen_as, no_endpoints):
             self._warn(ing, REASON_NO_ENDPOINTS, message)
         secret_refs = {name: self._secrets.get_secret_reference(f"{ns}/{name}")
                        for name in ingress_secrets(ing, ingress_nginx=self._ingress_nginx_compat).names}

@@ -12,6 +12,9 @@ Guarantees:
   `NoIngressMasterFound` problem.
 - ingress-nginx's canaries (`--ingress-nginx-compat`, `canary: "true"`, not mergeable): a child of the regular
   Ingress owning its first host (`canaries`); without one, a `Rejected` problem naming the host.
+- ingress-nginx's shared hosts (`--ingress-nginx-compat`): a regular Ingress of an ingress-nginx class shares
+  its hosts with the other such Ingresses (`Claims.shares_hosts`); the owner of a host gets the others as
+  `members` (oldest first, each with the hosts it shares with the owner), whose paths its server serves.
 - ingress-nginx's from-to-www-redirect: the other name of each host is a weak claim (owned only when no
   resource serves it as a host).
 """
@@ -64,6 +67,15 @@ class MinionConfiguration:
 
 
 @dataclass(slots=True)
+class MemberConfiguration:
+    """An ingress-nginx Ingress whose paths of `hosts` the owner of those hosts serves."""
+
+    ingress: dict[str, Any]
+    key: str
+    hosts: tuple[str, ...]
+
+
+@dataclass(slots=True)
 class IngressConfiguration:
     """A configured Ingress (regular or master) and the hosts it owns."""
 
@@ -77,6 +89,7 @@ class IngressConfiguration:
     canaries: list[MinionConfiguration] = field(default_factory=list)  # ingress-nginx's canary children
     valid_minion_paths: dict[str, bool] = field(default_factory=dict)  # unused for regular/master resources
     child_warnings: dict[str, list[str]] = field(default_factory=dict)  # minion key -> path conflicts
+    members: list[MemberConfiguration] = field(default_factory=list)  # ingress-nginx's shared hosts
 
     @property
     def key_with_kind(self) -> ResourceKey:
@@ -95,7 +108,9 @@ class IngressConfiguration:
         return self.key_with_kind.name
 
     def children(self) -> list[tuple[ResourceKey, dict[str, Any]]]:
-        return [(ResourceKey(INGRESS_KIND, m.key), m.ingress) for m in (*self.minions, *self.canaries)]
+        attached: list[MinionConfiguration | MemberConfiguration] = [*self.minions, *self.canaries,
+                                                                     *self.members]
+        return [(ResourceKey(INGRESS_KIND, m.key), m.ingress) for m in attached]
 
     def lost_all_hosts(self, obj: dict[str, Any], warnings: list[str]) -> IngressConfiguration:
         return replace(self, ingress=obj, valid_hosts={h: False for h in self.valid_hosts_of(obj)},
@@ -119,6 +134,9 @@ class IngressConfiguration:
             and len(self.canaries) == len(other.canaries)
             and all(a.key == b.key and _same_object(a.ingress, b.ingress)
                     for a, b in zip(self.canaries, other.canaries, strict=True))
+            and len(self.members) == len(other.members)
+            and all(a.key == b.key and a.hosts == b.hosts and _same_object(a.ingress, b.ingress)
+                    for a, b in zip(self.members, other.members, strict=True))
         )
 
 
@@ -169,6 +187,8 @@ class IngressModel:
             uses_default_tls_secret=refs.uses_default_tls,
             policies=ingress_policy_claims(obj),
             weak_hosts=www_redirect_names(obj) if self.ingress_nginx_compat else (),
+            shares_hosts=(self.ingress_nginx_compat and mtype not in ("master", "minion") and not canary
+                          and self.classes.is_ingress_nginx(obj)),
         )
 
     def build(self, entry: Entry, valid_hosts: dict[str, bool], warnings: list[str],
@@ -177,7 +197,10 @@ class IngressModel:
                                    warnings=warnings, is_master=entry.role == "parent")
         if not cfg.is_master:
             cfg.canaries = [MinionConfiguration(ingress=c.obj, key=c.key.ns_name) for c in children
-                            if c.key.kind == INGRESS_KIND and self._is_canary(c.obj)]
+                            if c.key.kind == INGRESS_KIND and c.role == "child" and self._is_canary(c.obj)]
+            cfg.members = [MemberConfiguration(m.obj, m.key.ns_name,
+                                               tuple(h for h in dict.fromkeys(m.hosts) if valid_hosts.get(h)))
+                           for m in children if m.key.kind == INGRESS_KIND and m.role == "regular"]
             return cfg
         minions = [m for m in children if m.key.kind == INGRESS_KIND and not self._is_canary(m.obj)]
         winners: dict[str, Entry] = {}

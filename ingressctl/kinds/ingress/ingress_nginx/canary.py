@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,10 +155,11 @@ def _path_key(p: Mapping[str, Any]) -> tuple[str, str]:
     return str(p.get("path") or "/"), str(p.get("pathType") or "ImplementationSpecific")
 
 
-def matching_paths(primary: Mapping[str, Any], canary: Mapping[str, Any],
-                   host: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """See the module docstring: (the canary's matching path entries, warnings for the others)."""
-    served = {_path_key(p) for p in _paths(primary, host)}
+def matching_paths(primary: Mapping[str, Any], canary: Mapping[str, Any], host: str,
+                   members: Sequence[Mapping[str, Any]] = ()) -> tuple[list[dict[str, Any]], list[str]]:
+    """See the module docstring: (the canary's matching path entries, warnings for the others). `members`:
+    the other Ingresses whose paths of the host the primary's server serves (a shared host)."""
+    served = {_path_key(p) for ing in (primary, *members) for p in _paths(ing, host)}
     matched: list[dict[str, Any]] = []
     warnings: list[str] = []
     for p in _paths(canary, host):
@@ -172,7 +173,7 @@ def matching_paths(primary: Mapping[str, Any], canary: Mapping[str, Any],
 
 
 def canary_warnings(primary: Mapping[str, Any], obj: Mapping[str, Any],
-                    hosts: Mapping[str, bool]) -> list[str]:
+                    hosts: Mapping[str, bool], members: Sequence[Mapping[str, Any]] = ()) -> list[str]:
     """What a canary Ingress gets told: invalid canary values (then nothing of it applies), its hosts the
     primary does not serve, its paths without a primary path, and its other annotations (not applied)."""
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
@@ -184,7 +185,7 @@ def canary_warnings(primary: Mapping[str, Any], obj: Mapping[str, Any],
         if not served:
             out.append(f"canary host {host} is not served by the primary Ingress; ignored")
             continue
-        out.extend(matching_paths(primary, obj, host)[1])
+        out.extend(matching_paths(primary, obj, host, members)[1])
     ignored = sorted(k for k in annotations if k.startswith((PREFIX, "nginx.org/", "nginx.com/"))
                      and k not in KEYS)
     if ignored:

@@ -2,7 +2,8 @@
 shares with the primary proxies to the choice `canary.choice` makes (see `canary.py` for the rules).
 
 Guarantees:
-- Only the primary's hosts (those it owns) and the canary paths `canary.matching_paths` keeps; the locations
+- Only the primary's hosts (those it owns) and the canary paths `canary.matching_paths` keeps (the paths of
+  the members of a shared host count as the primary's: the canary splits their locations); the locations
   are found with the primary's own location rules (`location_keys`: its pathTypes, `nginx.org/path-regex`,
   ingress-nginx's regex mode), so the canary path maps onto exactly the primary's locations of that path.
 - One canary per location: the first (by key) wins, as ingress-nginx takes one alternative backend.
@@ -58,7 +59,8 @@ class CanaryLocations:
             for host, owned in b.ing_ex.valid_hosts.items():
                 if not owned:
                     continue
-                matched, _ = canary.matching_paths(b.ing_ex.ingress, cex.ingress, host)
+                matched, _ = canary.matching_paths(b.ing_ex.ingress, cex.ingress, host,
+                                                   [m.ingress for m in b.ing_ex.members])
                 for p in matched:
                     self._add(cb, host, p, rules)
             self.upstreams.update(cb.upstreams)

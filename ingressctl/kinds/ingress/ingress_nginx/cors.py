@@ -35,6 +35,7 @@ from ingressctl.configs.quoting import quote, quote_regex, token
 from ingressctl.kinds.ingress import annotations_ingress_nginx as t
 from ingressctl.kinds.ingress.annotation_table import Status
 from ingressctl.kinds.ingress.ingress_nginx import cors_values as cv
+from ingressctl.kinds.ingress.ingress_nginx.owners import inherits
 from ingressctl.policies import policy_type_of
 from ingressctl.policies.base import ResolvedPolicy
 
@@ -167,7 +168,8 @@ def apply_cors(cfg: IngressNginxConfig, own: CorsConfig | None, own_policies: Se
                ) -> tuple[IngressNginxConfig, list[str], dict[str, list[str]]]:
     """(the model with the CORS lines in each location, the Ingress's warnings, each minion's by key).
     `minions`: (namespace, name, key, its CORS, its Policies). A location gets its minion's own CORS, else
-    the Ingress's or master's; locations proxying to the catch-all are left alone."""
+    the Ingress's or master's (not for a shared host's member); locations proxying to the catch-all are left
+    alone."""
     warnings: list[str] = []
     by_minion: dict[str, list[str]] = {}
     own = _winner(own, own_policies, warnings)
@@ -186,7 +188,8 @@ def apply_cors(cfg: IngressNginxConfig, own: CorsConfig | None, own_policies: Se
     for server in cfg.servers:
         locations = []
         for loc in server.locations:
-            c = (mine.get((loc.minion.namespace, loc.minion.name)) if loc.minion else None) or own
+            c = (mine.get((loc.minion.namespace, loc.minion.name)) if loc.minion else None) or (
+                own if inherits(loc) else None)
             if c is None or loc.catch_all:
                 locations.append(loc)
                 continue

@@ -5,7 +5,8 @@ Guarantees:
 - `owner_of(loc, master)` is the location's minion, or else the model's Ingress (a regular one or a master),
   as (namespace, name).
 - `owned(values, loc, master)` is (owner, value) of the settings that apply to the location: its owner's, or
-  else the model Ingress's (a master's cover the minions without their own); None when neither has any.
+  else the model Ingress's (a master's cover the minions without their own, not the members of a shared
+  host: `inherits`); None when neither has any.
 """
 
 from __future__ import annotations
@@ -24,8 +25,15 @@ def owner_of(loc: Location, master: IngressMeta) -> Owner:
     return (m.namespace, m.name) if m is not None else (master.namespace, master.name)
 
 
+def inherits(loc: Location) -> bool:
+    """Whether the model Ingress's settings cover the location when its own Ingress has none: not for a
+    member of a shared host (ingress-nginx applied each Ingress's annotations to its own paths only)."""
+    return loc.minion is None or not loc.minion.member
+
+
 def owned(values: Mapping[Owner, T], loc: Location, master: IngressMeta) -> tuple[Owner, T] | None:
-    for owner in (owner_of(loc, master), (master.namespace, master.name)):
+    own = owner_of(loc, master)
+    for owner in (own, (master.namespace, master.name)) if inherits(loc) else (own,):
         value = values.get(owner)
         if value is not None:
             return owner, value
