@@ -45,6 +45,9 @@ class IngressEx:
     www_tls_names: frozenset[str] = frozenset()
     # Services the locations speak HTTPS to besides `nginx.org/ssl-services` (ingress-nginx's ssl-passthrough)
     https_services: frozenset[str] = frozenset()
+    # ingress-nginx's custom-headers and auth-proxy-set-headers: "namespace/name" -> the cached ConfigMap (its
+    # data; None when missing), read when the IngressEx is built (ingress_nginx/header_maps.py)
+    config_maps: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
     @property
     def namespace(self) -> str:
