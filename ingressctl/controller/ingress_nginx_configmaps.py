@@ -49,7 +49,10 @@ class _NoBuilder:
 
 
 class _NoStatus:
+    """No status: the start-up flush does not run for this kind (`StatusWriters.report_ingress_status`)."""
+
     writes = 0
+    stateless = True
 
     def update_status(self, key: str) -> bool:
         return False

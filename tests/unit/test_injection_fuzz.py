@@ -651,11 +651,11 @@ def _reference_texts() -> tuple[list[str], list[str]]:
         for anns, st_ in [*((a, static) for a in variants), *((a, compat) for a in inn_variants)]:
             for tls in (True, False):
                 obj = _ingress("cafe", "default", HOST, PATHS, anns, tls=tls)
+                allowed = dataclasses.replace(
+                    cm, ingress_nginx_allowed_response_headers=ALLOWED_RESPONSE_HEADERS)
                 cfg, _ = generate_nginx_config(IngressEx(obj, {HOST: True}, dict(ENDPOINTS),
                                                          secret_refs=dict(REFS), config_maps=header_maps(),
-                                                         policies=inn_policies(obj, st_)), st_,
-                                               dataclasses.replace(cm, ingress_nginx_allowed_response_headers=(
-                                                   ALLOWED_RESPONSE_HEADERS)))
+                                                         policies=inn_policies(obj, st_)), st_, allowed)
                 ingress_texts.append(TEMPLATES.execute_ingress_template(cfg))
         for canary_anns in ({INN + "canary-weight": "30", INN + "canary-by-header": "X-Canary",
                              INN + "canary-by-cookie": "beta"},
