@@ -324,3 +324,23 @@ def test_the_kind_has_no_status_and_starts_no_status_flush() -> None:
     other: Any = object()
     assert StatusWriters(base, {"ingress": base, "other": other}).report_ingress_status is True
     assert kind.status.update_status("shop/headers") is False and kind.status.writes == 0
+
+
+def test_a_masters_denied_auth_headers_deny_the_minions_its_auth_covers() -> None:
+    """A minion with custom headers of its own but no auth of its own is protected by the master's auth: a
+    denied auth-proxy-set-headers of the master denies it too (never authenticated without its headers)."""
+    master = ingress({"nginx.org/mergeable-ingress-type": "master", N + "auth-url": "http://10.0.0.9/check",
+                      N + "auth-proxy-set-headers": "gone"}, "shop")
+    master["spec"]["rules"][0]["http"] = {}
+    own = ingress({"nginx.org/mergeable-ingress-type": "minion", N + "custom-headers": "headers"}, "cart",
+                  "/cart")
+    authed = ingress({"nginx.org/mergeable-ingress-type": "minion", N + "auth-url": "http://10.0.0.9/other"},
+                     "pay", "/pay")
+    minions = [IngressEx(m, {"app.example.com": True}, dict(ENDPOINTS), config_maps=dict(MAPS),
+                         valid_minion_paths={p: True}) for m, p in ((own, "/cart"), (authed, "/pay"))]
+    result = generate_nginx_config_for_mergeable(MergeableIngresses(
+        IngressEx(master, {"app.example.com": True}, {}, config_maps=dict(MAPS)), minions), STATIC, ALLOWED)
+    text = TEMPLATES.execute_ingress_template(result.config)
+    assert "return 503;" in location(text, "/cart/")
+    assert "return 503;" not in location(text, "/pay/")   # its own auth, without header ConfigMap
+    assert any("unable to find configMap 'shop/gone'" in w for w in result.warnings)

@@ -12,8 +12,9 @@ Guarantees:
   after the model's Ingress); every other character passes the quoting filter.
 - A location whose `add_header` lines are its own (policy lines included) would lose the server's (HSTS,
   `nginx.org/add-header`): those are repeated in it unless they are there already.
-- A location whose Ingress is denied (`header_maps.DENIED`) answers `return 503;` (before any access
-  check, so an auth subrequest never runs and nothing is served without its headers).
+- A location a denied header ConfigMap covers (`header_maps.DENIED`, `AUTH_DENIED`: its own Ingress's, or a
+  master's it inherits) answers `return 503;` (before any access check, so an auth subrequest never runs
+  and nothing is served without its headers).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from typing import Any
 
 from ingressctl.configs.config import IngressMeta, IngressNginxConfig, Location, Server
 from ingressctl.configs.quoting import quote, quote_vars
-from ingressctl.kinds.ingress.ingress_nginx.header_maps import DENIED, EXTRA, RESOLVED, Headers
+from ingressctl.kinds.ingress.ingress_nginx.auth_request import EXTRA as AUTH_EXTRA
+from ingressctl.kinds.ingress.ingress_nginx.header_maps import AUTH_DENIED, DENIED, EXTRA, RESOLVED, Headers
 from ingressctl.kinds.ingress.ingress_nginx.owners import owned, owner_of
 from ingressctl.kinds.ingress.policies import server_headers
 
@@ -48,12 +50,14 @@ def header_lines(headers: Headers, dollar: str) -> list[str]:
 
 
 def _denied(extras: Mapping[Owner, Mapping[str, Any]], loc: Location, master: IngressMeta) -> bool:
+    """Whether a header ConfigMap that covers the location is unusable: its owner's custom-headers (a minion
+    without them: the master's), or those of the auth subrequest that protects it (likewise)."""
     own = extras.get(owner_of(loc, master), {})
-    if DENIED in own:
-        return True
-    # a minion without header annotations of its own is covered by its master's
-    mine = EXTRA in own or RESOLVED in own
-    return not mine and DENIED in extras.get((master.namespace, master.name), {})
+    top = extras.get((master.namespace, master.name), {})
+    for present, denied in ((EXTRA, DENIED), (AUTH_EXTRA, AUTH_DENIED)):
+        if denied in (own if present in own else top):
+            return True
+    return False
 
 
 def _with_headers(loc: Location, server: Server, lines: list[str]) -> Location:
@@ -66,7 +70,7 @@ def apply_custom_headers(cfg: IngressNginxConfig, extras: Mapping[Owner, Mapping
                          ) -> IngressNginxConfig:
     """See the module docstring. `extras`: (namespace, name) -> a builder's extras (resolved)."""
     headers = {o: e[RESOLVED] for o, e in extras.items() if e.get(RESOLVED)}
-    if not headers and not any(DENIED in e for e in extras.values()):
+    if not headers and not any(DENIED in e or AUTH_DENIED in e for e in extras.values()):
         return cfg
     master = cfg.ingress
     dollar = dollar_variable(master)

@@ -15,8 +15,10 @@ Guarantees (ingress-nginx's `annotations/customheaders/main.go` and `annotations
   spaces, `-._~/:,=+*@!%&?#()[]<>|^'` and NGINX variables NGINX knows (`$name`, `${name}`); no quote, `;`,
   backslash, brace outside `${...}`, backtick or control character.
 - A reference that cannot be used (another namespace, the ConfigMap missing, too large for the cache, or any
-  header refused) denies the Ingress as ingress-nginx does (`LocationDenied`): every location of the Ingress
-  (of a minion: its own) answers 503, with a warning naming the ConfigMap and the problem (a Warning event).
+  header refused) denies the Ingress as ingress-nginx does (`LocationDenied`): every location the annotation
+  covers answers 503 (the Ingress's own; a master's also those of minions without that annotation of their
+  own: for `auth-proxy-set-headers`, the minions its auth covers), with a warning naming the ConfigMap and
+  the problem (a Warning event).
   Nothing is served without its headers, and no auth location is ever left out: a denied location answers
   before any access check. The first problem in the order of the ConfigMap's sorted keys is named.
 - `resolve(...)` is pure: it returns new extras (never changes the shared ones); headers come out sorted by
@@ -42,7 +44,8 @@ CUSTOM_HEADERS = _PREFIX + "custom-headers"
 AUTH_PROXY_SET_HEADERS = _PREFIX + "auth-proxy-set-headers"
 EXTRA = "custom_headers"            # Translation.extras: the custom-headers reference (as written)
 RESOLVED = "custom_headers_lines"   # a builder's extras: the validated ((name, value), ...)
-DENIED = "header_map_denied"        # a builder's extras: why every location answers 503
+DENIED = "custom_headers_denied"    # a builder's extras: why its custom-headers deny its locations (503)
+AUTH_DENIED = "auth_headers_denied"  # likewise for auth-proxy-set-headers (the locations its auth covers)
 
 _BASIC_CHARS = re.compile(r"[/\-._~a-zA-Z0-9:]*")
 HEADER_NAME = re.compile(r"[a-zA-Z0-9\-_]+")
@@ -166,8 +169,8 @@ class Settings(Protocol):
 def resolve(settings: Settings, ing_ex: IngressEx, warnings: list[str]) -> Mapping[str, Any]:
     """For a builder: the extras of its shared settings (auth-url, satisfy, ...: render.py) with the custom
     headers (RESOLVED) and the auth subrequest's headers (`AuthRequest.proxy_headers`) read from their
-    ConfigMaps (`ing_ex.config_maps`), or DENIED; warnings appended. Extras without either reference come
-    back as they are (the shared object)."""
+    ConfigMaps (`ing_ex.config_maps`), or DENIED / AUTH_DENIED; warnings appended. Extras without either
+    reference come back as they are (the shared object)."""
     extras, params = settings.ingress_nginx_extras, settings.params
     auth: AuthRequest | None = extras.get(AUTH_EXTRA)
     if EXTRA not in extras and (auth is None or not auth.proxy_set_headers):
@@ -175,24 +178,21 @@ def resolve(settings: Settings, ing_ex: IngressEx, warnings: list[str]) -> Mappi
     namespace, config_maps = ing_ex.namespace, ing_ex.config_maps
     allowed = params.ingress_nginx_allowed_response_headers
     out = dict(extras)
-    reasons: list[str] = []
     if EXTRA in extras:
         headers, why = headers_of(extras[EXTRA], namespace, config_maps,
                                   lambda n, v: response_header_problem(n, v, allowed))
         if why:
             warnings.append(DENIED_MESSAGE.format(annotation=CUSTOM_HEADERS, reason=why))
-            reasons.append(why)
+            out[DENIED] = why
         else:
             out[RESOLVED] = headers
     if auth is not None and auth.proxy_set_headers:
         headers, why = headers_of(auth.proxy_set_headers, namespace, config_maps, auth_header_problem)
         if why:
             warnings.append(DENIED_MESSAGE.format(annotation=AUTH_PROXY_SET_HEADERS, reason=why))
-            reasons.append(why)
+            out[AUTH_DENIED] = why
         else:
             out[AUTH_EXTRA] = dataclasses.replace(auth, proxy_headers=headers)
-    if reasons:
-        out[DENIED] = "; ".join(reasons)
     return out
 
 
