@@ -156,12 +156,16 @@ def test_custom_headers_on_every_answer_with_a_literal_dollar() -> None:
     assert "geo $ingressctl_dollar" not in plain   # only where a value has a `$`
 
 
-def test_the_servers_add_header_lines_are_repeated_in_the_locations() -> None:
-    text, _ = render({N + "custom-headers": "headers", "nginx.org/hsts": "true"},
-                     params=ALLOWED)
+def test_the_servers_header_lines_are_repeated_in_the_locations() -> None:
+    """NGINX drops the server's add_header and proxy_hide_header lines in a location with its own."""
+    anns = {N + "custom-headers": "headers", "nginx.org/hsts": "true", "nginx.org/hsts-behind-proxy": "true",
+            "nginx.org/proxy-hide-headers": "X-Powered-By", "nginx.org/add-header": "X-Served-By: edge"}
+    text, warnings = render(anns)
+    assert warnings == []
     loc = location(text)
     server_lines = [line.strip() for line in text.split("location", 1)[0].splitlines()
-                    if line.strip().startswith("add_header")]
+                    if line.strip().startswith(("add_header", "proxy_hide_header"))]
+    assert len(server_lines) == 4, server_lines
     for line in server_lines:
         assert loc.count(line) == 1, line
 

@@ -10,8 +10,9 @@ Guarantees:
 - A `$` of a value is literal, as ingress-nginx writes it (`escapeLiteralDollar`): it is written as a
   variable whose value is `$` (`geo $ingressctl_dollar_<digest> { default "$"; }`, one per file, named
   after the model's Ingress); every other character passes the quoting filter.
-- A location whose `add_header` lines are its own (policy lines included) would lose the server's (HSTS,
-  `nginx.org/add-header`): those are repeated in it unless they are there already.
+- A location with `add_header` and `proxy_hide_header` lines of its own would lose the server's (HSTS,
+  `nginx.org/add-header`, `nginx.org/proxy-hide-headers` and HSTS's hiding of the backend's header): those
+  are repeated in it unless they are there already.
 - A location a denied header ConfigMap covers (`header_maps.DENIED`, `AUTH_DENIED`: its own Ingress's, or a
   master's it inherits) answers `return 503;` (before any access check, so an auth subrequest never runs
   and nothing is served without its headers).
@@ -25,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ingressctl.configs.config import IngressMeta, IngressNginxConfig, Location, Server
-from ingressctl.configs.quoting import quote, quote_vars
+from ingressctl.configs.quoting import quote, quote_vars, token
 from ingressctl.kinds.ingress.ingress_nginx.auth_request import EXTRA as AUTH_EXTRA
 from ingressctl.kinds.ingress.ingress_nginx.header_maps import AUTH_DENIED, DENIED, EXTRA, RESOLVED, Headers
 from ingressctl.kinds.ingress.ingress_nginx.owners import owned, owner_of
@@ -60,9 +61,19 @@ def _denied(extras: Mapping[Owner, Mapping[str, Any]], loc: Location, master: In
     return False
 
 
+def _server_hides(server: Server) -> list[str]:
+    """The server's `proxy_hide_header` lines, as the template writes them."""
+    lines = [f"proxy_hide_header {token(h)};" for h in server.proxy_hide_headers]
+    if server.hsts and (server.ssl or server.hsts_behind_proxy):
+        lines.append("proxy_hide_header Strict-Transport-Security;")
+    return lines
+
+
 def _with_headers(loc: Location, server: Server, lines: list[str]) -> Location:
-    if not loc.add_headers:  # NGINX drops the server's add_header lines in a location with its own
-        lines = [*(line for line in server_headers(server) if line not in loc.policy_lines), *lines]
+    # NGINX drops the server's proxy_hide_header lines in a location with its own, and its add_header lines
+    # in a location with its own: they are repeated (once).
+    inherited = _server_hides(server) + ([] if loc.add_headers else server_headers(server))
+    lines = [*(line for line in inherited if line not in loc.policy_lines), *lines]
     return dataclasses.replace(loc, policy_lines=(*loc.policy_lines, *lines))
 
 
