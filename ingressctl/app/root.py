@@ -65,6 +65,7 @@ from ingressctl.app.nginx_features import (
 )
 from ingressctl.controller.ingress_class import NGINX_CONTROLLER as NGINX_CONTROLLER
 from ingressctl.controller.ingress_class import IngressClasses
+from ingressctl.controller.ingress_nginx_configmaps import config_map_kind_factory
 from ingressctl.k8s.readahead import ReadAhead
 from ingressctl.keys import INGRESS_KIND
 from ingressctl.logging import get_logger
@@ -314,6 +315,8 @@ class App:
                 is_leader=is_leader, stream_server_name=static.capabilities.has("stream_server_name"))
         except KindSetupError as e:
             raise StartupError(str(e)) from e
+        if s.controller.ingress_nginx_compat:  # the ConfigMaps of custom-headers and auth-proxy-set-headers
+            kinds = [*kinds, config_map_kind_factory()]
         self.controller = LoadBalancerController(
             self.client, configuration=configuration, configurator=self.configurator,
             secret_store=LocalSecretStore(self.configurator,

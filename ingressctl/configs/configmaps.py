@@ -61,6 +61,7 @@ class ConfigParams:
     ingress_nginx_use_regex: bool = False  # `use-regex`: the host's paths are regexes
     ingress_nginx_www_redirect: bool = False  # `from-to-www-redirect`
     ingress_nginx_default_backend: str = ""  # `default-backend`: a Service of the Ingress's namespace
+    ingress_nginx_allowed_response_headers: tuple[str, ...] = ()  # `global-allowed-response-headers`
     ingress_nginx_rewrite: bool = False  # `rewrite_target` is ingress-nginx's (whole URI, `(?i)<path>`)
     ssl_server_name: bool = True  # SNI to HTTPS backends (False: ingress-nginx's proxy-ssl-server-name off)
     # Per server

@@ -175,6 +175,7 @@ class Configuration:
         self._by_service: Index = {}  # (namespace, name) -> keys
         self._by_secret: Index = {}
         self._by_policy: Index = {}
+        self._by_config_map: Index = {}
         self._default_tls: set[ResourceKey] = set()
 
         self._hosts: dict[str, ResourceKey] = {}  # host or listener claim -> owning key (resolved state)
@@ -298,6 +299,11 @@ class Configuration:
         """Configured resources that (or one of whose children) reference the Policy."""
         return self._resolve_keys(_index_get(self._by_policy, (namespace, name)))
 
+    def find_resources_for_config_map(self, namespace: str, name: str) -> list[Resource]:
+        """Configured resources that (or one of whose children) read the ConfigMap (ingress-nginx's
+        custom-headers, auth-proxy-set-headers)."""
+        return self._resolve_keys(_index_get(self._by_config_map, (namespace, name)))
+
     def find_resources_for_default_tls_secret(self) -> list[Resource]:
         """Configured resources with a TLS entry without a Secret (they use the wildcard Secret)."""
         return self._resolve_keys(self._default_tls)
@@ -374,6 +380,8 @@ class Configuration:
             _index_add(self._by_secret, s, e.key)
         for p in e.policies:
             _index_add(self._by_policy, p, e.key)
+        for c in e.config_maps:
+            _index_add(self._by_config_map, c, e.key)
         if e.uses_default_tls_secret:
             self._default_tls.add(e.key)
 
@@ -389,6 +397,8 @@ class Configuration:
             _index_remove(self._by_secret, s, e.key)
         for p in e.policies:
             _index_remove(self._by_policy, p, e.key)
+        for c in e.config_maps:
+            _index_remove(self._by_config_map, c, e.key)
         self._default_tls.discard(e.key)
 
     def _after_store(self, key: ResourceKey, old: Entry | None, new: Entry | None) -> Changes:

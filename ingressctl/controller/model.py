@@ -5,7 +5,7 @@ Guarantees:
 - `Resource` is what every configured resource offers (NIC's `Resource`: key with kind, hosts, `is_equal`),
   so the Configuration, the controller's sync loop and its reporter handle every kind alike.
 - An `Entry` is computed once per stored valid object from its kind's `Claims` (hosts, listeners, Services,
-  Secrets) and is kept small: one exists for every resource in the cluster.
+  Secrets, Policies, ConfigMaps) and is kept small: one exists for every resource in the cluster.
 - Ranking: the older creationTimestamp (whole seconds) wins; on a tie the greater UID; then the smaller key.
   An object without a creationTimestamp loses to every object that has one.
 - Messages name the winner with its kind, e.g. `host a.com is taken by another resource (Ingress ns/name)`;
@@ -125,6 +125,7 @@ class Claims(NamedTuple):
     # the resource shares its hosts with the other sharing claimants (ingress-nginx's Ingresses): the owner's
     # server also serves their paths
     shares_hosts: bool = False
+    config_maps: tuple[tuple[str, str], ...] = ()        # (namespace, name) of ConfigMaps read, unique
 
 
 def creation_seconds(obj: Mapping[str, Any]) -> int:
@@ -167,6 +168,7 @@ class Entry:
     policies: tuple[tuple[str, str], ...] = ()
     weak_hosts: tuple[str, ...] = ()  # claims that lose to any host claim (in `claims`, not in `hosts`)
     shares_hosts: bool = False  # see `Claims.shares_hosts`
+    config_maps: tuple[tuple[str, str], ...] = ()
 
     def wins(self, other: Entry) -> bool:
         """Older creationTimestamp wins; on a tie the greater UID (then, for equal UIDs, the smaller key)."""
@@ -206,7 +208,8 @@ def make_entry(key: ResourceKey, obj: dict[str, Any], claims: Claims) -> Entry:
     return Entry(obj=obj, key=key, seconds=creation_seconds(obj), uid=str(meta.get("uid", "")),
                  role=claims.role, hosts=claims.hosts, claims=all_claims, services=claims.services,
                  secrets=claims.secrets, uses_default_tls_secret=claims.uses_default_tls_secret,
-                 policies=claims.policies, weak_hosts=weak, shares_hosts=claims.shares_hosts)
+                 policies=claims.policies, weak_hosts=weak, shares_hosts=claims.shares_hosts,
+                 config_maps=claims.config_maps)
 
 
 def rank_of(e: Entry) -> tuple[int, _Descending, ResourceKey]:

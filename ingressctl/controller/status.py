@@ -421,8 +421,10 @@ class StatusWriters:
     @property
     def report_ingress_status(self) -> bool:
         """Whether the start-up flush has statuses to write: Ingress status is reported, or another kind is
-        served (custom-resource status does not depend on `--report-ingress-status`)."""
-        return self.base.report_ingress_status or any(w is not self.base for w in self._writers.values())
+        served (custom-resource status does not depend on `--report-ingress-status`); a kind without status
+        (`stateless` writer) does not count."""
+        return self.base.report_ingress_status or any(
+            w is not self.base and not getattr(w, "stateless", False) for w in self._writers.values())
 
     def is_leader(self) -> bool:
         return self.base.is_leader()

@@ -544,13 +544,18 @@ def test_nginx_options(helm: Helm) -> None:
 
 
 def test_ingress_nginx_compat(helm: Helm) -> None:
-    """controller.ingressNginxCompat passes --ingress-nginx-compat; off by default (no argument at all), and
-    with it on the chart's own IngressClass is still created as configured."""
+    """controller.ingressNginxCompat passes --ingress-nginx-compat and grants list and watch of ConfigMaps
+    cluster-wide; off by default (no argument at all), and with it on the chart's own IngressClass is still
+    created as configured."""
     docs = helm.render({})
     assert settings_of(docs).controller.ingress_nginx_compat is False
     assert not any("ingress-nginx-compat" in a for a in container(docs)["args"])
+    assert not [r for r in find(docs, "ClusterRole")["rules"] if "configmaps" in r["resources"]]
     docs = helm.render({"controller": {"ingressNginxCompat": True}})
     assert settings_of(docs).controller.ingress_nginx_compat is True
+    # the ConfigMaps of custom-headers and auth-proxy-set-headers, where Ingresses are watched
+    assert [r["verbs"] for r in find(docs, "ClusterRole")["rules"] if "configmaps" in r["resources"]] == [
+        ["list", "watch"]]
     assert find(docs, "IngressClass")["spec"]["controller"] == "nginx.org/ingress-controller"
     docs = helm.render({"controller": {"ingressNginxCompat": True, "ingressClass": {"create": False}}})
     assert settings_of(docs).controller.ingress_nginx_compat is True

@@ -101,10 +101,12 @@ class Installed:
     """The chart installed by Helm into an RBAC-enforcing devcluster, and the controller run as its
     ServiceAccount."""
 
-    def __init__(self, helm: Helm, cluster: DevCluster, tmp: Path, short_tmp: str) -> None:
+    def __init__(self, helm: Helm, cluster: DevCluster, tmp: Path, short_tmp: str,
+                 values: dict[str, Any] = VALUES) -> None:
         self.helm, self.cluster, self.tmp, self.short_tmp = helm, cluster, tmp, short_tmp
+        self.values = values
         self.admin = cluster.write_kubeconfig(str(tmp / "admin-kubeconfig"))
-        self.docs = helm.render(VALUES)
+        self.docs = helm.render(values)
         self.service_account = find(self.docs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
         self.user = f"system:serviceaccount:{NAMESPACE}:{self.service_account}"
         self.ports = {name: free_port() for name in ("http", "https", "status", "ready", "metrics")}
@@ -113,7 +115,7 @@ class Installed:
 
     def install(self) -> None:
         self.helm.run("install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--create-namespace",
-                      *self.helm.values_files(VALUES), kubeconfig=self.admin,
+                      *self.helm.values_files(self.values), kubeconfig=self.admin,
                       check=True)
         # The load balancer's address, as a cloud controller would set it, and the default server's Secret.
         svc = next(o for o in self.cluster.objects("services", NAMESPACE)
@@ -304,6 +306,56 @@ def report(installed: Installed) -> None:
     unused = sorted(granted - used)
     undocumented = [u for u in unused if not named_with_flag(comments.get((u[0], u[1]), ""), u[3], u[4])]
     assert undocumented == [], f"granted, never used, and not named with a flag in rbac.yaml: {undocumented}"
+
+
+ALLOWED_HEADERS = {"global-allowed-response-headers": "X-Frame-Options"}   # the chart's ConfigMap
+COMPAT_VALUES = {"controller": {**VALUES["controller"], "ingressNginxCompat": True,
+                                "config": {"entries": ALLOWED_HEADERS}}}
+
+
+@pytest.fixture
+def installed_compat(helm: Helm, tmp_path: Path, short_tmp: str) -> Iterator[Installed]:
+    with chart_cluster(authorization_mode="RBAC") as cluster:
+        inst = Installed(helm, cluster, tmp_path, short_tmp, COMPAT_VALUES)
+        try:
+            yield inst
+        finally:
+            inst.stop_controller()
+
+
+def test_ingress_nginx_compat_reads_header_config_maps_cluster_wide_with_its_rbac(
+        installed_compat: Installed) -> None:
+    """controller.ingressNginxCompat: the controller lists and watches ConfigMaps in every namespace (the
+    ones of custom-headers), granted by the chart's ClusterRole; no request is refused."""
+    installed, cluster = installed_compat, installed_compat.cluster
+    installed.install()
+    backend = Backend("web").start()
+    try:
+        installed.start_controller()
+        wait_until(installed.alive_and(lambda: _ready(installed.ports["ready"]) == 200), "controller ready")
+        objects = _app_objects(backend.port)
+        web = next(o for o in objects if o["metadata"]["name"] == "web" and o["kind"] == "Ingress")
+        web["spec"]["ingressClassName"] = "ingress-nginx"
+        web["metadata"]["annotations"] = {"nginx.ingress.kubernetes.io/custom-headers": "web-headers"}
+        cluster.load([
+            {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+             "metadata": {"name": "ingress-nginx"}, "spec": {"controller": "k8s.io/ingress-nginx"}},
+            *objects,
+            {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": "web-headers", "namespace": APP_NS}, "data": {"X-Frame-Options": "DENY"}}])
+        http = installed.ports["http"]
+        r = wait_until(installed.alive_and(lambda: (x := http_get(http, "web.example")).headers.get(
+            "x-frame-options") == "DENY" and x), "the header ConfigMap served")
+        assert r.backend == "web"
+    finally:
+        backend.stop()
+    assert installed.stop_controller() == 0, installed.log()[-4000:]
+    decisions = cluster.access_log.decisions(installed.user)
+    assert [a for a in decisions if not a.allowed] == []
+    role = f"ClusterRole/{find(installed.docs, 'ClusterRole')['metadata']['name']}"
+    cluster_wide = {a.verb for a in decisions if a.resource == "configmaps" and not a.namespace
+                    and a.grant is not None and a.grant.role == role}
+    assert cluster_wide == {"list", "watch"}
 
 
 def _metric(port: int, name: str) -> str:

@@ -58,8 +58,9 @@ REFERENCE_KEYS = (
     "opentelemetry-operation-name", "http2-push-preload",
 )
 
-# Not this change's: rows that say what they will be and are not implemented yet.
-PENDING = {"auth-proxy-set-headers"}
+# Rows that say what they will be and are not implemented yet (none left: auth-proxy-set-headers and
+# custom-headers read their ConfigMaps now).
+PENDING: set[str] = set()
 
 
 def ingress(annotations: dict[str, str], *, name: str = "app", tls: bool = False,
@@ -107,9 +108,10 @@ def test_every_key_users_write_is_a_row_with_a_status_and_docs() -> None:
 def test_rows_not_implemented_yet_say_what_they_will_be_and_fail_closed_where_it_matters() -> None:
     pending = {r.key.removeprefix(PREFIX): r for r in INGRESS_NGINX.rows
                if r.handling is Handling.NONE and r.status not in (Status.IGNORED, Status.REFUSED)}
-    assert set(pending) >= PENDING
-    for name in ("auth-proxy-set-headers",):  # serving the Ingress without it would weaken its auth
-        assert pending[name].fail_closed and effective_status(pending[name]) is Status.REFUSED, name
+    assert set(pending) == PENDING
+    for name in ("auth-proxy-set-headers", "custom-headers"):  # served now, from their ConfigMaps
+        row = INGRESS_NGINX.by_key[PREFIX + name]
+        assert row.handling is Handling.FAMILY and effective_status(row) is Status.TRANSLATED, name
     for row in pending.values():
         assert effective_status(row) is (Status.REFUSED if row.fail_closed else Status.IGNORED), row.key
     assert all(r.reason.startswith("Not yet implemented") for r in pending.values())
@@ -289,7 +291,6 @@ def test_values_ingress_nginx_refuses_reject_the_ingress(name: str, value: str, 
     ({N + "enable-modsecurity": "true"}, "no ModSecurity in ingressctl"),
     ({N + "server-alias": "other.example.com"}, "extra `server_name`s could capture hosts"),
     ({N + "stream-snippet": "server {}"}, "raw `stream` configuration"),
-    ({N + "auth-proxy-set-headers": "ns/name"}, "not yet implemented by ingressctl"),
     ({N + "configuration-snippet": "x;"}, "snippets are not enabled"),
 ])
 def test_refused_annotations_reject_the_ingress_naming_them(annotations: dict[str, str], detail: str) -> None:

@@ -110,6 +110,7 @@ VALID: dict[str, list[str]] = {
     "nginx.org/rewrite-target": ["/beverages", "/v2/$1"], "nginx.org/ssl-ciphers": ["HIGH:!aNULL"],
     "nginx.org/ssl-prefer-server-ciphers": ["true"],
     "nginx.org/sticky-cookie-services": ["serviceName=svc-a srv_id expires=1h path=/a httponly"],
+    "header-map": ["X-Fuzz", "1; mode=block", "max-age=31536000; includeSubDomains"],
     "nginx.org/add-header-inherit": ["merge", "Off"], "nginx.org/custom-http-errors": ["404, 5xx", "502"],
     # ConfigMap keys
     "proxy-read-timeout": ["5s"], "client-max-body-size": ["3m"], "proxy-buffers": ["4 16k"],
@@ -193,6 +194,8 @@ VALID: dict[str, list[str]] = {
     INN + "auth-method": ["POST"], INN + "auth-request-redirect": ["https://app.example.com/landing"],
     INN + "auth-always-set-cookie": ["true"], INN + "satisfy": ["any", "all"],
     INN + "auth-type": ["basic"], INN + "auth-secret": ["htusers", "default/htusers", "missing"],  # 503
+    INN + "custom-headers": ["hdrs", "default/hdrs", "missing"],  # missing: every location answers 503
+    INN + "auth-proxy-set-headers": ["authhdrs", "default/authhdrs", "other/authhdrs"],  # other ns: 503
     INN + "auth-secret-type": ["auth-file"], INN + "auth-realm": ["Protected Area", "realm:/x~y"],
     INN + "affinity": ["cookie", " cookie "], INN + "affinity-mode": ["balanced", "persistent"],
     INN + "affinity-canary-behavior": ["sticky", "legacy"], INN + "session-cookie-name": ["route~1", "a/b"],
@@ -211,10 +214,30 @@ INJECTIONS = ["; evil on;", "\n}", "}", "{", '"', "'", "#", "$host", "\\", "\nre
 HOSTILE = st.text(alphabet=st.sampled_from(list(' \t\n\r;{}"\'\\#$/a=~*^()[],:0123456789sk')), max_size=40)
 
 
+# The ConfigMaps of custom-headers and auth-proxy-set-headers (the builder's reads), the response headers
+# the NGINX ConfigMap allows (global-allowed-response-headers), and the fuzzed parts of those ConfigMaps.
+HEADER_MAPS: dict[str, dict[str, Any]] = {
+    "default/hdrs": {"data": {"X-Frame-Options": "DENY", "X-Odd": "a$b {c}; \"d\" \\e `f` #g", "y": "1"}},
+    "default/authhdrs": {"data": {"X-Auth-From": "$remote_addr", "X-Team": "shop (a) [b] ${host}"}}}
+ALLOWED_RESPONSE_HEADERS = ("X-Frame-Options", "X-Odd", "y", "X-Fuzz")
+HEADER_MAP_PARTS = [f"{m}:{part}" for m in ("hdrs", "authhdrs") for part in ("key", "value")]
+
+
+def header_maps(part: str = "", fuzzed: str = "") -> dict[str, dict[str, Any] | None]:
+    """HEADER_MAPS, with `fuzzed` as a new key or value of one of them (`part`: "<map>:key|value")."""
+    maps: dict[str, dict[str, Any] | None] = {k: {"data": dict(v["data"])} for k, v in HEADER_MAPS.items()}
+    if part:
+        name, what = part.split(":")
+        data = maps[f"default/{name}"]["data"]  # type: ignore[index]
+        data.update({fuzzed: "v"} if what == "key" else {"X-Fuzz": fuzzed})
+    return maps
+
+
 @dataclass(frozen=True)
 class Case:
-    """One fuzzed input: `kind` is annotation, minion-annotation, host, path, header-name, configmap, or
-    ingress-nginx (an annotation of that family, with --ingress-nginx-compat)."""
+    """One fuzzed input: `kind` is annotation, minion-annotation, host, path, header-name, configmap,
+    ingress-nginx (an annotation of that family, with --ingress-nginx-compat), or header-map (a key or value
+    of the ConfigMaps of custom-headers and auth-proxy-set-headers)."""
 
     kind: str
     name: str
@@ -238,6 +261,8 @@ CASES: st.SearchStrategy[Case] = st.one_of(
                                                                   _value(n))),
     st.sampled_from(INGRESS_NGINX_NAMES).flatmap(lambda n: st.builds(Case, st.just("ingress-nginx"),
                                                                      st.just(n), _value(n))),
+    st.sampled_from(HEADER_MAP_PARTS).flatmap(lambda n: st.builds(Case, st.just("header-map"), st.just(n),
+                                                                  _value("header-map"))),
     st.builds(Case, st.just("host"), st.just(""), st.one_of(
         HOSTILE, st.sampled_from(["a.example.com", "*.example.com"]),
         st.builds(lambda inj: "a" + inj + ".example.com", st.sampled_from(INJECTIONS)))),
@@ -327,6 +352,14 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
     minion_annotations: dict[str, str] = {}
     host, paths = HOST, list(PATHS)
     canary_annotations: dict[str, str] = {}
+    maps = header_maps()
+    if case.kind == "header-map":  # a fuzzed key or value of a header ConfigMap
+        static = dataclasses.replace(static, ingress_nginx_compat=True)
+        maps = header_maps(case.name, case.value)
+        annotations.update({INN + "custom-headers": "hdrs", INN + "auth-url": "http://10.0.0.9/check",
+                            INN + "auth-proxy-set-headers": "authhdrs"})
+    if static.ingress_nginx_compat or case.kind == "ingress-nginx":
+        config = dataclasses.replace(config, ingress_nginx_allowed_response_headers=ALLOWED_RESPONSE_HEADERS)
     if case.kind == "ingress-nginx" and case.name in CANARY_KEYS:  # on a canary of the fuzzed Ingress
         static = dataclasses.replace(static, ingress_nginx_compat=True)
         canary_annotations = {INN + "canary": "true", INN + "canary-by-header": "X-Canary",
@@ -441,7 +474,8 @@ def render_case(case: Case, static: StaticConfigParams | None = None) -> Rendere
                 hosts[other_name(host)] = True  # (the Configuration's weak claim, won)
             cfg, _ = generate_nginx_config(IngressEx(obj, hosts, dict(ENDPOINTS), secret_refs=refs,
                                                      policies=inn_policies(obj, static), canaries=canaries,
-                                                     default_backend=default), static, config)
+                                                     default_backend=default, config_maps=maps), static,
+                                           config)
         except AnnotationError as e:
             return f"generator: {e}"
     try:
@@ -617,9 +651,11 @@ def _reference_texts() -> tuple[list[str], list[str]]:
         for anns, st_ in [*((a, static) for a in variants), *((a, compat) for a in inn_variants)]:
             for tls in (True, False):
                 obj = _ingress("cafe", "default", HOST, PATHS, anns, tls=tls)
+                allowed = dataclasses.replace(
+                    cm, ingress_nginx_allowed_response_headers=ALLOWED_RESPONSE_HEADERS)
                 cfg, _ = generate_nginx_config(IngressEx(obj, {HOST: True}, dict(ENDPOINTS),
-                                                         secret_refs=dict(REFS),
-                                                         policies=inn_policies(obj, st_)), st_, cm)
+                                                         secret_refs=dict(REFS), config_maps=header_maps(),
+                                                         policies=inn_policies(obj, st_)), st_, allowed)
                 ingress_texts.append(TEMPLATES.execute_ingress_template(cfg))
         for canary_anns in ({INN + "canary-weight": "30", INN + "canary-by-header": "X-Canary",
                              INN + "canary-by-cookie": "beta"},
@@ -728,6 +764,14 @@ def test_valid_samples_render() -> None:
             assert isinstance(r, Rendered), (name, v, r)
             check_rendered(r)
             assert r.ingress != render_case(Case("annotation", name, v)).ingress or name in NO_TEXT, (name, v)
+    for part in HEADER_MAP_PARTS:
+        for v in VALID["header-map"]:
+            r = render_case(Case("header-map", part, v))
+            assert isinstance(r, Rendered), (part, v, r)
+            check_rendered(r)
+        r = render_case(Case("header-map", part, "X-Fuzz"))
+        assert isinstance(r, Rendered) and "return 503;" not in r.ingress, (part, r)
+        assert ('add_header "X-Fuzz"' in r.ingress if part == "hdrs:key" else "X-Fuzz" in r.ingress), part
 
 
 # ingress-nginx rows whose sample renders nothing of its own on the fuzzed Ingress (a value equal to the

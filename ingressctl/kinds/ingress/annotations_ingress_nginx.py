@@ -26,6 +26,7 @@ from ingressctl.kinds.ingress.ingress_nginx import authtls_values as atv
 from ingressctl.kinds.ingress.ingress_nginx import basic_auth as basic
 from ingressctl.kinds.ingress.ingress_nginx import canary as _canary
 from ingressctl.kinds.ingress.ingress_nginx import cors_values as cv
+from ingressctl.kinds.ingress.ingress_nginx import header_maps as hm
 from ingressctl.kinds.ingress.ingress_nginx import location_lines as ll
 from ingressctl.kinds.ingress.ingress_nginx import mirror
 from ingressctl.kinds.ingress.ingress_nginx import proxyssl_values as psv
@@ -215,9 +216,17 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _ignored("connection-proxy-header", "header value",
              "ingressctl sets `Connection` itself (upgrades and upstream "
              "keep-alive)", v.text, section=PROXYING),
-    _ignored("custom-headers", "`<namespace>/<ConfigMap>`",
-             "response headers from a ConfigMap are not implemented; use "
-             "`nginx.org/add-header`", v.text, section=PROXYING),
+    _row("custom-headers", PROXYING, TRANSLATED, "ConfigMap `name` or `<namespace>/<name>`",
+         "each key and value of the ConfigMap is a response header of every location of the Ingress "
+         "(`add_header \"<key>\" \"<value>\" always`, the backend's own hidden), as `more_set_headers`; "
+         "the Ingress is re-rendered when the ConfigMap is created, changed or deleted",
+         parse=hm.reference,
+         reason="as ingress-nginx, each key must be a header name listed in the ConfigMap key "
+                "`global-allowed-response-headers` and each value of its characters (a `$` is literal); a "
+                "ConfigMap that is missing, in another namespace (`allow-cross-namespace-resources` is not "
+                "honoured: false), larger than 64 KiB or with a header refused makes every location of the "
+                "Ingress answer 503, with a Warning event; the server's `add_header` lines are repeated in "
+                "the locations (NGINX would drop them there)"),
     _row("limit-rate", PROXYING, TRANSLATED, "integer KB/s", "`limit_rate <N>k` in every location of the "
          "Ingress (per connection; `0`: no limit)", parse=_int(0, 1 << 30), default="`0`"),
     _row("limit-rate-after", PROXYING, TRANSLATED, "integer KB", "`limit_rate_after <N>k` in every location "
@@ -356,9 +365,15 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
     _row("auth-snippet", AUTH, SERVED, "NGINX configuration", "lines in the internal auth location",
          parse=parsing.parse_lines, needs_snippets=True,
          reason="only with `--enable-snippets`; refused without"),
-    _pending("auth-proxy-set-headers", AUTH, TRANSLATED, "`<namespace>/<ConfigMap>`",
-             "headers sent to the auth service", "planned with `auth-url` (needs the ConfigMap read from "
-             "the cluster)", fail_closed=True),
+    _row("auth-proxy-set-headers", AUTH, TRANSLATED, "ConfigMap `name` or `<namespace>/<name>`",
+         "each key and value of the ConfigMap is a header of the auth subrequest of `auth-url` "
+         "(`proxy_set_header <key> \"<value>\"` in the internal auth location); the Ingress is re-rendered "
+         "when the ConfigMap is created, changed or deleted", parse=hm.reference,
+         reason="values are checked more strictly than ingress-nginx does (it checks names only): letters, "
+                "digits, spaces, `-._~/:,=+*@!%&?#()[]<>\\|^'` and NGINX variables NGINX knows, no quotes, "
+                "`;`, braces or backslashes; a ConfigMap that is missing, in another namespace, larger than "
+                "64 KiB or with a header refused makes every location of the Ingress answer 503 (fail "
+                "closed, as ingress-nginx denies them), with a Warning event"),
     _row("auth-request-redirect", AUTH, TRANSLATED, "URL", "`X-Auth-Request-Redirect` of the subrequest "
          "(default: the request URI)", parse=authreq.request_redirect),
     _row("auth-always-set-cookie", AUTH, TRANSLATED, BOOL,

@@ -85,7 +85,7 @@ from ingressctl.kinds.ingress.catch_all import catch_all_locations, catch_all_tl
 from ingressctl.kinds.ingress.catch_all import catch_all_upstream as catch_all_upstream
 from ingressctl.kinds.ingress.ingress_ex import IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.ingress_ex import string_annotations as _annotations
-from ingressctl.kinds.ingress.ingress_nginx import basic_auth, limits, paths
+from ingressctl.kinds.ingress.ingress_nginx import basic_auth, header_maps, limits, paths
 from ingressctl.kinds.ingress.ingress_nginx.authtls import apply_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.canary_locations import CanaryLocations
 from ingressctl.kinds.ingress.ingress_nginx.cors import apply_cors
@@ -162,7 +162,7 @@ class _Builder:
         self._buffers_ok = settings.buffers_ok
         self.sticky = settings.sticky
         self.add_header_inherit = settings.add_header_inherit
-        self.ingress_nginx_extras = settings.ingress_nginx_extras  # auth-url, satisfy, ... (render.py)
+        self.ingress_nginx_extras = header_maps.resolve(settings, ing_ex, warnings)  # auth-url, ...
         self.basic_auth = self._basic_auth()
         self.limit_req = self._limit_req()
         self.limit_conn = self._limit_conn() if self.params.limit_conn else None

@@ -57,6 +57,9 @@ class IngressEx:
     # (oldest first), each with `is_member` set and the shared hosts as its `valid_hosts`
     members: tuple[IngressEx, ...] = ()
     is_member: bool = False
+    # ingress-nginx's custom-headers and auth-proxy-set-headers: "namespace/name" -> the cached ConfigMap (its
+    # data; None when missing), read when the IngressEx is built (ingress_nginx/header_maps.py)
+    config_maps: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
     @property
     def namespace(self) -> str:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ingressctl.controller.config_map_cache import CONFIGMAP_KIND
 from ingressctl.controller.endpoints import BackendError, cluster_ip_endpoint, resolve_backend_endpoints
 from ingressctl.controller.handlers import IngressHandler
 from ingressctl.controller.ingress_class import IngressClasses
@@ -49,6 +50,7 @@ from ingressctl.kinds.ingress.ingress_ex import INGRESS_TYPES, IngressEx, Mergea
 from ingressctl.kinds.ingress.ingress_nginx.authtls_policy import with_auth_tls
 from ingressctl.kinds.ingress.ingress_nginx.canary import canary_warnings
 from ingressctl.kinds.ingress.ingress_nginx.default_backend import DEFAULT_BACKEND, service_of, service_port
+from ingressctl.kinds.ingress.ingress_nginx.header_maps import referenced_keys
 from ingressctl.kinds.ingress.ingress_nginx.passthrough import (
     MERGEABLE,
     IngressPassthroughs,
@@ -288,6 +290,8 @@ class IngressBuilder:
                        policy_endpoints=policy_endpoints, default_backend=default_backend)
         if self._ingress_nginx_compat:  # ingress-nginx's from-to-www-redirect over HTTPS
             ex.www_tls_names = certified_names(ing, lambda n: self._caches.get_object("secrets", f"{ns}/{n}"))
+            ex.config_maps = {k: self._caches.get_object(CONFIGMAP_KIND, k)
+                              for k in referenced_keys(annotations, ns)}
         return ex, warnings
 
     def _default_backend(self, ns: str, name: str) -> tuple[tuple[str, int] | None, list[str], str]:

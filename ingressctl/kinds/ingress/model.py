@@ -31,6 +31,7 @@ from ingressctl.keys import INGRESS_KIND, ResourceKey
 from ingressctl.kinds.ingress.annotation_validation import mergeable_type
 from ingressctl.kinds.ingress.ingress_nginx.canary import is_canary
 from ingressctl.kinds.ingress.ingress_nginx.default_backend import service_of
+from ingressctl.kinds.ingress.ingress_nginx.header_maps import referenced_config_maps
 from ingressctl.kinds.ingress.ingress_nginx.www_redirect import www_redirect_names
 from ingressctl.kinds.ingress.refs import ingress_secrets, service_names
 from ingressctl.kinds.ingress.validation import path_conflict_key, validate_ingress
@@ -189,6 +190,7 @@ class IngressModel:
             weak_hosts=www_redirect_names(obj) if self.ingress_nginx_compat else (),
             shares_hosts=(self.ingress_nginx_compat and mtype not in ("master", "minion") and not canary
                           and self.classes.is_ingress_nginx(obj)),
+            config_maps=referenced_config_maps(obj) if self.ingress_nginx_compat else (),
         )
 
     def build(self, entry: Entry, valid_hosts: dict[str, bool], warnings: list[str],

@@ -6,7 +6,8 @@ Guarantees:
   of their own) gets `auth_request` to an internal `location = /_external-auth-<hash>` of its server, which
   proxies a body-less copy of the request to `auth-url` with ingress-nginx's headers (`Host` the URL's host,
   `X-Original-URL`, `X-Original-Method`, `X-Sent-From`, `X-Real-IP`, `X-Forwarded-For`,
-  `X-Auth-Request-Redirect`; with `auth-method` that method, `X-Original-URI` and `X-Scheme`) and the
+  `X-Auth-Request-Redirect`; with `auth-method` that method, `X-Original-URI` and `X-Scheme`), the headers
+  of `auth-proxy-set-headers` (`proxy_set_header`, after those, as ingress-nginx's template) and the
   `auth-snippet`. The auth host is an http-level `upstream` per Ingress and host (`ing_<ns>_<name>_authreq_
   <hash>`), resolved when NGINX loads it, so variables in the URL's path need no resolver. A loopback URL
   (`$host`) is this NGINX: `127.0.0.1` on the server's own port (its first TLS port for https), with the
@@ -94,6 +95,8 @@ def auth_location(auth: AuthRequest, upstream: str, path: str) -> PolicyLocation
         lines.append(f"proxy_set_header {LOOPBACK_HEADER} 1;")
     if u.scheme == "https":
         lines += ["proxy_ssl_server_name on;", f"proxy_ssl_name {'$host' if u.loopback else arg(u.host)};"]
+    # auth-proxy-set-headers (validated by `header_maps`: header names, values without quotes or `;`)
+    lines += [f"proxy_set_header {token(name)} {quote_vars(value)};" for name, value in auth.proxy_headers]
     lines += list(auth.snippet)
     lines.append(f"proxy_pass {quote_vars(f'{u.scheme}://{upstream}{u.path}')};")
     return PolicyLocation(f"= {arg(path)}", tuple(lines))

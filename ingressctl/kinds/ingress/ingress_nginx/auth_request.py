@@ -74,6 +74,8 @@ class AuthRequest:
     request_redirect: str = ""            # X-Auth-Request-Redirect ("" : the request URI)
     always_set_cookie: bool = False
     snippet: tuple[str, ...] = ()
+    proxy_set_headers: str = ""           # `auth-proxy-set-headers`: the ConfigMap reference, as written
+    proxy_headers: tuple[tuple[str, str], ...] = ()  # its validated headers (`header_maps.resolve`)
 
 
 def _no_space(value: str) -> str:
@@ -200,7 +202,7 @@ def _key(name: str) -> str:
 
 _COMPANIONS = (_key("auth-method"), _key("auth-signin"), _key("auth-signin-redirect-param"),
                _key("auth-response-headers"), _key("auth-request-redirect"), _key("auth-always-set-cookie"),
-               _key("auth-snippet"))
+               _key("auth-snippet"), _key("auth-proxy-set-headers"))
 
 
 def combine(parsed: dict[str, Any], raw: dict[str, str], out: Any) -> None:
@@ -234,4 +236,5 @@ def combine(parsed: dict[str, Any], raw: dict[str, str], out: Any) -> None:
         url=url, method=get("auth-method", ""), signin=signin,
         response_headers=get("auth-response-headers", ()),
         request_redirect=get("auth-request-redirect", ""),
-        always_set_cookie=get("auth-always-set-cookie", False), snippet=get("auth-snippet", ()))
+        always_set_cookie=get("auth-always-set-cookie", False), snippet=get("auth-snippet", ()),
+        proxy_set_headers=get("auth-proxy-set-headers", ""))

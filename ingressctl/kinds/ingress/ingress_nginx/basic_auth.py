@@ -34,6 +34,7 @@ from typing import Any
 from ingressctl.configs.config import BasicAuth, IngressNginxConfig
 from ingressctl.controller.opaque_secrets import OPAQUE
 from ingressctl.kinds.ingress.annotation_table import Status
+from ingressctl.kinds.ingress.ingress_nginx.owners import inherits
 from ingressctl.secret_types import SecretReference
 
 _PREFIX = "nginx.ingress.kubernetes.io/"
@@ -178,8 +179,8 @@ Owner = tuple[str, str]
 
 
 def apply_denied(cfg: IngressNginxConfig, extras: Mapping[Owner, Mapping[str, Any]]) -> IngressNginxConfig:
-    """`return 503;` in every location whose Ingress (a minion without basic auth of its own: its master's)
-    is denied."""
+    """`return 503;` in every location whose Ingress (a minion without basic auth of its own: its master's;
+    not for a shared host's member) is denied."""
     master = cfg.ingress
     own = (master.namespace, master.name)
     if not any(DENIED in e for e in extras.values()):
@@ -190,7 +191,7 @@ def apply_denied(cfg: IngressNginxConfig, extras: Mapping[Owner, Mapping[str, An
         for loc in server.locations:
             owner = (loc.minion.namespace, loc.minion.name) if loc.minion is not None else own
             mine = extras.get(owner, {})
-            denied = DENIED in mine or (EXTRA not in mine and DENIED in extras.get(own, {}))
+            denied = DENIED in mine or (EXTRA not in mine and inherits(loc) and DENIED in extras.get(own, {}))
             if denied:
                 loc = dataclasses.replace(loc, policy_lines=(*loc.policy_lines, "return 503;"))
             locations.append(loc)

@@ -26,6 +26,7 @@ from typing import Any
 from ingressctl.configs import directive_values
 from ingressctl.configs.configmaps import ConfigParams
 from ingressctl.kinds.ingress.ingress_nginx import values as v
+from ingressctl.kinds.ingress.ingress_nginx.header_maps import HEADER_NAME
 
 TRANSLATED, APPROXIMATED, IGNORED = "translated", "approximated", "ignored"
 
@@ -145,6 +146,9 @@ INGRESS_NGINX_CONFIG_MAP_KEYS: tuple[Key, ...] = (
     _k("enable-modsecurity", IGNORED, "nothing", "no ModSecurity in ingressctl"),
     _k("enable-owasp-modsecurity-crs", IGNORED, "nothing", "no ModSecurity in ingressctl"),
     _k("global-auth-url", IGNORED, "nothing", "ingressctl has no global authentication"),
+    _k("global-allowed-response-headers", TRANSLATED, "the header names (comma-separated) the "
+       "`custom-headers` annotation may set; default none, as ingress-nginx",
+       "a value with an invalid name is refused whole, with a warning (ingress-nginx drops that name only)"),
     _k("use-geoip2", IGNORED, "nothing", "no GeoIP2 module"),
 )
 BY_NAME = {k.name: k for k in INGRESS_NGINX_CONFIG_MAP_KEYS}
@@ -182,6 +186,16 @@ def _body(value: str) -> str:
         return value
 
 
+def _allowed_headers(value: str) -> tuple[str, ...]:
+    """ingress-nginx's `global-allowed-response-headers`: comma-separated header names; an invalid one
+    refuses the value (ingress-nginx drops that name only, with a log line)."""
+    names = tuple(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))
+    bad = [n for n in names if not HEADER_NAME.fullmatch(n)]
+    if bad:
+        raise ValueError(f"invalid header name(s) {', '.join(bad)}")
+    return names
+
+
 _VALUES: dict[str, Callable[[str], str]] = {
     "proxy-body-size": _body, "proxy-buffer-size": _size, "proxy-busy-buffers-size": _size,
     "proxy-max-temp-file-size": _size, "client-body-buffer-size": _size, "proxy-buffering": _on_off_bool,
@@ -195,6 +209,7 @@ _FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "proxy-next-upstream": ("proxy_next_upstream", directive_values.parse_proxy_next_upstream),
     "proxy-next-upstream-tries": ("proxy_next_upstream_tries", lambda s: v.integer(s, 0, 1 << 20)),
     "proxy-next-upstream-timeout": ("proxy_next_upstream_timeout", v.seconds),
+    "global-allowed-response-headers": ("ingress_nginx_allowed_response_headers", _allowed_headers),
 }
 
 

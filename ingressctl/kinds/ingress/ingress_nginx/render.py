@@ -2,7 +2,8 @@
 after its Policies: the external auth subrequest (`auth_render.py`), the 503 of a denied basic auth
 (`basic_auth.py`; the basic auth itself is the builder's), the one-directive annotations, `satisfy` among
 them (`location_lines.py`), the sticky cookie of `affinity` (`affinity.py`) and the request copies of
-`mirror-target` (`mirror.py`).
+`mirror-target` (`mirror.py`), and the `custom-headers` with the denial of a header ConfigMap
+(`custom_headers.py`).
 
 Guarantees:
 - `apply_extras(cfg, extras)` takes the extras of the regular Ingress or master and of each minion served in
@@ -17,6 +18,7 @@ from typing import Any
 from ingressctl.configs.config import IngressNginxConfig
 from ingressctl.kinds.ingress.ingress_nginx import affinity, auth_request, basic_auth, mirror
 from ingressctl.kinds.ingress.ingress_nginx.auth_render import apply_auth_requests
+from ingressctl.kinds.ingress.ingress_nginx.custom_headers import apply_custom_headers
 from ingressctl.kinds.ingress.ingress_nginx.location_lines import apply_location_lines, lines_of
 
 Owner = tuple[str, str]
@@ -30,6 +32,7 @@ def apply_extras(cfg: IngressNginxConfig, extras: Mapping[Owner, Mapping[str, An
     auths = {o: e[auth_request.EXTRA] for o, e in extras.items() if auth_request.EXTRA in e}
     cfg, warnings = apply_auth_requests(cfg, auths)
     cfg = basic_auth.apply_denied(cfg, extras)
+    cfg = apply_custom_headers(cfg, extras)
     lines = {o: own for o, e in extras.items() if (own := lines_of(e)) is not None}
     cfg = apply_location_lines(cfg, lines)
     cookies = {o: e[affinity.EXTRA] for o, e in extras.items() if affinity.EXTRA in e}

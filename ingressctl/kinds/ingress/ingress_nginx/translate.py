@@ -35,6 +35,7 @@ from ingressctl.kinds.ingress.ingress_nginx import (
     basic_auth,
     canary,
     hashing,
+    header_maps,
     location_lines,
     mirror,
     satisfy,
@@ -362,4 +363,5 @@ def _cors(parsed: dict[str, Any], raw: dict[str, str], out: _Out) -> None:
 _COMBINERS: tuple[Combiner, ...] = (_backend_protocol, _ssl_redirects, _buffers, _proxy_redirect, _redirects,
                                     _limits, _access, _value_dependent, auth_request.combine,
                                     basic_auth.combine, satisfy.combine, location_lines.combine,
-                                    affinity.combine, mirror.combine, _hash_subsets, _cors, _rewrite, _canary)
+                                    affinity.combine, mirror.combine, header_maps.combine, _hash_subsets,
+                                    _cors, _rewrite, _canary)
