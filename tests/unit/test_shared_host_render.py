@@ -136,3 +136,22 @@ def test_a_canary_splits_a_members_path_too() -> None:
     assert canary_warnings(owner.ingress, canary_obj, {HOST: True}) == [
         "canary path /api (Prefix) of host shop.example.com has no path with the same pathType in the "
         "primary Ingress; ignored"]
+
+
+def test_members_do_not_take_the_owners_basic_auth_or_error_pages() -> None:
+    htpasswd = SecretReference("demo/users", "/secrets/demo-users", secret_type="nginx.org/htpasswd")
+    guards = {"nginx.org/basic-auth-secret": "users", "nginx.org/custom-http-errors": "404"}
+    owner = ex(ing("web", "/", annotations=guards), secrets={"users": htpasswd})
+    owner.ingress["spec"]["defaultBackend"] = {"service": {"name": "web", "port": {"number": 80}}}
+    member = ex(ing("public", "/public"), member=True)
+    guarded = ex(ing("admin", "/admin", annotations={"nginx.org/basic-auth-secret": "admins"}), member=True,
+                 secrets={"admins": SecretReference("demo/admins", "/secrets/demo-admins",
+                                                    secret_type="nginx.org/htpasswd")})
+    r = generate_regular_config(dataclasses.replace(owner, members=(member, guarded)), STATIC, ConfigParams())
+    blocks = locations(TEMPLATES.execute_ingress_template(r.config))
+    assert "auth_basic off;" in blocks["/public/"] and "proxy_intercept_errors off;" in blocks["/public/"]
+    assert 'auth_basic_user_file /secrets/demo-admins;' in blocks["/admin/"]
+    assert "auth_basic off;" not in blocks["/admin/"]
+    assert "auth_basic" not in blocks["/"] and "proxy_intercept_errors off;" not in blocks["/"]
+    (server,) = r.config.servers
+    assert server.basic_auth is not None and server.custom_http_errors == (404,)

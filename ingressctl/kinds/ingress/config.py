@@ -114,7 +114,7 @@ from ingressctl.kinds.ingress.locations import (
     upstream_name,
 )
 from ingressctl.kinds.ingress.policies import apply_ingress_policies
-from ingressctl.kinds.ingress.server_merge import MergeableResult, ServerMerge
+from ingressctl.kinds.ingress.server_merge import MergeableResult, ServerMerge, isolate_members
 from ingressctl.kinds.ingress.settings import (
     IngressSettings,
     ingress_settings,
@@ -574,7 +574,7 @@ def generate_regular_config(ing_ex: IngressEx, static: StaticConfigParams, confi
         cfg, extra_warnings = apply_extras(cfg, extras)
         policy_warnings += extra_warnings
     cfg, cors_warnings, cors_by_member = apply_cors(cfg, b.cors, ing_ex.policies, merge.cors)
-    cfg = apply_auth_tls(cfg, b.auth_tls)
+    cfg = apply_auth_tls(cfg if not ing_ex.members else isolate_members(cfg), b.auth_tls)
     for key, ws in [*by_member.items(), *cors_by_member.items()]:
         merge.warnings_of(key).extend(ws)
     return MergeableResult(cfg, warnings + policy_warnings + cors_warnings,

@@ -17,6 +17,9 @@ Guarantees:
   named in a warning and left out). A shared host without TLS of the owner's takes the first member's
   `spec.tls` entry for it, with that member's Secrets (ingress-nginx: the first Ingress with a certificate
   for the host).
+- `isolate_members`: a member's location does not take the owner's server-level basic auth (`auth_basic off`
+  unless it has its own) nor its interception of error codes (`proxy_intercept_errors off` unless it has
+  codes of its own): ingress-nginx applied both per location.
 - `warnings` holds each added Ingress's warnings by key (`warnings_of`), `served` the keys that serve at
   least one location.
 """
@@ -95,6 +98,24 @@ class OwnerParts(Protocol):
 
 
 P = TypeVar("P", bound=MinionParts)
+
+
+def isolate_members(cfg: IngressNginxConfig) -> IngressNginxConfig:
+    """See the module docstring."""
+    servers = []
+    for server in cfg.servers:
+        if server.basic_auth or server.custom_http_errors:
+            locations = []
+            for loc in server.locations:
+                if loc.minion is not None and loc.minion.member:
+                    if server.basic_auth and loc.basic_auth is None:
+                        loc = derive(loc, policy_lines=(*loc.policy_lines, "auth_basic off;"))
+                    if server.custom_http_errors and not loc.custom_http_errors:
+                        loc = derive(loc, skip_custom_http_errors=True)
+                locations.append(loc)
+            server = derive(server, locations=tuple(locations))
+        servers.append(server)
+    return derive(cfg, servers=tuple(servers))
 
 
 def server_level(member: Mapping[str, str], owner: Mapping[str, str]) -> list[str]:
