@@ -117,13 +117,13 @@ def tls_secret(ns: str, name: str, key_type: str = "rsa") -> dict[str, Any]:
 
 
 def ingress(ns: str, name: str, host: str, paths: list[tuple[str, str]], *, tls_secret_name: str = "",
-            annotations: dict[str, str] | None = None) -> dict[str, Any]:
+            annotations: dict[str, str] | None = None, cls: str = CLASS) -> dict[str, Any]:
     rule: dict[str, Any] = {"host": host}
     if paths:
         rule["http"] = {"paths": [{"path": p, "pathType": "Prefix",
                                    "backend": {"service": {"name": svc, "port": {"number": 80}}}}
                                   for p, svc in paths]}
-    spec: dict[str, Any] = {"ingressClassName": CLASS, "rules": [rule]}
+    spec: dict[str, Any] = {"ingressClassName": cls, "rules": [rule]}
     if tls_secret_name:
         spec["tls"] = [{"hosts": [host], "secretName": tls_secret_name}]
     md: dict[str, Any] = {"name": name, "namespace": ns}
@@ -204,6 +204,29 @@ def mergeable_shape(namespaces: int, masters: int, minions: int, address: str = 
                               annotations={"nginx.org/mergeable-ingress-type": "minion"})
 
 
+INGRESS_NGINX_CLASS = "nginx-community"
+
+
+def shared_shape(namespaces: int, hosts: int, paths: int, address: str = "127.0.0.1",
+                 port: int = 8080) -> Iterator[dict[str, Any]]:
+    """The #9657 layout as ingress-nginx users write it: per namespace `hosts` hosts, each named by `paths`
+    Ingresses of an IngressClass of controller k8s.io/ingress-nginx (one path /svc-<s> each, no master):
+    with `--ingress-nginx-compat`, one server per host serving all of them."""
+    yield {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+           "metadata": {"name": INGRESS_NGINX_CLASS}, "spec": {"controller": "k8s.io/ingress-nginx"}}
+    for k in range(namespaces):
+        ns = f"shop-{k}"
+        yield namespace(ns)
+        for s in range(paths):
+            svc = f"svc-{s}"
+            yield service(ns, svc)
+            yield endpoint_slice(ns, svc, address, port)
+        for m in range(hosts):
+            host = f"d{m}.shop-{k}.example.com"
+            for s in range(paths):
+                yield ingress(ns, f"app-{m}-{s}", host, [(f"/svc-{s}", f"svc-{s}")], cls=INGRESS_NGINX_CLASS)
+
+
 def base_objects(status_address: str) -> list[dict[str, Any]]:
     """The IngressClass, the controller's namespace and its ConfigMap (with external-status-address)."""
     return [
@@ -235,7 +258,8 @@ def _serve(conn: Connection, kubeconfig: str, history: int) -> None:
 
     configure_logging(LogSettings(format="text", level="error"))
     shapes: dict[str, Callable[..., Iterator[dict[str, Any]]]] = {
-        "plain": plain_shape, "annotated": annotated_shape, "mergeable": mergeable_shape}
+        "plain": plain_shape, "annotated": annotated_shape, "mergeable": mergeable_shape,
+        "shared": shared_shape}
     with DevCluster(history=history) as dc:
         dc.write_kubeconfig(kubeconfig)
         conn.send(dc.url)
