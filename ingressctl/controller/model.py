@@ -6,7 +6,9 @@ Guarantees:
   so the Configuration, the controller's sync loop and its reporter handle every kind alike.
 - An `Entry` is computed once per stored valid object from its kind's `Claims` (hosts, listeners, Services,
   Secrets, Policies, ConfigMaps) and is kept small: one exists for every resource in the cluster.
-- Ranking: the older creationTimestamp (whole seconds) wins; on a tie the greater UID; then the smaller key.
+- Ranking: the older creationTimestamp (whole seconds) wins; on a tie the greater UID (between resources
+  that share hosts, the greater namespace/name: ingress-nginx's order, the same on every cluster for
+  Ingresses created together); then the smaller key.
   An object without a creationTimestamp loses to every object that has one.
 - Messages name the winner with its kind, e.g. `host a.com is taken by another resource (Ingress ns/name)`;
   the class-wide catch-all (`CATCH_ALL_HOST`) is named as such.
@@ -205,7 +207,8 @@ def make_entry(key: ResourceKey, obj: dict[str, Any], claims: Claims) -> Entry:
     weak = tuple(h for h in claims.weak_hosts if h not in claims.hosts) if claims.weak_hosts else ()
     if weak:
         all_claims = all_claims + weak
-    return Entry(obj=obj, key=key, seconds=creation_seconds(obj), uid=str(meta.get("uid", "")),
+    uid = key.ns_name if claims.shares_hosts else str(meta.get("uid", ""))  # (the rank's tie-breaker)
+    return Entry(obj=obj, key=key, seconds=creation_seconds(obj), uid=uid,
                  role=claims.role, hosts=claims.hosts, claims=all_claims, services=claims.services,
                  secrets=claims.secrets, uses_default_tls_secret=claims.uses_default_tls_secret,
                  policies=claims.policies, weak_hosts=weak, shares_hosts=claims.shares_hosts,

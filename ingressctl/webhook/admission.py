@@ -31,7 +31,7 @@ from typing import Any, Final, Protocol
 
 from ingressctl.controller.configuration import ConfigurationKind
 from ingressctl.controller.kinds import ConfigurationView, Validator, Verdict
-from ingressctl.controller.model import Claims, best, host_taken_warning, make_entry
+from ingressctl.controller.model import Claims, Entry, best, host_taken_warning, make_entry
 from ingressctl.keys import INGRESS_KIND, ResourceKey, object_key
 from ingressctl.kinds.ingress.annotation_validation import is_master, mergeable_type
 from ingressctl.kinds.ingress.model import claimed_hosts
@@ -66,11 +66,13 @@ def validate_ingress_admission(obj: Mapping[str, Any], old: Mapping[str, Any] | 
 
 
 def _keeps(host: str, owner_key: ResourceKey, owner: Mapping[str, Any], key: ResourceKey,
-           obj: Mapping[str, Any]) -> bool:
+           obj: Mapping[str, Any], config: ConfigurationView) -> bool:
     """Whether `owner` keeps `host` against `obj`: the Configuration's own ownership rule (`best`)."""
-    claims = Claims("regular", (host,))
-    kept = make_entry(owner_key, dict(owner), claims)
-    return best((kept, make_entry(key, dict(obj), claims)), host) is kept
+    def entry(k: ResourceKey, o: Mapping[str, Any]) -> Entry:
+        shares = k.kind == INGRESS_KIND and config.shares_hosts(o)
+        return make_entry(k, dict(o), Claims("regular", (host,), shares_hosts=shares))
+    kept = entry(owner_key, owner)
+    return best((kept, entry(key, obj)), host) is kept
 
 
 def ingress_host_warnings(obj: Mapping[str, Any], config: ConfigurationView) -> list[str]:
@@ -95,7 +97,7 @@ def _host_taken(key: ResourceKey, obj: Mapping[str, Any], host: str, config: Con
     """The warning for `host` when another configured resource that wins the ownership rule keeps it."""
     owner_key = config.host_owner(host)
     owner = config.get_object(owner_key) if owner_key is not None and owner_key != key else None
-    if owner is None or owner_key is None or not _keeps(host, owner_key, owner, key, obj):
+    if owner is None or owner_key is None or not _keeps(host, owner_key, owner, key, obj, config):
         return []
     if owner_key.kind == INGRESS_KIND and config.shares_hosts(obj) and config.shares_hosts(owner):
         return []  # ingress-nginx Ingresses: the owner's server serves its paths too

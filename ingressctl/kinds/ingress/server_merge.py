@@ -20,8 +20,7 @@ Guarantees:
 - `isolate_members`: a member's location does not take the owner's server-level basic auth (`auth_basic off`
   unless it has its own) nor its interception of error codes (`proxy_intercept_errors off` unless it has
   codes of its own): ingress-nginx applied both per location.
-- `warnings` holds each added Ingress's warnings by key (`warnings_of`), `served` the keys that serve at
-  least one location.
+- `warnings` holds each added Ingress's warnings by key (`warnings_of`).
 """
 
 from __future__ import annotations
@@ -147,7 +146,6 @@ class ServerMerge:
     extras: dict[Owner, Mapping[str, Any]] = field(default_factory=dict)
     cors: list[tuple[str, str, str, Any, Any]] = field(default_factory=list)
     warnings: dict[str, list[str]] = field(default_factory=dict)
-    served: set[str] = field(default_factory=set)
 
     def warnings_of(self, key: str) -> list[str]:
         return self.warnings.setdefault(key, [])
@@ -171,7 +169,6 @@ class ServerMerge:
                     mw.append(duplicate.format(where=f"{loc.modifier} {loc.path}".strip()))
         if not used:
             return
-        self.served.add(minion.key)
         for name in sorted(used):
             self.upstreams[name] = derive(b.upstreams[name], keepalive=self.keepalive)
         if b.limit_req is not None:  # the zone of the minion's served locations
