@@ -67,6 +67,7 @@ from ingressctl.controller.ingress_class import NGINX_CONTROLLER as NGINX_CONTRO
 from ingressctl.controller.ingress_class import IngressClasses
 from ingressctl.controller.ingress_nginx_configmaps import config_map_kind_factory
 from ingressctl.k8s.readahead import ReadAhead
+from ingressctl.k8s.resource import SECRETS
 from ingressctl.keys import INGRESS_KIND
 from ingressctl.logging import get_logger
 from ingressctl.settings import Settings
@@ -319,8 +320,10 @@ class App:
             kinds = [*kinds, config_map_kind_factory()]
         self.controller = LoadBalancerController(
             self.client, configuration=configuration, configurator=self.configurator,
-            secret_store=LocalSecretStore(self.configurator,
-                                          ingress_nginx_compat=s.controller.ingress_nginx_compat),
+            secret_store=LocalSecretStore(  # auth-map: Secrets read on demand (auth_map_secrets.py)
+                self.configurator, ingress_nginx_compat=s.controller.ingress_nginx_compat,
+                read_secret=functools.partial(self.client.get, SECRETS) if s.controller.ingress_nginx_compat
+                else None),
             status_updater=self.status,
             recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
             kinds=kinds, parse_config_map=parse,
@@ -457,7 +460,7 @@ class App:
         TLS Secrets and (custom resources on) the VirtualServer and TransportServer probes. Each step below
         takes its read's result or error where it used to make the call, so the order of the checks and
         their messages stay the same, while the round trips overlap."""
-        from ingressctl.k8s.resource import CONFIGMAPS, INGRESSCLASSES, SECRETS
+        from ingressctl.k8s.resource import CONFIGMAPS, INGRESSCLASSES
 
         s, client, reads = self.settings, self.client, self._reads
         name = s.controller.ingress_class
@@ -519,7 +522,6 @@ class App:
             return None
         from ingressctl.controller.secrets import tls_file_content, validate_tls_secret
         from ingressctl.k8s.errors import ApiError
-        from ingressctl.k8s.resource import SECRETS
         from ingressctl.secret_types import SecretValidationError
 
         ns, name = ref.split("/", 1)
