@@ -157,6 +157,7 @@ class App:
         from ingressctl.configs.configmaps import StaticConfigParams, parse_config_map
         from ingressctl.configs.configurator import Configurator
         from ingressctl.configs.templates import TemplateError, TemplateExecutor
+        from ingressctl.controller.auth_map_secrets import requeue_secret
         from ingressctl.controller.configuration import Configuration
         from ingressctl.controller.controller import ControllerOptions, LoadBalancerController
         from ingressctl.controller.secrets import LocalSecretStore
@@ -318,12 +319,11 @@ class App:
             raise StartupError(str(e)) from e
         if s.controller.ingress_nginx_compat:  # the ConfigMaps of custom-headers and auth-proxy-set-headers
             kinds = [*kinds, config_map_kind_factory()]
+        compat = s.controller.ingress_nginx_compat  # auth-map: Secrets read on demand (auth_map_secrets.py)
+        read = functools.partial(self.client.get, SECRETS) if compat else None
+        secrets = LocalSecretStore(self.configurator, ingress_nginx_compat=compat, read_secret=read)
         self.controller = LoadBalancerController(
-            self.client, configuration=configuration, configurator=self.configurator,
-            secret_store=LocalSecretStore(  # auth-map: Secrets read on demand (auth_map_secrets.py)
-                self.configurator, ingress_nginx_compat=s.controller.ingress_nginx_compat,
-                read_secret=functools.partial(self.client.get, SECRETS) if s.controller.ingress_nginx_compat
-                else None),
+            self.client, configuration=configuration, configurator=self.configurator, secret_store=secrets,
             status_updater=self.status,
             recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
             kinds=kinds, parse_config_map=parse,
@@ -331,6 +331,7 @@ class App:
         from ingressctl.kinds.policy.wiring import wire_policy_users
 
         wire_policy_users(self.controller, self._policy_store)
+        secrets.retry_auth_maps(requeue_secret(self.controller.queue))
         if self.metrics is not None:
             for kind in self.controller.kinds:
                 if kind.metric_types:  # a GlobalConfiguration is not counted

@@ -16,11 +16,15 @@ Guarantees:
   data is never kept: only the digest of the bytes written. The outcome is cached per key and
   resourceVersion: a render of the same version does not GET again (nor does the version the GET itself
   returned, when it was newer than the informer's). A failed read (403, 404, timeout, ...) or a Secret that
-  is not Opaque or not a valid map is the error, and a file written before is removed (fail closed); it is
-  read again when the version changes, or by a render at least `RETRY_SECONDS` after the failure (an RBAC
-  fix takes effect without a change to the Secret).
-- `outdated(key, resource_version)`: the Secret was read at another version; the store then reports the
-  update as a change, so the Ingresses using it are re-rendered (the reduced data does not show it).
+  is not Opaque or not a valid map is the error, and a file written before is removed (fail closed). It is
+  read again when the version changes; a read that failed for another reason than NotFound (forbidden, a
+  timeout, a server error) also `RETRY_SECONDS` later: `retry(key)` is called (the controller queues the
+  Secret's sync then: `requeue_secret`), and `outdated` is true from then on, so the Ingresses using it are
+  re-rendered and read it again (an RBAC fix or a recovered API server takes effect without a change to
+  the Secret).
+- `outdated(key, resource_version)`: the Secret was read at another version, or its failed read is due
+  again; the store then reports the update as a change, so the Ingresses using it are re-rendered (the
+  reduced data does not show it).
 - `forget(key)`: the Secret was deleted or is no longer Opaque: its entry and its file are removed.
 - Never raises for a bad Secret or a failed read. Single-threaded (the sync thread), like the Secret store.
 """
@@ -35,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ingressctl.controller.opaque_secrets import OPAQUE
+from ingressctl.controller.task import Kind, Task
 from ingressctl.k8s.errors import ApiError
 from ingressctl.logging import get_logger
 from ingressctl.secret_types import SecretValidationError, data_field
@@ -55,6 +60,15 @@ class AuthMapFileManager(Protocol):
     def create_secret(self, name: str, content: bytes, mode: int = 0o600) -> str: ...
 
     def delete_secret(self, name: str) -> None: ...
+
+
+class DelayingQueue(Protocol):
+    def add_after(self, item: Task, delay: float) -> None: ...
+
+
+def requeue_secret(queue: DelayingQueue) -> Callable[[str], None]:
+    """`AuthMapFiles.retry` for the controller: the Secret's sync task again in `RETRY_SECONDS`."""
+    return lambda key: queue.add_after(Task(Kind.SECRET, key), RETRY_SECONDS)
 
 
 def auth_map_file_name(key: str) -> str:
@@ -100,40 +114,46 @@ class _Entry:
     error: str = ""
     digest: bytes | None = None  # of the bytes written to `path`
     failed_at: float = 0.0
+    transient: bool = False  # the read failed for another reason than NotFound: read again later
 
 
 class AuthMapFiles:
     """See the module docstring."""
 
     def __init__(self, manager: AuthMapFileManager, read: SecretReader,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] | None = None) -> None:
         self._manager = manager
         self._read = read
-        self._clock = clock
+        self._clock = clock if clock is not None else time.monotonic
         self._entries: dict[str, _Entry] = {}
+        self.retry: Callable[[str], None] | None = None  # see the module docstring
 
     def reference(self, key: str, resource_version: str) -> tuple[str, str]:
         """(path, "") of the file of Secret `key` at `resource_version`, or ("", why not)."""
         entry = self._entries.get(key)
-        if entry is not None and resource_version in entry.versions and (
-                not entry.error or self._clock() - entry.failed_at < RETRY_SECONDS):
+        if entry is not None and resource_version in entry.versions and not self._due(entry):
             return entry.path, entry.error
         if entry is None:
             entry = self._entries[key] = _Entry((resource_version,))
-        read_version, content, error = self._content(key)
+        read_version, content, error, transient = self._content(key)
         entry.versions = (resource_version, read_version) if read_version else (resource_version,)
         if content is not None:
             error = self._write(key, entry, content)
+            transient = bool(error)  # a failed write is tried again too
+        entry.error, entry.transient = error, transient
         if error:
             self._remove(key, entry)
-            entry.error, entry.failed_at = error, self._clock()
-        else:
-            entry.error = ""
+            entry.failed_at = self._clock()
+            if transient and self.retry is not None:
+                self.retry(key)
         return entry.path, entry.error
 
     def outdated(self, key: str, resource_version: str) -> bool:
         entry = self._entries.get(key)
-        return entry is not None and resource_version not in entry.versions
+        return entry is not None and (resource_version not in entry.versions or self._due(entry))
+
+    def _due(self, entry: _Entry) -> bool:
+        return entry.transient and self._clock() - entry.failed_at >= RETRY_SECONDS
 
     def forget(self, key: str) -> None:
         entry = self._entries.pop(key, None)
@@ -143,28 +163,28 @@ class AuthMapFiles:
     def __contains__(self, key: str) -> bool:
         return key in self._entries
 
-    def _content(self, key: str) -> tuple[str, bytes | None, str]:
-        """(the version read, the file's bytes or None, the error)."""
+    def _content(self, key: str) -> tuple[str, bytes | None, str, bool]:
+        """(the version read, the file's bytes or None, the error, whether it is worth reading again)."""
         ns, _, name = key.partition("/")
         try:
             secret = self._read(ns, name)
         except ApiError as e:
             log.warning("reading an auth-map secret failed", secret=key, error=str(e))
             if e.is_not_found:
-                return "", None, f"secret {key} does not exist"
-            return "", None, f"secret {key} could not be read: {e}"
+                return "", None, f"secret {key} does not exist", False
+            return "", None, f"secret {key} could not be read: {e}", True
         except Exception as e:  # fail closed whatever the reader raises
             log.warning("reading an auth-map secret failed", secret=key, error=str(e))
-            return "", None, f"secret {key} could not be read: {e}"
+            return "", None, f"secret {key} could not be read: {e}", True
         meta = secret.get("metadata")
         version = str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
         secret_type = secret.get("type") or OPAQUE
         if secret_type != OPAQUE:
-            return version, None, f"secret {key} is of the type '{secret_type}', must be '{OPAQUE}'"
+            return version, None, f"secret {key} is of the type '{secret_type}', must be '{OPAQUE}'", False
         try:
-            return version, htpasswd_from_map(secret), ""
+            return version, htpasswd_from_map(secret), "", False
         except SecretValidationError as e:
-            return version, None, f"secret {key} is not a valid auth-map: {e}"
+            return version, None, f"secret {key} is not a valid auth-map: {e}", False
 
     def _write(self, key: str, entry: _Entry, content: bytes) -> str:
         digest = hashlib.blake2b(content, digest_size=16).digest()

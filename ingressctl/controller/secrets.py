@@ -35,7 +35,8 @@ Guarantees:
   written on first use, rewritten or removed with the Secret's changes.
 - `get_auth_map_reference` gives an Opaque Secret as ingress-nginx's auth-map htpasswd file, read in full
   from the API (`read_secret`) once per resourceVersion (`auth_map_secrets.py`); an update of a Secret read
-  so counts as a change even when its reduced data is the same; a delete (or another type) removes the file.
+  so counts as a change even when its reduced data is the same, and so does the sync of one whose read
+  failed and is due again (`retry_auth_maps`); a delete (or another type) removes the file.
 - Single-threaded (the sync thread), except `prevalidate`, which any one thread may call concurrently.
 """
 
@@ -413,6 +414,11 @@ class LocalSecretStore:
             return SecretReference(key=key, error="auth-map secrets cannot be read", secret_type=OPAQUE)
         path, error = self._auth_maps.reference(key, _resource_version(stored.secret))
         return SecretReference(key=key, path=path, error=error, secret_type=OPAQUE)
+
+    def retry_auth_maps(self, retry: Callable[[str], None]) -> None:
+        """`retry(key)`: called when an auth-map read failed and is worth trying again (`requeue_secret`)."""
+        if self._auth_maps is not None:
+            self._auth_maps.retry = retry
 
     def write_files_ahead(self, keys: Callable[[], Iterable[str]]) -> bool:
         """See the module docstring. `keys` runs in the forked process: it must take no lock (it reads a

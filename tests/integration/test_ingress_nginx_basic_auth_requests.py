@@ -6,7 +6,8 @@ after the Ingress, changed, then deleted; the 503 of an unusable Secret with its
 values; `satisfy: any` with an address rule; and the informer keeping only the keys ingress-nginx reads.
 `auth-secret-type: auth-map`: a Secret written as users publish it (multi-document YAML with comments,
 `stringData`, applied with kubectl), read in full from the API while the cache keeps it reduced; a user
-added without a restart; deleted, 503 with a Warning event; an auth-file Ingress beside it unaffected."""
+added without a restart; deleted, 503 with a Warning event; an auth-file Ingress beside it unaffected; a
+forbidden read (403) denies with a Warning and is read again later, and a re-render reads nothing more."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from ingressctl.controller import auth_map_secrets
 from ingressctl.demo.backend import Backend
 from tests.helpers import wait_until
 from tests.integration.harness import NS, Env
@@ -268,6 +270,33 @@ def test_basic_auth_from_an_auth_map_secret(env: Env, kubectl: Kubectl, web: Bac
     assert request(port, "dashboard.example.com", headers=basic("alice", "alice-pw")).status == 503
     assert request(port, "reports.example.com", headers=basic("carol", "carol-pw")).status == 200
     assert not Path(c.manager.conf_dir, "secrets", f"{NS}-dashboard-users_auth-map").exists()
+
+
+def test_a_forbidden_auth_map_read_denies_then_is_read_again(env: Env, kubectl: Kubectl, web: Backend,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(auth_map_secrets, "RETRY_SECONDS", 0.5)  # the in-process controller's retry
+    c = compat_controller(env)
+    port = c.http_port
+    wait_until(lambda: request(port, "other.example.com").status == 404, "controller serving")
+    apply(kubectl, opaque_secret("dashboard-users", alice=_hash("alice", "alice-pw", "sha")))
+    wait_until(lambda: c.lbc.informers.get_object("secrets", f"{NS}/dashboard-users"), "Secret cached")
+    reads = env.cluster.stats.count("get", "secrets")   # kubectl's own reads are done (apply reads first)
+    env.cluster.faults.fail_next(403, verb="get", resource="secrets")
+    apply(kubectl, ingress("dashboard", "dashboard.example.com",
+                           basic_auth("dashboard-users", auth_secret_type="auth-map")))
+    # Forbidden: the Ingress's locations answer 503, with a Warning; the read is tried again later.
+    env.wait_event("dashboard", "AddedOrUpdatedWithWarning", f"secret {NS}/dashboard-users could not be "
+                   "read: 403")
+    alice = basic("alice", "alice-pw")
+    wait_until(lambda: request(port, "dashboard.example.com", headers=alice).status == 200, "read again")
+    assert env.cluster.stats.count("get", "secrets") == reads + 2
+    # Re-rendered without a change of the Secret (a new realm): served from the file, no further read.
+    apply(kubectl, ingress("dashboard", "dashboard.example.com",
+                           basic_auth("dashboard-users", auth_secret_type="auth-map", auth_realm="Again")))
+    wait_until(lambda: request(port, "dashboard.example.com").headers.get("www-authenticate")
+               == 'Basic realm="Again"', "re-rendered")
+    assert request(port, "dashboard.example.com", headers=alice).status == 200
+    assert env.cluster.stats.count("get", "secrets") == reads + 2
 
 
 def test_basic_auth_satisfy_any_with_an_address_rule(env: Env, kubectl: Kubectl, web: Backend) -> None:

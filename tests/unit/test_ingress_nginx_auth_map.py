@@ -7,20 +7,24 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.templates import TemplateExecutor
+from ingressctl.controller import auth_map_secrets
 from ingressctl.controller.auth_map_secrets import (
     RETRY_SECONDS,
     AuthMapFiles,
     auth_map_file_name,
     htpasswd_from_map,
+    requeue_secret,
 )
 from ingressctl.controller.opaque_secrets import OPAQUE
 from ingressctl.controller.secrets import ERROR_SECRET_MISSING, LocalSecretStore
+from ingressctl.controller.task import Kind, Task
 from ingressctl.controller.transforms import secret_transform
 from ingressctl.k8s.errors import ApiError
 from ingressctl.kinds.ingress.config import generate_nginx_config
@@ -152,29 +156,74 @@ def test_a_read_newer_than_the_informer_serves_that_version_too(tmp_path: Path) 
     assert files.reference("shop/users", "9") == (path, "") and len(reader.calls) == 1
 
 
-@pytest.mark.parametrize(("failure", "reason"), [
-    (ApiError(403, "Forbidden", 'secrets "users" is forbidden'), "secret shop/users could not be read: 403"),
-    (ApiError(404, "NotFound", 'secrets "users" not found'), "secret shop/users does not exist"),
+@pytest.mark.parametrize(("failure", "reason", "transient"), [
+    (ApiError(403, "Forbidden", 'secrets "users" is forbidden'), "secret shop/users could not be read: 403",
+     True),
     (ApiError(0, "Timeout", "GET /api/v1/namespaces/shop/secrets/users"),
-     "secret shop/users could not be read: Timeout"),
-    (RuntimeError("boom"), "secret shop/users could not be read: boom"),
+     "secret shop/users could not be read: Timeout", True),
+    (RuntimeError("boom"), "secret shop/users could not be read: boom", True),
+    (ApiError(404, "NotFound", 'secrets "users" not found'), "secret shop/users does not exist", False),
 ])
-def test_a_failed_read_is_an_error_and_removes_the_file(tmp_path: Path, failure: Exception,
-                                                        reason: str) -> None:
+def test_a_failed_read_is_an_error_and_removes_the_file(tmp_path: Path, failure: Exception, reason: str,
+                                                        transient: bool) -> None:
     manager, clock = DirManager(tmp_path), Clock()
     reader = Reader(secret("1", alice=SHA))
     files = AuthMapFiles(manager, reader, clock=clock)
+    retries: list[str] = []
+    files.retry = retries.append
     path, _ = files.reference("shop/users", "1")
     reader.current = failure
     path2, error = files.reference("shop/users", "2")
     assert path2 == "" and error.startswith(reason)   # fail closed: no file left behind
     assert not Path(path).exists() and manager.deleted == ["shop-users_auth-map"]
+    assert retries == (["shop/users"] if transient else [])   # the controller queues the Secret's sync
     clock.now += RETRY_SECONDS - 1
     assert files.reference("shop/users", "2") == ("", error) and len(reader.calls) == 2  # not yet again
+    assert not files.outdated("shop/users", "2")
     reader.current = secret("2", alice=SHA)
     clock.now += 1
-    assert files.reference("shop/users", "2") == (path, "") and len(reader.calls) == 3   # retried later
+    if not transient:   # NotFound: the delete event follows; only a new version is read again
+        assert not files.outdated("shop/users", "2")
+        assert files.reference("shop/users", "2") == ("", error) and len(reader.calls) == 2
+        assert files.outdated("shop/users", "3")
+        return
+    assert files.outdated("shop/users", "2")   # the queued sync re-renders its users, which read it again
+    assert files.reference("shop/users", "2") == (path, "") and len(reader.calls) == 3
     assert Path(path).read_text() == f"alice:{SHA}\n"
+    assert not files.outdated("shop/users", "2") and retries == ["shop/users"]
+
+
+def test_the_retry_queues_the_secrets_sync() -> None:
+    class Queue:
+        def __init__(self) -> None:
+            self.added: list[tuple[Task, float]] = []
+
+        def add_after(self, item: Task, delay: float) -> None:
+            self.added.append((item, delay))
+
+    queue = Queue()
+    requeue_secret(queue)("shop/users")
+    assert queue.added == [(Task(Kind.SECRET, "shop/users"), RETRY_SECONDS)]
+
+
+def test_a_retry_due_makes_the_stores_sync_a_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    monkeypatch.setattr(auth_map_secrets, "time", SimpleNamespace(monotonic=clock))  # this module's only
+    reader = Reader(ApiError(503, "ServiceUnavailable", "etcd"))
+    store = LocalSecretStore(DirManager(tmp_path), ingress_nginx_compat=True, read_secret=reader)
+    retries: list[str] = []
+    store.retry_auth_maps(retries.append)
+    store.add_or_update_secret(reduced(secret("1", alice=SHA)))
+    assert "could not be read: 503" in store.get_auth_map_reference("shop/users").error
+    assert retries == ["shop/users"]
+    # The queued sync (same version) is a change once due: `sync_secret` re-renders the Ingresses using it.
+    assert store.add_or_update_secret(reduced(secret("1", alice=SHA))) is False   # not due yet
+    clock.now += RETRY_SECONDS
+    reader.current = secret("1", alice=SHA)
+    assert store.add_or_update_secret(reduced(secret("1", alice=SHA))) is True
+    assert store.get_auth_map_reference("shop/users").error == ""
+    assert store.add_or_update_secret(reduced(secret("1", alice=SHA))) is False
+    assert len(reader.calls) == 2
 
 
 def test_a_read_secret_of_another_type_or_invalid_is_an_error(tmp_path: Path) -> None:
