@@ -275,11 +275,12 @@ class IngressBuilder:
         seen_as = cfg.key + _MEMBER if member else cfg.key
         for message in self._endpoint_warnings.observe(seen_as, no_endpoints):
             self._warn(ing, REASON_NO_ENDPOINTS, message)
-        secret_refs = {name: self._secrets.get_secret_reference(f"{ns}/{name}")
+        # ingress-nginx's auth-map: the Secret read in full into a file of its own (not its `auth` key's)
+        auth_map = auth_map_secret(annotations, ns) \
+            if self._ingress_nginx_compat and BASIC_AUTH_SECRET not in annotations else ""
+        secret_refs = {name: (self._secrets.get_auth_map_reference if name == auth_map
+                              else self._secrets.get_secret_reference)(f"{ns}/{name}")
                        for name in ingress_secrets(ing, ingress_nginx=self._ingress_nginx_compat).names}
-        if self._ingress_nginx_compat and BASIC_AUTH_SECRET not in annotations and \
-                (auth_map := auth_map_secret(annotations, ns)):  # ingress-nginx's auth-map: its own file
-            secret_refs[auth_map] = self._secrets.get_auth_map_reference(f"{ns}/{auth_map}")
         policies, policy_endpoints, policy_warnings, rejected = self.policies.resolve(ing)
         if self._ingress_nginx_compat:  # auth-tls-* and proxy-ssl-*: an ingressMTLS / egressMTLS Policy
             policies, tls_warnings = with_auth_tls(ing, policies, self._secrets.get_secret_reference,
