@@ -67,6 +67,7 @@ from ingressctl.controller.ingress_class import NGINX_CONTROLLER as NGINX_CONTRO
 from ingressctl.controller.ingress_class import IngressClasses
 from ingressctl.controller.ingress_nginx_configmaps import config_map_kind_factory
 from ingressctl.k8s.readahead import ReadAhead
+from ingressctl.k8s.resource import SECRETS
 from ingressctl.keys import INGRESS_KIND
 from ingressctl.logging import get_logger
 from ingressctl.settings import Settings
@@ -156,6 +157,7 @@ class App:
         from ingressctl.configs.configmaps import StaticConfigParams, parse_config_map
         from ingressctl.configs.configurator import Configurator
         from ingressctl.configs.templates import TemplateError, TemplateExecutor
+        from ingressctl.controller.auth_map_secrets import requeue_secret
         from ingressctl.controller.configuration import Configuration
         from ingressctl.controller.controller import ControllerOptions, LoadBalancerController
         from ingressctl.controller.secrets import LocalSecretStore
@@ -317,10 +319,11 @@ class App:
             raise StartupError(str(e)) from e
         if s.controller.ingress_nginx_compat:  # the ConfigMaps of custom-headers and auth-proxy-set-headers
             kinds = [*kinds, config_map_kind_factory()]
+        compat = s.controller.ingress_nginx_compat  # auth-map: Secrets read on demand (auth_map_secrets.py)
+        read = functools.partial(self.client.get, SECRETS) if compat else None
+        secrets = LocalSecretStore(self.configurator, ingress_nginx_compat=compat, read_secret=read)
         self.controller = LoadBalancerController(
-            self.client, configuration=configuration, configurator=self.configurator,
-            secret_store=LocalSecretStore(self.configurator,
-                                          ingress_nginx_compat=s.controller.ingress_nginx_compat),
+            self.client, configuration=configuration, configurator=self.configurator, secret_store=secrets,
             status_updater=self.status,
             recorder=self.recorder, options=options, is_leader=is_leader, queue=queue,
             kinds=kinds, parse_config_map=parse,
@@ -328,6 +331,7 @@ class App:
         from ingressctl.kinds.policy.wiring import wire_policy_users
 
         wire_policy_users(self.controller, self._policy_store)
+        secrets.retry_auth_maps(requeue_secret(self.controller.queue))
         if self.metrics is not None:
             for kind in self.controller.kinds:
                 if kind.metric_types:  # a GlobalConfiguration is not counted
@@ -457,7 +461,7 @@ class App:
         TLS Secrets and (custom resources on) the VirtualServer and TransportServer probes. Each step below
         takes its read's result or error where it used to make the call, so the order of the checks and
         their messages stay the same, while the round trips overlap."""
-        from ingressctl.k8s.resource import CONFIGMAPS, INGRESSCLASSES, SECRETS
+        from ingressctl.k8s.resource import CONFIGMAPS, INGRESSCLASSES
 
         s, client, reads = self.settings, self.client, self._reads
         name = s.controller.ingress_class
@@ -519,7 +523,6 @@ class App:
             return None
         from ingressctl.controller.secrets import tls_file_content, validate_tls_secret
         from ingressctl.k8s.errors import ApiError
-        from ingressctl.k8s.resource import SECRETS
         from ingressctl.secret_types import SecretValidationError
 
         ns, name = ref.split("/", 1)

@@ -14,8 +14,10 @@ Design (one path for every ingress-nginx annotation that reads a Secret):
   Without `auth` it has no file (the reference's path is ""), which its users report.
 - Without the flag nothing changes: Opaque Secrets are dropped by the handler and keep no data in the
   cache, as before.
-- `auth-secret-type: auth-map` (every key a user) would need every key of the Secret: it is refused
-  (`kinds/ingress/ingress_nginx/basic_auth.py`) until the store reads such a Secret on demand.
+- `auth-secret-type: auth-map` (every key a user) needs every key of the Secret: the cache still keeps the
+  reduced Secret (its identity and resourceVersion: its events drive the re-renders), and the store reads
+  that one Secret in full from the API when an Ingress asks for it, once per resourceVersion
+  (`auth_map_secrets.py`), keeping only the digest of the file it writes.
 """
 
 from __future__ import annotations

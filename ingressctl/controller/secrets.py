@@ -33,6 +33,10 @@ Guarantees:
   lazy writes would have made. Call it before anything reads the files (before the reload).
 - `get_ca_reference` gives the `ca.crt` of a valid TLS Secret as a CA file of its own (`tls_ca_files`),
   written on first use, rewritten or removed with the Secret's changes.
+- `get_auth_map_reference` gives an Opaque Secret as ingress-nginx's auth-map htpasswd file, read in full
+  from the API (`read_secret`) once per resourceVersion (`auth_map_secrets.py`); an update of a Secret read
+  so counts as a change even when its reduced data is the same, and so does the sync of one whose read
+  failed and is due again (`retry_auth_maps`); a delete (or another type) removes the file.
 - Single-threaded (the sync thread), except `prevalidate`, which any one thread may call concurrently.
 """
 
@@ -50,7 +54,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from ingressctl.controller.opaque_secrets import OPAQUE_SECRET, supported_types
+from ingressctl.controller.auth_map_secrets import AuthMapFiles, SecretReader
+from ingressctl.controller.opaque_secrets import OPAQUE, OPAQUE_SECRET, supported_types
 from ingressctl.controller.tls_ca_files import TLSCAFiles
 from ingressctl.forked import ForkedCall
 from ingressctl.keys import object_key
@@ -232,6 +237,11 @@ def _fingerprint(secret: Mapping[str, Any]) -> Fingerprint:
     return str(secret.get("type") or ""), items
 
 
+def _resource_version(secret: Mapping[str, Any]) -> str:
+    meta = secret.get("metadata")
+    return str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
+
+
 def _validation_error(secret: Mapping[str, Any], extra: Mapping[str, SecretType] = _NO_TYPES) -> str:
     try:
         compat = extra.get(str(secret.get("type") or "")) if extra else None
@@ -296,9 +306,12 @@ class _FilesAhead:
 class LocalSecretStore:
     """Supported Secrets by key, with their validation result and (once needed) their file on disk."""
 
-    def __init__(self, manager: SecretFileManager, *, ingress_nginx_compat: bool = False) -> None:
-        """`ingress_nginx_compat`: Opaque Secrets are validated and written too (COMPAT_SECRET_TYPES)."""
+    def __init__(self, manager: SecretFileManager, *, ingress_nginx_compat: bool = False,
+                 read_secret: SecretReader | None = None) -> None:
+        """`ingress_nginx_compat`: Opaque Secrets are validated and written too (COMPAT_SECRET_TYPES).
+        `read_secret` (namespace, name): a GET of the whole Secret, for `get_auth_map_reference`."""
         self._manager = manager
+        self._auth_maps = AuthMapFiles(manager, read_secret) if read_secret is not None else None
         self._extra = COMPAT_SECRET_TYPES if ingress_nginx_compat else _NO_TYPES
         self._secrets: dict[str, _Stored] = {}
         self._prevalidated = _Prevalidated()
@@ -328,9 +341,12 @@ class LocalSecretStore:
         fp = _fingerprint(secret)
         ahead = self._prevalidated.take(key, fp)
         stored = self._secrets.get(key)
+        maps = self._auth_maps
+        if maps is not None and key in maps and fp[0] != OPAQUE:
+            maps.forget(key)
         if stored is not None and stored.fingerprint == fp:
             stored.secret = secret
-            return False
+            return maps is not None and maps.outdated(key, _resource_version(secret))
         error = ahead if ahead is not None else _validation_error(secret, self._extra)
         new = _Stored(secret=secret, secret_type=fp[0], fingerprint=fp, error=error)
         if stored is not None:
@@ -349,6 +365,8 @@ class LocalSecretStore:
         self._prevalidated.discard(key)
         stored = self._secrets.pop(key, None)
         self._ca_files.refresh(key, None)
+        if self._auth_maps is not None:
+            self._auth_maps.forget(key)
         if stored is None:
             return False
         if stored.path:
@@ -385,6 +403,22 @@ class LocalSecretStore:
                                    secret_type=stored.secret_type if stored else "")
         path, error = self._ca_files.reference(key, stored.secret)
         return SecretReference(key=key, path=path, error=error, secret_type=SECRET_TYPE_TLS)
+
+    def get_auth_map_reference(self, key: str) -> SecretReference:
+        """An Opaque Secret as ingress-nginx's auth-map htpasswd file (`auth_map_secrets.py`): its path, or
+        the error. A Secret of another type is its plain reference (its users report the type)."""
+        stored = self._secrets.get(key)
+        if stored is None or stored.secret_type != OPAQUE:
+            return self.get_secret_reference(key)
+        if self._auth_maps is None:
+            return SecretReference(key=key, error="auth-map secrets cannot be read", secret_type=OPAQUE)
+        path, error = self._auth_maps.reference(key, _resource_version(stored.secret))
+        return SecretReference(key=key, path=path, error=error, secret_type=OPAQUE)
+
+    def retry_auth_maps(self, retry: Callable[[str], None]) -> None:
+        """`retry(key)`: called when an auth-map read failed and is worth trying again (`requeue_secret`)."""
+        if self._auth_maps is not None:
+            self._auth_maps.retry = retry
 
     def write_files_ahead(self, keys: Callable[[], Iterable[str]]) -> bool:
         """See the module docstring. `keys` runs in the forked process: it must take no lock (it reads a
@@ -486,6 +520,7 @@ class SecretStoreLike(Protocol):
     def delete_secret(self, key: str) -> bool: ...
     def get_secret_reference(self, key: str) -> SecretReference: ...
     def get_ca_reference(self, key: str) -> SecretReference: ...
+    def get_auth_map_reference(self, key: str) -> SecretReference: ...
 
 
 @runtime_checkable

@@ -13,6 +13,8 @@ kube-apiserver's 403, and the controller says which permission is missing (log a
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import re
 import signal
@@ -356,6 +358,46 @@ def test_ingress_nginx_compat_reads_header_config_maps_cluster_wide_with_its_rba
     cluster_wide = {a.verb for a in decisions if a.resource == "configmaps" and not a.namespace
                     and a.grant is not None and a.grant.role == role}
     assert cluster_wide == {"list", "watch"}
+
+
+def test_ingress_nginx_compat_reads_an_auth_map_secret_with_its_rbac(installed_compat: Installed) -> None:
+    """auth-secret-type: auth-map: the controller reads that one Secret in full with a `get` (the chart's
+    ClusterRole grants it), once for its version however often the Ingress is rendered; the map's user gets
+    in; no request is refused."""
+    installed, cluster = installed_compat, installed_compat.cluster
+    installed.install()
+    backend = Backend("web").start()
+    sha = "{SHA}" + base64.b64encode(hashlib.sha1(b"alice-pw").digest()).decode()
+    alice = {"Authorization": "Basic " + base64.b64encode(b"alice:alice-pw").decode()}
+    try:
+        installed.start_controller()
+        wait_until(installed.alive_and(lambda: _ready(installed.ports["ready"]) == 200), "controller ready")
+        objects = _app_objects(backend.port)
+        web = next(o for o in objects if o["metadata"]["name"] == "web" and o["kind"] == "Ingress")
+        web["spec"]["ingressClassName"] = "ingress-nginx"
+        n = "nginx.ingress.kubernetes.io/"
+        web["metadata"]["annotations"] = {n + "auth-type": "basic", n + "auth-secret": "web-users",
+                                          n + "auth-secret-type": "auth-map"}
+        cluster.load([
+            {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+             "metadata": {"name": "ingress-nginx"}, "spec": {"controller": "k8s.io/ingress-nginx"}},
+            *objects,
+            {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+             "metadata": {"name": "web-users", "namespace": APP_NS},
+             "data": {"alice": base64.b64encode(sha.encode()).decode()}}])
+        http = installed.ports["http"]
+        r = wait_until(installed.alive_and(lambda: (x := http_get(http, "web.example", headers=alice)).status
+                                           == 200 and x), "the auth-map user let in")
+        assert r.backend == "web"
+        assert http_get(http, "web.example").status == 401
+    finally:
+        backend.stop()
+    assert installed.stop_controller() == 0, installed.log()[-4000:]
+    decisions = cluster.access_log.decisions(installed.user)
+    assert [a for a in decisions if not a.allowed] == []
+    gets = [a for a in decisions if a.resource == "secrets" and a.verb == "get" and a.namespace == APP_NS]
+    assert [a.name for a in gets] == ["web-users"]
+    assert cluster.access_log.count(installed.user, gets[0]) == 1
 
 
 def _metric(port: int, name: str) -> str:

@@ -85,14 +85,13 @@ def test_split_secret_as_client_go() -> None:
 
 # ------------------------------------------------------------------------------------------- translation
 
-def test_translation_refuses_digest_and_auth_map_and_ignores_orphans() -> None:
+def test_translation_refuses_digest_and_ignores_orphans() -> None:
     t = translate(basic(realm="x"))
     assert t.extras[ba.EXTRA] == ba.BasicAuthSpec("users", "") and not t.problems
     assert translate(basic(auth_realm="Zone 1")).extras[ba.EXTRA].realm == "Zone 1"
     for anns, message, key in (
             ({**basic(), N + "auth-type": "digest"}, "NGINX has no digest authentication", "auth-type"),
             ({**basic(), N + "auth-type": "basicx"}, "NGINX has no digest authentication", "auth-type"),
-            (basic(auth_secret_type="auth-map"), "auth-map is not implemented yet", "auth-secret-type"),
             (basic(auth_realm='a"b'), "is invalid", "auth-realm"),
             ({**basic(), N + "auth-type": "none"}, "is invalid", "auth-type")):
         t = translate(anns)   # the Ingress is rejected (nothing of it reaches NGINX)

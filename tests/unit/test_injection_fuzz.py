@@ -196,7 +196,7 @@ VALID: dict[str, list[str]] = {
     INN + "auth-type": ["basic"], INN + "auth-secret": ["htusers", "default/htusers", "missing"],  # 503
     INN + "custom-headers": ["hdrs", "default/hdrs", "missing"],  # missing: every location answers 503
     INN + "auth-proxy-set-headers": ["authhdrs", "default/authhdrs", "other/authhdrs"],  # other ns: 503
-    INN + "auth-secret-type": ["auth-file"], INN + "auth-realm": ["Protected Area", "realm:/x~y"],
+    INN + "auth-secret-type": ["auth-file", "auth-map"], INN + "auth-realm": ["Protected Area", "realm:/x~y"],
     INN + "affinity": ["cookie", " cookie "], INN + "affinity-mode": ["balanced", "persistent"],
     INN + "affinity-canary-behavior": ["sticky", "legacy"], INN + "session-cookie-name": ["route~1", "a/b"],
     INN + "session-cookie-expires": ["172800"], INN + "session-cookie-max-age": ["3600", "-1"],

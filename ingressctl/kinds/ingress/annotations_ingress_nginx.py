@@ -395,15 +395,20 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
                 "NGINX has no digest authentication (ingress-nginx loads a third-party module); "
                 "`nginx.org/basic-auth-secret` wins, with a warning"),
     _row("auth-secret", AUTH, TRANSLATED, "Secret `name` or `namespace/name` (type `Opaque`, key `auth`: "
-         "htpasswd lines)", "the htpasswd file of `auth-type: basic`", parse=basic.secret,
-         reason="as ingress-nginx, a Secret that is missing, not `Opaque`, without `auth`, in another "
-                "namespace (`allow-cross-namespace-resources` is not honoured: false) or an `auth-type` "
-                "without `auth-secret` makes every location of the Ingress answer 503, with a Warning event; "
-                "`$2y$` (bcrypt), `$apr1$`, `{SHA}` and the system's crypt hashes work"),
+         "htpasswd lines; with `auth-map` one key per user)", "the htpasswd file of `auth-type: basic`",
+         parse=basic.secret,
+         reason="as ingress-nginx, a Secret that is missing, not `Opaque`, without `auth` (`auth-file`), in "
+                "another namespace (`allow-cross-namespace-resources` is not honoured: false) or an "
+                "`auth-type` without `auth-secret` makes every location of the Ingress answer 503, with a "
+                "Warning event; `$2y$` (bcrypt), `$apr1$`, `{SHA}` and the system's crypt hashes work"),
     _row("auth-secret-type", AUTH, TRANSLATED, "`auth-file`, `auth-map`", "the Secret's layout",
          parse=basic.secret_type, default="`auth-file`",
-         reason="`auth-map` (every key a user) is refused: not implemented yet (only the key `auth` of an "
-                "Opaque Secret is kept)"),
+         reason="`auth-file`: the key `auth` holds htpasswd lines; `auth-map`: every key is a user, its "
+                "value the password hash: the Secret is read in full from the API (a `get`, once per "
+                "resourceVersion; the cache keeps only `auth` and `ca.crt`) into an htpasswd file sorted "
+                "by user (ingress-nginx's order is random); a key that is not a Secret data key or a value "
+                "with a line break refuses the Secret, and a Secret that cannot be read (403, 404, timeout) "
+                "makes every location answer 503, with a Warning event"),
     _row("auth-realm", AUTH, TRANSLATED, "letters, digits, spaces and `-._~/:`",
          "the realm of basic authentication (`WWW-Authenticate`)", parse=basic.realm, default="empty"),
     # --------------------------------------------------------------------------------------------------- TLS

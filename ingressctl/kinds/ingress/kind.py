@@ -40,7 +40,7 @@ from ingressctl.controller.status import KindStatusWriter
 from ingressctl.k8s.resource import INGRESSES
 from ingressctl.keys import INGRESS_KIND, ResourceKey
 from ingressctl.kinds.ingress.annotations_ingress_nginx import SERVICE_UPSTREAM
-from ingressctl.kinds.ingress.annotations_nginx_org import USE_CLUSTER_IP
+from ingressctl.kinds.ingress.annotations_nginx_org import BASIC_AUTH_SECRET, USE_CLUSTER_IP
 from ingressctl.kinds.ingress.endpoint_warnings import (
     REASON_NO_ENDPOINTS,
     EndpointWarnings,
@@ -48,6 +48,7 @@ from ingressctl.kinds.ingress.endpoint_warnings import (
 )
 from ingressctl.kinds.ingress.ingress_ex import INGRESS_TYPES, IngressEx, MergeableIngresses, backend_key
 from ingressctl.kinds.ingress.ingress_nginx.authtls_policy import with_auth_tls
+from ingressctl.kinds.ingress.ingress_nginx.basic_auth import auth_map_secret
 from ingressctl.kinds.ingress.ingress_nginx.canary import canary_warnings
 from ingressctl.kinds.ingress.ingress_nginx.default_backend import DEFAULT_BACKEND, service_of, service_port
 from ingressctl.kinds.ingress.ingress_nginx.header_maps import referenced_keys
@@ -90,6 +91,8 @@ class SecretReferences(Protocol):
     def get_secret_reference(self, key: str) -> SecretReference: ...
 
     def get_ca_reference(self, key: str) -> SecretReference: ...
+
+    def get_auth_map_reference(self, key: str) -> SecretReference: ...
 
 
 class IngressConfigurator(Protocol):
@@ -272,7 +275,11 @@ class IngressBuilder:
         seen_as = cfg.key + _MEMBER if member else cfg.key
         for message in self._endpoint_warnings.observe(seen_as, no_endpoints):
             self._warn(ing, REASON_NO_ENDPOINTS, message)
-        secret_refs = {name: self._secrets.get_secret_reference(f"{ns}/{name}")
+        # ingress-nginx's auth-map: the Secret read in full into a file of its own (not its `auth` key's)
+        auth_map = auth_map_secret(annotations, ns) \
+            if self._ingress_nginx_compat and BASIC_AUTH_SECRET not in annotations else ""
+        secret_refs = {name: (self._secrets.get_auth_map_reference if name == auth_map
+                              else self._secrets.get_secret_reference)(f"{ns}/{name}")
                        for name in ingress_secrets(ing, ingress_nginx=self._ingress_nginx_compat).names}
         policies, policy_endpoints, policy_warnings, rejected = self.policies.resolve(ing)
         if self._ingress_nginx_compat:  # auth-tls-* and proxy-ssl-*: an ingressMTLS / egressMTLS Policy

@@ -8,17 +8,21 @@ Guarantees (ingress-nginx's `annotations/auth/main.go`):
   must match `basic|digest`, `auth-secret-type` `auth-file|auth-map`, `auth-secret` ingress-nginx's basic
   characters, `auth-realm` those and spaces; a value they refuse rejects the Ingress.
 - `auth-type` other than exactly `basic` is refused: ingress-nginx configures digest authentication for it,
-  which NGINX does not have. `auth-secret-type: auth-map` is refused until every key of an Opaque Secret can
-  be read (`controller/opaque_secrets.py`). Without `auth-type` the other three are ignored with a warning,
-  as ingress-nginx ignores them.
-- The Secret is `auth-secret` (`name`, or `namespace/name` in the Ingress's namespace), an `Opaque` Secret
-  whose key `auth` holds htpasswd lines (`controller/opaque_secrets.py`: the informer keeps such Secrets with
-  `--ingress-nginx-compat`, and the Ingress is re-rendered when the Secret is created, changed or deleted).
-- As ingress-nginx, a Secret that cannot be used (missing, of another type, without `auth`, invalid, in
-  another namespace: ingress-nginx's default `allow-cross-namespace-resources: false`; or no `auth-secret`
-  at all) denies every location of the Ingress: `return 503;`, with a warning naming the reason (a Warning
-  event); the Ingress's other settings and every other Ingress are unaffected. Nothing is served
-  unauthenticated.
+  which NGINX does not have. Without `auth-type` the other three are ignored with a warning, as
+  ingress-nginx ignores them.
+- The Secret is `auth-secret` (`name`, or `namespace/name` in the Ingress's namespace), an `Opaque` Secret.
+  With `auth-secret-type: auth-file` (the default) its key `auth` holds htpasswd lines
+  (`controller/opaque_secrets.py`: the informer keeps that key of Opaque Secrets with
+  `--ingress-nginx-compat`). With `auth-map` every key is a user and its value the password hash: the Secret
+  is read in full from the API, once per resourceVersion, into an htpasswd file of its own
+  (`controller/auth_map_secrets.py`: sorted by user; a key that is not a Secret data key or a value with a
+  line break refuses the whole Secret, so nothing can add a line). Either way the Ingress is re-rendered when
+  the Secret is created, changed or deleted.
+- As ingress-nginx, a Secret that cannot be used (missing, of another type, without `auth`, invalid, not
+  readable from the API (auth-map), in another namespace: ingress-nginx's default
+  `allow-cross-namespace-resources: false`; or no `auth-secret` at all) denies every location of the
+  Ingress: `return 503;`, with a warning naming the reason (a Warning event); the Ingress's other settings
+  and every other Ingress are unaffected. Nothing is served unauthenticated.
 - `nginx.org/basic-auth-secret` on the same Ingress wins, with a warning naming both.
 - The realm passes ingress-nginx's character check and the template's quoting filter.
 """
@@ -62,6 +66,7 @@ class BasicAuthSpec:
     secret: str       # the auth-secret value ("" when missing)
     realm: str
     denied: str = ""  # why every location is denied, whatever the Secret
+    auth_map: bool = False  # auth-secret-type: auth-map (the reference is the map's own file)
 
 
 def _invalid(value: str) -> ValueError:
@@ -114,6 +119,20 @@ def referenced_secret(annotations: Mapping[str, Any], namespace: str) -> str:
     return name if ns == namespace and name else ""
 
 
+def _layout(value: str) -> str:
+    """auth-secret-type as ingress-nginx compares it (each line's spaces trimmed, parser.normalizeString)."""
+    return "\n".join(line.strip() for line in value.split("\n"))
+
+
+def auth_map_secret(annotations: Mapping[str, Any], namespace: str) -> str:
+    """The name of the Secret `auth-type: basic` with `auth-secret-type: auth-map` reads in `namespace`, or
+    "" (another type, no Secret, or one elsewhere): the builder asks the store for its auth-map file."""
+    layout = annotations.get(SECRET_TYPE)
+    if annotations.get(TYPE) != "basic" or not isinstance(layout, str) or _layout(layout) != AUTH_MAP:
+        return ""
+    return referenced_secret(annotations, namespace)
+
+
 def combine(parsed: dict[str, Any], raw: dict[str, str], out: Any) -> None:
     """The translator's combiner: `out.extras[EXTRA]` = the BasicAuthSpec of `auth-type: basic`."""
     kind = parsed.get(TYPE)
@@ -126,17 +145,14 @@ def combine(parsed: dict[str, Any], raw: dict[str, str], out: Any) -> None:
         out.refuse(TYPE, raw[TYPE], "digest authentication (NGINX has no digest authentication; "
                                     "ingress-nginx needs a third-party module for it)")
         return
-    layout = parsed.get(SECRET_TYPE, AUTH_FILE)
-    if layout.replace(" ", "") == AUTH_MAP:
-        out.refuse(SECRET_TYPE, raw[SECRET_TYPE], "auth-map is not implemented yet (it needs every key of "
-                   "the Secret; use auth-file: the key auth with htpasswd lines)")
-        return
+    layout = _layout(parsed.get(SECRET_TYPE, AUTH_FILE))
     denied = ""
-    if layout != AUTH_FILE:
+    if layout not in (AUTH_FILE, AUTH_MAP):
         denied = "invalid auth-secret-type in annotation, must be 'auth-file' or 'auth-map'"
     elif SECRET not in parsed:
         denied = "error reading secret name from annotation: auth-secret is not set"
-    out.extras[EXTRA] = BasicAuthSpec(parsed.get(SECRET, ""), parsed.get(REALM, ""), denied)
+    out.extras[EXTRA] = BasicAuthSpec(parsed.get(SECRET, ""), parsed.get(REALM, ""), denied,
+                                      auth_map=layout == AUTH_MAP)
 
 
 def _reference_problem(spec: BasicAuthSpec, namespace: str, refs: Mapping[str, SecretReference]
@@ -154,7 +170,7 @@ def _reference_problem(spec: BasicAuthSpec, namespace: str, refs: Mapping[str, S
     if ref.secret_type != OPAQUE:
         return f"secret {key} is of the type '{ref.secret_type}', must be '{OPAQUE}'", None
     if ref.error:
-        return f"secret {key} is invalid: {ref.error}", None
+        return (ref.error if spec.auth_map else f"secret {key} is invalid: {ref.error}"), None
     if not ref.path:
         return f"the secret {name} does not contain a key with value auth", None
     return "", ref
