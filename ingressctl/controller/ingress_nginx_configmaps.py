@@ -24,10 +24,10 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ingressctl.controller.config_map_cache import CONFIGMAP_KIND, ConfigMapHandler, config_map_transform
-from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
+from ingressctl.controller.kinds import Enqueue, EventHandler, NoBuilder, NoStatus, ResourceKind
 from ingressctl.controller.model import Resource
 from ingressctl.k8s.resource import CONFIGMAPS
-from ingressctl.keys import ResourceKey, split_key
+from ingressctl.keys import split_key
 
 
 class Controller(Protocol):
@@ -38,30 +38,6 @@ class Controller(Protocol):
     def is_rendering(self) -> bool: ...
 
     def rerender(self, resources: list[Resource], reason: str) -> None: ...
-
-
-class _NoBuilder:
-    def apply(self, resource: Resource) -> Applied:
-        raise TypeError("a ConfigMap is not a configuration resource; the Ingresses that read it are")
-
-    def forget(self, key: ResourceKey) -> None:
-        pass
-
-
-class _NoStatus:
-    """No status: the start-up flush does not run for this kind (`StatusWriters.report_ingress_status`)."""
-
-    writes = 0
-    stateless = True
-
-    def update_status(self, key: str) -> bool:
-        return False
-
-    def clear_status(self, key: str) -> bool:
-        return False
-
-    def safe_update(self, key: str, on_item: Callable[[str], None] | None = None) -> bool:
-        return False
 
 
 def config_map_kind_factory() -> Callable[[Controller], ResourceKind]:
@@ -78,7 +54,8 @@ def config_map_kind_factory() -> Callable[[Controller], ResourceKind]:
         def handler(enqueue: Enqueue) -> EventHandler:
             return ConfigMapHandler(enqueue)
 
-        return ResourceKind(name=CONFIGMAP_KIND, rt=CONFIGMAPS, handler=handler, builder=_NoBuilder(),
-                            status=_NoStatus(), transform=config_map_transform, sync=sync)
+        return ResourceKind(name=CONFIGMAP_KIND, rt=CONFIGMAPS, handler=handler,
+                            builder=NoBuilder("ConfigMap"), status=NoStatus(), transform=config_map_transform,
+                            sync=sync)
 
     return factory

@@ -149,3 +149,34 @@ class PreparingBuilder(Protocol):
 
     def prepare(self, resource: Resource) -> tuple[ResourceKey, object]: ...
     def drop_prepared(self) -> None: ...
+
+
+class NoBuilder:
+    """The builder of a kind that only feeds other kinds (GlobalConfiguration, Pod, ingress-nginx's header
+    ConfigMaps): it has no configuration resources of its own."""
+
+    def __init__(self, api_kind: str = "GlobalConfiguration") -> None:
+        self._api_kind = api_kind
+
+    def apply(self, resource: Resource) -> Applied:
+        raise TypeError(f"a {self._api_kind} is not a configuration resource")
+
+    def forget(self, key: ResourceKey) -> None:
+        pass
+
+
+class NoStatus:
+    """The status writer of a kind without status (GlobalConfigurations have none, NIC): `stateless`, so it
+    gives the start-up status flush nothing to do."""
+
+    writes = 0
+    stateless = True
+
+    def update_status(self, key: str) -> bool:
+        return False
+
+    def clear_status(self, key: str) -> bool:
+        return False
+
+    def safe_update(self, key: str, on_item: Callable[[str], None] | None = None) -> bool:
+        return False

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from ingressctl.controller.endpoints import BackendError, resolve_backend_endpoints
 from ingressctl.controller.handlers import resource_version, tombstone_key, unwrap
-from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, ResourceKind
+from ingressctl.controller.kinds import Applied, Enqueue, EventHandler, NoBuilder, NoStatus, ResourceKind
 from ingressctl.controller.model import Resource
 from ingressctl.controller.reporter import custom_resource_added_event
 from ingressctl.controller.status import safe_status_write
@@ -318,34 +318,6 @@ class GlobalConfigurationHandler:
 
     def on_delete(self, obj: Any) -> None:
         self._maybe(tombstone_key(obj) or object_key(unwrap(obj)))
-
-
-class NoBuilder:
-    """The builder of a kind that only feeds other kinds (GlobalConfiguration, Pod)."""
-
-    def __init__(self, api_kind: str = "GlobalConfiguration") -> None:
-        self._api_kind = api_kind
-
-    def apply(self, resource: Resource) -> Applied:
-        raise TypeError(f"a {self._api_kind} is not a configuration resource")
-
-    def forget(self, key: ResourceKey) -> None:
-        pass
-
-
-class NoStatus:
-    """The status writer of a kind without status (GlobalConfigurations have none, NIC)."""
-
-    writes = 0
-
-    def update_status(self, key: str) -> bool:
-        return False
-
-    def clear_status(self, key: str) -> bool:
-        return False
-
-    def safe_update(self, key: str, on_item: Callable[[str], None] | None = None) -> bool:
-        return False
 
 
 class GlobalConfigurationSync:

@@ -18,11 +18,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from ingressctl.controller.handlers import _safe, resource_version, tombstone_key, unwrap
-from ingressctl.controller.kinds import Enqueue, EventHandler, ResourceKind
+from ingressctl.controller.kinds import Enqueue, EventHandler, NoBuilder, NoStatus, ResourceKind
 from ingressctl.controller.task import Task
 from ingressctl.k8s.resource import PODS
 from ingressctl.keys import object_key, split_key
-from ingressctl.kinds.transportserver.kind import NoBuilder, NoStatus
 from ingressctl.kinds.virtualserver.config import service_ref
 from ingressctl.kinds.virtualserver.template_model import VS_KIND
 
