@@ -167,15 +167,23 @@ def test_backend_annotations(env: Env, kubectl: Kubectl) -> None:
     env.service("replicas")
     env.endpoints("replicas", replicas)
     greeter = GreeterServer("greeter")
+    secure_greeter = GreeterServer("secure-greeter", cert=make_cert("greeter-tls.demo.svc"))
     try:
         env.service("greeter", target_port=greeter.port)
+        env.service("greeter-tls", port=443, target_port=secure_greeter.port)
+
+        class _Grpcs:
+            name, host, port = "secure-greeter", "127.0.0.1", secure_greeter.port
+
+        env.endpoints("greeter-tls", [_Grpcs()])  # type: ignore[list-item]
 
         class _Grpc:
             name, host, port = "greeter", "127.0.0.1", greeter.port
 
         env.endpoints("greeter", [_Grpc()])  # type: ignore[list-item]
-        grpc_cert = make_cert("grpc.example.com")
+        grpc_cert, grpcs_cert = make_cert("grpc.example.com"), make_cert("grpcs.example.com")
         env.create(grpc_cert.secret("grpc-tls", NS))
+        env.create(grpcs_cert.secret("grpcs-tls", NS))
         env.create(make_cert("ciphers.example.com").secret("ciphers-tls", NS))
         env.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nginx-config",
         "namespace": NS},
@@ -189,18 +197,21 @@ def test_backend_annotations(env: Env, kubectl: Kubectl) -> None:
                        "HTTPS to the backend")
         assert r.body == "secure-app GET tls-backend.example.com/x\n"
         # backend-protocol: GRPC (grpc_pass, with the TLS listener's HTTP/2)
-        creds = grpc.ssl_channel_credentials(root_certificates=grpc_cert.cert_pem)
-
-        def call() -> str:
+        def call(host: str = "grpc.example.com") -> str:
+            cert = grpc_cert if host == "grpc.example.com" else grpcs_cert
+            creds = grpc.ssl_channel_credentials(root_certificates=cert.cert_pem)
             with grpc.secure_channel(f"127.0.0.1:{c.https_port}", creds,
-                                     options=[("grpc.ssl_target_name_override", "grpc.example.com"),
-                                              ("grpc.default_authority", "grpc.example.com")]) as ch:
+                                     options=[("grpc.ssl_target_name_override", host),
+                                              ("grpc.default_authority", host)]) as ch:
                 try:
                     return str(ch.unary_unary("/helloworld.Greeter/SayHello")(b"hi", timeout=10).decode())
                 except grpc.RpcError as e:
                     return str(e.code())
 
         assert wait_until(lambda: call() == "greeter: hi user=", "a gRPC call")
+        # backend-protocol: GRPCS (grpc_pass over TLS to a backend that speaks only TLS)
+        assert wait_until(lambda: call("grpcs.example.com") == "secure-greeter: hi user=",
+                          "a gRPC call over TLS to the backend")
         # custom-http-errors: the backend's 404 comes from spec.defaultBackend, with its status
         r = request(port, "errors.example.com", "/missing")
         assert (r.status, r.backend) == (404, "error-pages")
@@ -220,6 +231,7 @@ def test_backend_annotations(env: Env, kubectl: Kubectl) -> None:
         assert request(port, "snippet.example.com", "/from-server-snippet").body == "server snippet\n"
     finally:
         greeter.stop()
+        secure_greeter.stop()
 
 
 def test_snippets_are_refused_without_enable_snippets(env: Env, kubectl: Kubectl) -> None:

@@ -24,9 +24,10 @@ METHOD = "/helloworld.Greeter/SayHello"
 
 class GreeterServer:
     """A gRPC server with one unary method (raw bytes, no generated code): answers `<name>: <request>` and
-    echoes the `:authority` and the `x-user` metadata it received."""
+    echoes the `:authority` and the `x-user` metadata it received; with `cert` (its `key_pem`, `cert_pem`),
+    over TLS only."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, cert: Any = None) -> None:
         self.name = name
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
 
@@ -37,7 +38,11 @@ class GreeterServer:
         handler = grpc.method_handlers_generic_handler("helloworld.Greeter", {
             "SayHello": grpc.unary_unary_rpc_method_handler(say)})
         self.server.add_generic_rpc_handlers((handler,))
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        if cert is None:
+            self.port = self.server.add_insecure_port("127.0.0.1:0")
+        else:
+            creds = grpc.ssl_server_credentials([(cert.key_pem, cert.cert_pem)])
+            self.port = self.server.add_secure_port("127.0.0.1:0", creds)
         self.server.start()
 
     def stop(self) -> None:
