@@ -6,9 +6,10 @@ Guarantees:
   so the Configuration, the controller's sync loop and its reporter handle every kind alike.
 - An `Entry` is computed once per stored valid object from its kind's `Claims` (hosts, listeners, Services,
   Secrets, Policies, ConfigMaps) and is kept small: one exists for every resource in the cluster.
-- Ranking: the older creationTimestamp (whole seconds) wins; on a tie the greater UID (between resources
-  that share hosts, the greater namespace/name: ingress-nginx's order, the same on every cluster for
-  Ingresses created together); then the smaller key.
+- Ranking: the older creationTimestamp (whole seconds) wins; on a tie a resource that does not share hosts
+  beats one that does, then the greater UID (between resources that share hosts, the greater
+  namespace/name: ingress-nginx's order, the same on every cluster for Ingresses created together); then
+  the smaller key. A total order: the owner never depends on the order resources arrive in.
   An object without a creationTimestamp loses to every object that has one.
 - Messages name the winner with its kind, e.g. `host a.com is taken by another resource (Ingress ns/name)`;
   the class-wide catch-all (`CATCH_ALL_HOST`) is named as such.
@@ -215,9 +216,9 @@ def make_entry(key: ResourceKey, obj: dict[str, Any], claims: Claims) -> Entry:
                  config_maps=claims.config_maps)
 
 
-def rank_of(e: Entry) -> tuple[int, _Descending, ResourceKey]:
+def rank_of(e: Entry) -> tuple[int, bool, _Descending, ResourceKey]:
     """A sort key ordering winners first (computed when compared, not stored: one resource costs less)."""
-    return e.seconds, _Descending(e.uid), e.key
+    return e.seconds, e.shares_hosts, _Descending(e.uid), e.key
 
 
 def catch_all_rank(e: Entry) -> tuple[int, ResourceKey]:
@@ -230,9 +231,10 @@ def best(entries: Iterable[Entry], host: str | None = None) -> Entry | None:
     return min(entries, key=catch_all_rank if host == CATCH_ALL_HOST else _weak_rank(host), default=None)
 
 
-def _weak_rank(host: str | None) -> Callable[[Entry], tuple[bool, int, _Descending, ResourceKey]]:
-    def rank(e: Entry) -> tuple[bool, int, _Descending, ResourceKey]:
-        return bool(e.weak_hosts) and host in e.weak_hosts, e.seconds, _Descending(e.uid), e.key
+def _weak_rank(host: str | None) -> Callable[[Entry], tuple[bool, int, bool, _Descending, ResourceKey]]:
+    def rank(e: Entry) -> tuple[bool, int, bool, _Descending, ResourceKey]:
+        return (bool(e.weak_hosts) and host in e.weak_hosts, e.seconds, e.shares_hosts, _Descending(e.uid),
+                e.key)
     return rank
 
 

@@ -170,3 +170,15 @@ def test_a_weak_claim_makes_no_member() -> None:
                                   annotations={"nginx.ingress.kubernetes.io/from-to-www-redirect": "true"}))
     assert state(cfg) == {"demo/apex": ({"a.example.com": True, "www.a.example.com": False}, [], []),
                           "demo/www": ({"www.a.example.com": True}, [], [])}
+
+
+@pytest.mark.parametrize("uids", [("00000000-0000", "ffffffff-ffff"), ("ffffffff-ffff", "00000000-0000")])
+def test_in_one_second_a_resource_that_does_not_share_wins_whatever_the_uids(uids: tuple[str, str]) -> None:
+    objs = [ing("inn", "a.example.com", ts=1, uid=uids[0]),
+            ing("nic", "a.example.com", ts=1, cls=OURS, uid=uids[1])]
+    for order in (objs, objs[::-1]):
+        cfg = configuration()
+        for o in order:
+            cfg.add_or_update_ingress(o)
+        cfg.set_startup_complete()
+        assert set(state(cfg)) == {"demo/nic"} and [k.ns_name for k in cfg.host_problems()] == ["demo/inn"]
