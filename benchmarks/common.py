@@ -184,17 +184,22 @@ def annotated_shape(n: int, namespaces: int, tls_share: float, family: str, addr
     return plain_shape(n, namespaces, tls_share, address, port, key_type, annotations=ANNOTATION_SETS[family])
 
 
+def shop_namespace(ns: str, services: int, address: str, port: int) -> Iterator[dict[str, Any]]:
+    """A namespace of the #9657 layout with its Services `svc-<s>` and their EndpointSlices."""
+    yield namespace(ns)
+    for s in range(services):
+        svc = f"svc-{s}"
+        yield service(ns, svc)
+        yield endpoint_slice(ns, svc, address, port)
+
+
 def mergeable_shape(namespaces: int, masters: int, minions: int, address: str = "127.0.0.1",
                     port: int = 8080) -> Iterator[dict[str, Any]]:
     """NIC #9657: per namespace `masters` masters (one host each) and `minions` Services, each Service with
     one minion per master (path /<svc>)."""
     for k in range(namespaces):
         ns = f"shop-{k}"
-        yield namespace(ns)
-        for s in range(minions):
-            svc = f"svc-{s}"
-            yield service(ns, svc)
-            yield endpoint_slice(ns, svc, address, port)
+        yield from shop_namespace(ns, minions, address, port)
         for m in range(masters):
             host = f"d{m}.shop-{k}.example.com"
             yield ingress(ns, f"master-{m}", host, [],
@@ -216,11 +221,7 @@ def shared_shape(namespaces: int, hosts: int, paths: int, address: str = "127.0.
            "metadata": {"name": INGRESS_NGINX_CLASS}, "spec": {"controller": "k8s.io/ingress-nginx"}}
     for k in range(namespaces):
         ns = f"shop-{k}"
-        yield namespace(ns)
-        for s in range(paths):
-            svc = f"svc-{s}"
-            yield service(ns, svc)
-            yield endpoint_slice(ns, svc, address, port)
+        yield from shop_namespace(ns, paths, address, port)
         for m in range(hosts):
             host = f"d{m}.shop-{k}.example.com"
             for s in range(paths):

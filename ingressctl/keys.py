@@ -17,6 +17,12 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 
+def resource_version(obj: Mapping[str, Any]) -> str:
+    """metadata.resourceVersion of an object ("" when it has none)."""
+    meta = obj.get("metadata")
+    return str(meta.get("resourceVersion") or "") if isinstance(meta, Mapping) else ""
+
+
 def object_key(obj: Mapping[str, Any]) -> str:
     """"namespace/name" of an object, or "name" when it has no namespace."""
     meta = obj.get("metadata")

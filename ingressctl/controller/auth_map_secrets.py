@@ -41,6 +41,7 @@ from typing import Any, Protocol
 from ingressctl.controller.opaque_secrets import OPAQUE
 from ingressctl.controller.task import Kind, Task
 from ingressctl.k8s.errors import ApiError
+from ingressctl.keys import resource_version
 from ingressctl.logging import get_logger
 from ingressctl.secret_types import SecretValidationError, data_field
 
@@ -176,8 +177,7 @@ class AuthMapFiles:
         except Exception as e:  # fail closed whatever the reader raises
             log.warning("reading an auth-map secret failed", secret=key, error=str(e))
             return "", None, f"secret {key} could not be read: {e}", True
-        meta = secret.get("metadata")
-        version = str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
+        version = resource_version(secret)
         secret_type = secret.get("type") or OPAQUE
         if secret_type != OPAQUE:
             return version, None, f"secret {key} is of the type '{secret_type}', must be '{OPAQUE}'", False

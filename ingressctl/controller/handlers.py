@@ -41,6 +41,7 @@ from ingressctl.controller.secrets import SUPPORTED_SECRET_TYPES
 from ingressctl.controller.task import Kind, Task
 from ingressctl.k8s.store import SERVICE_NAME_LABEL
 from ingressctl.keys import object_key
+from ingressctl.keys import resource_version as resource_version
 from ingressctl.logging import get_logger
 
 log = get_logger(__name__)
@@ -77,10 +78,6 @@ def tombstone_key(obj: Any) -> str | None:
 def meta(obj: dict[str, Any]) -> dict[str, Any]:
     m = obj.get("metadata")
     return m if isinstance(m, dict) else {}
-
-
-def resource_version(obj: dict[str, Any]) -> str:
-    return str(meta(obj).get("resourceVersion") or "")
 
 
 def ingress_class_of(ing: dict[str, Any]) -> str:

@@ -161,7 +161,7 @@ class Entry:
     obj: dict[str, Any]
     key: ResourceKey
     seconds: int
-    uid: str
+    tiebreak: str  # of the rank in one second: metadata.uid, or namespace/name for a resource sharing hosts
     role: Role
     hosts: tuple[str, ...]
     claims: tuple[str, ...]     # hosts, then listener claims (the same tuple when there are no listeners)
@@ -174,7 +174,7 @@ class Entry:
     config_maps: tuple[tuple[str, str], ...] = ()
 
     def wins(self, other: Entry) -> bool:
-        """Older creationTimestamp wins; on a tie the greater UID (then, for equal UIDs, the smaller key)."""
+        """Whether this entry ranks before `other` (`rank_of`: older first, then see the module docstring)."""
         return rank_of(self) < rank_of(other)
 
 
@@ -208,17 +208,20 @@ def make_entry(key: ResourceKey, obj: dict[str, Any], claims: Claims) -> Entry:
     weak = tuple(h for h in claims.weak_hosts if h not in claims.hosts) if claims.weak_hosts else ()
     if weak:
         all_claims = all_claims + weak
-    uid = key.ns_name if claims.shares_hosts else str(meta.get("uid", ""))  # (the rank's tie-breaker)
-    return Entry(obj=obj, key=key, seconds=creation_seconds(obj), uid=uid,
+    tiebreak = key.ns_name if claims.shares_hosts else str(meta.get("uid", ""))
+    return Entry(obj=obj, key=key, seconds=creation_seconds(obj), tiebreak=tiebreak,
                  role=claims.role, hosts=claims.hosts, claims=all_claims, services=claims.services,
                  secrets=claims.secrets, uses_default_tls_secret=claims.uses_default_tls_secret,
                  policies=claims.policies, weak_hosts=weak, shares_hosts=claims.shares_hosts,
                  config_maps=claims.config_maps)
 
 
-def rank_of(e: Entry) -> tuple[int, bool, _Descending, ResourceKey]:
+Rank = tuple[int, bool, _Descending, ResourceKey]
+
+
+def rank_of(e: Entry) -> Rank:
     """A sort key ordering winners first (computed when compared, not stored: one resource costs less)."""
-    return e.seconds, e.shares_hosts, _Descending(e.uid), e.key
+    return e.seconds, e.shares_hosts, _Descending(e.tiebreak), e.key
 
 
 def catch_all_rank(e: Entry) -> tuple[int, ResourceKey]:
@@ -231,10 +234,9 @@ def best(entries: Iterable[Entry], host: str | None = None) -> Entry | None:
     return min(entries, key=catch_all_rank if host == CATCH_ALL_HOST else _weak_rank(host), default=None)
 
 
-def _weak_rank(host: str | None) -> Callable[[Entry], tuple[bool, int, bool, _Descending, ResourceKey]]:
-    def rank(e: Entry) -> tuple[bool, int, bool, _Descending, ResourceKey]:
-        return (bool(e.weak_hosts) and host in e.weak_hosts, e.seconds, e.shares_hosts, _Descending(e.uid),
-                e.key)
+def _weak_rank(host: str | None) -> Callable[[Entry], tuple[bool, Rank]]:
+    def rank(e: Entry) -> tuple[bool, Rank]:
+        return bool(e.weak_hosts) and host in e.weak_hosts, rank_of(e)
     return rank
 
 

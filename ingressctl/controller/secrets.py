@@ -58,7 +58,7 @@ from ingressctl.controller.auth_map_secrets import AuthMapFiles, SecretReader
 from ingressctl.controller.opaque_secrets import OPAQUE, OPAQUE_SECRET, supported_types
 from ingressctl.controller.tls_ca_files import TLSCAFiles
 from ingressctl.forked import ForkedCall
-from ingressctl.keys import object_key
+from ingressctl.keys import object_key, resource_version
 from ingressctl.logging import get_logger
 from ingressctl.nginx.conf_dir import WrittenFile
 from ingressctl.policies import POLICY_SECRET_TYPES
@@ -237,11 +237,6 @@ def _fingerprint(secret: Mapping[str, Any]) -> Fingerprint:
     return str(secret.get("type") or ""), items
 
 
-def _resource_version(secret: Mapping[str, Any]) -> str:
-    meta = secret.get("metadata")
-    return str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
-
-
 def _validation_error(secret: Mapping[str, Any], extra: Mapping[str, SecretType] = _NO_TYPES) -> str:
     try:
         compat = extra.get(str(secret.get("type") or "")) if extra else None
@@ -346,7 +341,7 @@ class LocalSecretStore:
             maps.forget(key)
         if stored is not None and stored.fingerprint == fp:
             stored.secret = secret
-            return maps is not None and maps.outdated(key, _resource_version(secret))
+            return maps is not None and maps.outdated(key, resource_version(secret))
         error = ahead if ahead is not None else _validation_error(secret, self._extra)
         new = _Stored(secret=secret, secret_type=fp[0], fingerprint=fp, error=error)
         if stored is not None:
@@ -412,7 +407,7 @@ class LocalSecretStore:
             return self.get_secret_reference(key)
         if self._auth_maps is None:
             return SecretReference(key=key, error="auth-map secrets cannot be read", secret_type=OPAQUE)
-        path, error = self._auth_maps.reference(key, _resource_version(stored.secret))
+        path, error = self._auth_maps.reference(key, resource_version(stored.secret))
         return SecretReference(key=key, path=path, error=error, secret_type=OPAQUE)
 
     def retry_auth_maps(self, retry: Callable[[str], None]) -> None:

@@ -325,6 +325,22 @@ def installed_compat(helm: Helm, tmp_path: Path, short_tmp: str) -> Iterator[Ins
             inst.stop_controller()
 
 
+INGRESS_NGINX_CLASS = {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+                       "metadata": {"name": "ingress-nginx"}, "spec": {"controller": "k8s.io/ingress-nginx"}}
+
+
+def _compat_app(installed: Installed, backend: Backend, annotations: dict[str, str]) -> list[dict[str, Any]]:
+    """Start the compat controller and wait until it is ready; the app's objects, its Ingress `web` of an
+    ingress-nginx class with `annotations`, led by that IngressClass."""
+    installed.start_controller()
+    wait_until(installed.alive_and(lambda: _ready(installed.ports["ready"]) == 200), "controller ready")
+    objects = _app_objects(backend.port)
+    web = next(o for o in objects if o["metadata"]["name"] == "web" and o["kind"] == "Ingress")
+    web["spec"]["ingressClassName"] = "ingress-nginx"
+    web["metadata"]["annotations"] = annotations
+    return [INGRESS_NGINX_CLASS, *objects]
+
+
 def test_ingress_nginx_compat_reads_header_config_maps_cluster_wide_with_its_rbac(
         installed_compat: Installed) -> None:
     """controller.ingressNginxCompat: the controller lists and watches ConfigMaps in every namespace (the
@@ -333,15 +349,9 @@ def test_ingress_nginx_compat_reads_header_config_maps_cluster_wide_with_its_rba
     installed.install()
     backend = Backend("web").start()
     try:
-        installed.start_controller()
-        wait_until(installed.alive_and(lambda: _ready(installed.ports["ready"]) == 200), "controller ready")
-        objects = _app_objects(backend.port)
-        web = next(o for o in objects if o["metadata"]["name"] == "web" and o["kind"] == "Ingress")
-        web["spec"]["ingressClassName"] = "ingress-nginx"
-        web["metadata"]["annotations"] = {"nginx.ingress.kubernetes.io/custom-headers": "web-headers"}
+        headers = {"nginx.ingress.kubernetes.io/custom-headers": "web-headers"}
+        objects = _compat_app(installed, backend, headers)
         cluster.load([
-            {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
-             "metadata": {"name": "ingress-nginx"}, "spec": {"controller": "k8s.io/ingress-nginx"}},
             *objects,
             {"apiVersion": "v1", "kind": "ConfigMap",
              "metadata": {"name": "web-headers", "namespace": APP_NS}, "data": {"X-Frame-Options": "DENY"}}])
@@ -370,17 +380,10 @@ def test_ingress_nginx_compat_reads_an_auth_map_secret_with_its_rbac(installed_c
     sha = "{SHA}" + base64.b64encode(hashlib.sha1(b"alice-pw").digest()).decode()
     alice = {"Authorization": "Basic " + base64.b64encode(b"alice:alice-pw").decode()}
     try:
-        installed.start_controller()
-        wait_until(installed.alive_and(lambda: _ready(installed.ports["ready"]) == 200), "controller ready")
-        objects = _app_objects(backend.port)
-        web = next(o for o in objects if o["metadata"]["name"] == "web" and o["kind"] == "Ingress")
-        web["spec"]["ingressClassName"] = "ingress-nginx"
         n = "nginx.ingress.kubernetes.io/"
-        web["metadata"]["annotations"] = {n + "auth-type": "basic", n + "auth-secret": "web-users",
-                                          n + "auth-secret-type": "auth-map"}
+        objects = _compat_app(installed, backend, {n + "auth-type": "basic", n + "auth-secret": "web-users",
+                                                   n + "auth-secret-type": "auth-map"})
         cluster.load([
-            {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
-             "metadata": {"name": "ingress-nginx"}, "spec": {"controller": "k8s.io/ingress-nginx"}},
             *objects,
             {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
              "metadata": {"name": "web-users", "namespace": APP_NS},

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ingressctl.controller.model import creation_seconds
 from tests.helpers import make_cert, tls_secret, wait_until
 from tests.integration.harness import NS, Env, rule
 from tests.integration.ingress_nginx_helpers import DATA, compat_controller, request, special
@@ -30,6 +31,13 @@ def auth_service() -> Any:
     a = AuthService()
     yield a
     a.stop()
+
+
+def created_after(env: Env, name: str) -> None:
+    """Return once an object created now is younger than Ingress `name` (ownership goes by creation second:
+    the API server's clock, this machine's)."""
+    created = creation_seconds(env.get("ingresses", name))
+    wait_until(lambda: int(time.time()) > created, f"a second after {name} was created")
 
 
 def lb_ips(env: Env, name: str) -> list[str]:
@@ -87,7 +95,7 @@ def test_ingresses_of_one_host_share_its_server(env: Env, kubectl: Kubectl, tmp_
     wait_until(lambda: shop("/").status == 200, "shop served")
     with pytest.raises(OSError):  # no certificate for the host yet
         shop("/", tls=True)
-    time.sleep(1.1)  # (ownership goes by creation second)
+    created_after(env, "shop-web")
     api = (tmp_path / "shop-api.yaml")
     api.write_text(SHOP_API)
     done = kubectl.run("apply", "-f", str(api))
@@ -107,7 +115,7 @@ def test_ingresses_of_one_host_share_its_server(env: Env, kubectl: Kubectl, tmp_
                    "the server of a host shared with Ingress demo/shop-web, the oldest of the host")
 
     # A later Ingress repeating `/`: the older keeps it; the newer is told.
-    time.sleep(1.1)
+    created_after(env, "shop-api")
     env.ingress("shop-legacy", [rule("shop.example.com", ("/", "legacy"))], cls="nginx")
     env.wait_event("shop-legacy", "AddedOrUpdatedWithWarning",
                    "of host shop.example.com is served by an older Ingress of the host; ignored here")

@@ -194,7 +194,7 @@ class IngressBuilder:
             for m in resource.members:
                 mex, mw = self.create_ingress_ex(IngressConfiguration(
                     ingress=m.ingress, key=m.key, valid_hosts=dict.fromkeys(m.hosts, True)), member=True)
-                members.append(dataclasses.replace(mex, is_member=True))
+                members.append(mex)
                 child.setdefault(m.key, []).extend(mw)
             ex = dataclasses.replace(ex, members=tuple(members))
         if resource.canaries:
@@ -232,7 +232,7 @@ class IngressBuilder:
                           member: bool = False) -> tuple[IngressEx, list[str]]:
         """Services and endpoints of every backend, secret references. Returns the IngressEx and warnings
         about backends (missing Service or port, ExternalName). `member`: built for an owner's shared hosts
-        (its no-endpoints warnings are told apart from those of its own resource)."""
+        (`is_member`; its no-endpoints warnings are told apart from those of its own resource)."""
         ing = cfg.ingress
         meta = ing.get("metadata") or {}
         ns = str(meta.get("namespace") or "")
@@ -294,7 +294,7 @@ class IngressBuilder:
         ex = IngressEx(ingress=ing, valid_hosts=dict(cfg.valid_hosts), endpoints=endpoints,
                        external_name_svcs=set(), secret_refs=secret_refs,
                        valid_minion_paths=dict(valid_minion_paths or {}), policies=policies,
-                       policy_endpoints=policy_endpoints, default_backend=default_backend)
+                       policy_endpoints=policy_endpoints, default_backend=default_backend, is_member=member)
         if self._ingress_nginx_compat:  # ingress-nginx's from-to-www-redirect over HTTPS
             ex.www_tls_names = certified_names(ing, lambda n: self._caches.get_object("secrets", f"{ns}/{n}"))
             ex.config_maps = {k: self._caches.get_object(CONFIGMAP_KIND, k)
