@@ -356,8 +356,9 @@ def test_ingress_nginx_compat_reads_header_config_maps_cluster_wide_with_its_rba
             {"apiVersion": "v1", "kind": "ConfigMap",
              "metadata": {"name": "web-headers", "namespace": APP_NS}, "data": {"X-Frame-Options": "DENY"}}])
         http = installed.ports["http"]
+        # (the ConfigMap and the app's endpoints arrive together: wait for both, not for the header on a 502)
         r = wait_until(installed.alive_and(lambda: (x := http_get(http, "web.example")).headers.get(
-            "x-frame-options") == "DENY" and x), "the header ConfigMap served")
+            "x-frame-options") == "DENY" and x.backend == "web" and x), "the header on the app's answer")
         assert r.backend == "web"
     finally:
         backend.stop()
