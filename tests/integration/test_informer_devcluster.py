@@ -177,9 +177,11 @@ def test_informer_converges_under_faults_and_delivers_every_delete(cluster: Any)
         watches_before = dc.stats.count("watch", "configmaps")
         faults.drop_watches()
         wait_until(lambda: dc.stats.count("watch", "configmaps") >= watches_before + 2, what="failed watches")
-        # A watch admitted just before the fault was set can register after the drop and live on: drop again
-        # until none is open (the re-watch of a dropped survivor fails like the others).
-        wait_until(lambda: faults.drop_watches() == 0, what="no configmap watch left open")
+        # A watch admitted just before the fault was set can register after a drop and live on (it replays
+        # the deletes below as events): drop until no watch request is open or still on its way to opening
+        # one; every later one starts after the fault and fails.
+        wait_until(lambda: faults.drop_watches() == 0 and dc.stats.in_flight("watch", "configmaps") == 0,
+                   what="no configmap watch left open or in flight")
         # (Only objects the informer has seen can come back as tombstones: one the server created after the
         # informer's last list, while its watch fails, is not in its store yet.)
         victims = sorted(k for k in server_state(dc) if k.startswith("ns-a/") and k in everything.store)[:5]
