@@ -78,6 +78,7 @@ def test_app_root_ssl_redirect_and_http_redirect_code(env: Env, running: Control
                 annotations={"nginx.org/app-root": "/coffee"})
     r = wait_until(lambda: (x := c.get("root.example.com", "/")).status == 302 and x, "app-root redirect")
     assert r.headers["location"] == "http://root.example.com/coffee"
+    c.wait_idle()  # (an old worker, still accepting right after the reload, knows no such host)
     assert c.get("root.example.com", "/tea").backend == "web"  # only "/" redirects
     cert = make_cert("secure.example.com")
     env.create(cert.secret("secure-tls", NS))

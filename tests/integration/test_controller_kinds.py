@@ -228,8 +228,7 @@ def test_a_second_kind_with_the_same_name_as_an_ingress_is_kept_apart(
                        enable_custom_resources=False)
     lbc = c.lbc
     c.wait_backend(ING_HOST, "/", "web")
-    wait_until(lambda: c.get(VS_HOST, "/").status == 200, "the stub kind serves its host")
-    assert c.get(VS_HOST, "/").body == f"stub {NS}/cafe\n"
+    wait_until(lambda: c.get(VS_HOST, "/").body == f"stub {NS}/cafe\n", "the stub kind serves its host")
     c.wait_idle()
 
     # Configuration and host ownership.

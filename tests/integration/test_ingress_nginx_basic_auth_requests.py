@@ -146,10 +146,12 @@ def test_basic_auth_from_an_opaque_secret(env: Env, kubectl: Kubectl, web: Backe
     apply(kubectl, opaque_secret("late-users", auth=htpasswd_line("dave", "late-pw", "apr1")))
     wait_until(lambda: request(port, "late.example.com", headers=basic("dave", "late-pw")).status == 200,
                "late Secret picked up")
+    c.wait_idle()  # (right after a reload the old workers still accept, with the old configuration)
     assert request(port, "late.example.com").status == 401
     apply(kubectl, opaque_secret("late-users", auth=htpasswd_line("erin", "new-pw", "sha")))
     wait_until(lambda: request(port, "late.example.com", headers=basic("erin", "new-pw")).status == 200,
                "changed Secret applied")
+    c.wait_idle()  # (right after a reload the old workers still accept, with the old configuration)
     assert request(port, "late.example.com", headers=basic("dave", "late-pw")).status == 401
     done = kubectl.run("delete", "secret", "late-users", "-n", NS)
     assert done.returncode == 0, done.stderr
