@@ -14,7 +14,10 @@ Guarantees:
   written through it too; a changed special Secret requests a reload.
 - A resource whose config cannot be rendered (an invalid annotation, an unsafe value, a broken custom
   template) keeps its previous file; the error is returned in `ReloadOutcome.failed` by the next
-  `reload_if_needed()`.
+  `reload_if_needed()`. When NGINX refuses a file that also serves parts of other resources (the members of
+  an Ingress's shared hosts), the parts it refuses are found by nginx -t (configs.part_isolation) and the
+  file is served with their last served versions, in the same `reload_if_needed()`: their errors are in
+  `ReloadOutcome.failed_parts`, not the file's.
 - The catch-all (an Ingress without rules that owns the class's catch-all, as its renderer tells): nginx.conf
   names its upstream (`$ingressctl_catch_all`), and while one exists every other server sends its unmatched
   paths and hosts there; when one appears or goes, every resource is rendered again (written only where
@@ -51,8 +54,16 @@ from ingressctl.configs.configmaps import (
 )
 from ingressctl.configs.dynamic_upstreams import DynamicUpstreams
 from ingressctl.configs.files import REASON_ENDPOINTS, REASON_OTHER, ConfigFiles, ReloadOutcome, WrittenAhead
+from ingressctl.configs.part_isolation import PartExclusions, PartTest, search
 from ingressctl.configs.prerender import MEASURED_ITEMS, MIN_ITEMS, RenderAheadStats, render_ahead
-from ingressctl.configs.renderers import ChildCounter, IngressRenderer, RenderContext, Rendered, Renderer
+from ingressctl.configs.renderers import (
+    ChildCounter,
+    IngressRenderer,
+    PartSplitter,
+    RenderContext,
+    Rendered,
+    Renderer,
+)
 from ingressctl.configs.route_state import RouteState
 from ingressctl.configs.route_updates import RouteUpdates
 from ingressctl.configs.routes import CERTIFICATE_VARIABLE, SPARES_KEY, capturing_names, spare_count
@@ -111,6 +122,7 @@ class Configurator:
         # Kind -> its renderer as a ChildCounter, or None: checked once (a Protocol isinstance costs ~20 us,
         # twice per resource at 10,000 resources).
         self._child_counters: dict[str, ChildCounter | None] = {}
+        self._splitters: dict[str, PartSplitter | None] = {}  # (the same, for PartSplitter)
         self._resources: dict[ResourceKey, object] = {}  # key -> the latest resource given
         self._counts: dict[str, dict[str, int]] = {}  # kind -> its renderer's counts of _resources, in step
         self._child_warnings: dict[ResourceKey, dict[str, list[str]]] = {}  # key -> child -> warnings
@@ -125,6 +137,7 @@ class Configurator:
         self._spares_written = False  # conf.d holds the routes' spares file
         # key -> (resource, context, upstream front, result, its file if written ahead) (see render_ahead)
         self._ahead: dict[ResourceKey, tuple[object, RenderContext, bool, Rendered, WrittenAhead | None]] = {}
+        self._parts = PartExclusions()  # the parts of shared files NGINX refused, held back
         self.register_renderer(IngressRenderer())
 
         if prune_stale_configs:
@@ -147,6 +160,7 @@ class Configurator:
         self._renderers[renderer.kind] = renderer
         child_counter = renderer if isinstance(renderer, ChildCounter) else None
         self._child_counters[renderer.kind] = child_counter
+        self._splitters[renderer.kind] = renderer if isinstance(renderer, PartSplitter) else None
         held = [r for k, r in self._resources.items() if k.kind == renderer.kind]
         self._counts[renderer.kind] = dict(renderer.counts(held))
         if child_counter is not None:
@@ -235,6 +249,7 @@ class Configurator:
             return []
         self._set_catch_all(key, renderer.catch_all(resource))
         ctx = self._render_context()
+        resource = self._parts.effective(key, self._splitters.get(key.kind), resource)
         try:
             rendered, written = (self._take_rendered_ahead(key, resource, ctx)
                                  or (self._render(renderer, key, resource, ctx), None))
@@ -342,6 +357,7 @@ class Configurator:
         """Forget a resource and remove its file."""
         self._hold(key, None)
         self._child_warnings.pop(key, None)
+        self._parts.forget(key)
         self._routes.route_shapes.set(key, frozenset())
         self._set_captures(key, frozenset())
         if self._certificates is not None:
@@ -588,7 +604,52 @@ class Configurator:
         if self._certificates is not None and self._certificates.changed:
             self._write_certificate_map()
             self.files.request_reload()
-        return self.files.reload_if_needed(reason)
+        outcome = self.files.reload_if_needed(reason)
+        if not self.reloads_enabled:
+            return outcome
+        again = self._hold_back_refused_parts(outcome.failed) if outcome.failed else set()
+        if again:
+            second = self.files.reload_if_needed(reason)
+            kept = {k: e for k, e in outcome.failed.items() if k not in again}
+            outcome = ReloadOutcome(reloaded=outcome.reloaded or second.reloaded,
+                                    failed={**kept, **second.failed}, error=second.error or outcome.error,
+                                    dynamic=outcome.dynamic or second.dynamic)
+        if not outcome.batch_failed:
+            self._parts.reloaded(outcome.failed)
+        outcome.failed_parts = {k: errors for k, errors in self._parts.take_errors().items()
+                                if k not in outcome.failed}
+        return outcome
+
+    def _hold_back_refused_parts(self, failed: Mapping[ResourceKey, str]) -> set[ResourceKey]:
+        """For each refused file with parts of other resources: find the parts whose new version NGINX
+        refuses (nginx -t on candidates), hold them back and render the file again. Returns the keys
+        rendered again."""
+        again: set[ResourceKey] = set()
+        for key in list(failed):
+            splitter, resource = self._splitters.get(key.kind), self._resources.get(key)
+            if resource is None or splitter is None:
+                continue
+            parts = splitter.parts(resource)
+            if parts.versions and (bad := search(parts, self._parts.served(key),
+                                                 self._part_tester(key, splitter, resource))):
+                self._parts.hold_back(key, parts, bad)
+                self.add_or_update(key, resource)
+                again.add(key)
+        return again
+
+    def _part_tester(self, key: ResourceKey, splitter: PartSplitter, resource: object) -> PartTest:
+        """nginx -t of `key`'s file rendered with some of its parts swapped."""
+        renderer = self._renderers[key.kind]
+        name = self.files.file_name(key, renderer.file_name(key))
+        ctx = self._render_context()
+
+        def test(replace: Mapping[ResourceKey, object | None]) -> tuple[bool, str]:
+            try:
+                rendered = self._render(renderer, key, splitter.with_parts(resource, replace), ctx)
+            except (ValueError, TemplateRenderError) as e:
+                return False, f"error generating configuration: {e}"
+            return self.files.test_file(name, rendered.text)
+        return test
 
     def _write_certificate_map(self) -> None:
         """conf.d's map of the certificates loaded at handshakes (rendered once per reload, not per

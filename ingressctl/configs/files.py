@@ -71,6 +71,8 @@ class ReloadOutcome:
     failed: dict[ResourceKey, str] = field(default_factory=dict)
     error: str = ""
     dynamic: bool = False  # the changes reached NGINX without a reload (dynamic upstreams)
+    # resource -> part -> why that part of its file is left out (configs.part_isolation)
+    failed_parts: dict[ResourceKey, dict[ResourceKey, str]] = field(default_factory=dict)
 
     @property
     def batch_failed(self) -> bool:
@@ -351,6 +353,16 @@ class ConfigFiles:
         self._changes.clear()
         self._main_old = _UNCHANGED
         self._reload_requested = False
+
+    def test_file(self, name: str, text: str) -> tuple[bool, str]:
+        """`nginx -t` of the current files with conf.d/<name>.conf holding `text` (nothing is written or
+        reloaded); NGINX's error lines when it fails (or why it cannot be tested: a custom nginx.conf
+        including conf.d by an absolute path)."""
+        try:
+            ok, out = self._manager.test_configs({name: text})
+        except ValueError as e:
+            return False, str(e)
+        return ok, "" if ok else self._clean(out)
 
     def reload_if_needed(self, reason: str = REASON_OTHER) -> ReloadOutcome:
         """Reload NGINX once if anything changed since the last good reload; see the module docstring."""

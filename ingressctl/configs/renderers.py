@@ -14,11 +14,15 @@ Guarantees:
   to it. A render
   error (invalid annotation, unsafe value, broken custom template) raises `ValueError` or
   `TemplateRenderError`.
+- A `PartSplitter` (the `IngressRenderer`: the members of an Ingress's shared hosts) names the parts other
+  resources have in a file and renders the file with some of them swapped for other versions or left out,
+  so that one NGINX refuses can be kept at its last served version alone (configs.part_isolation).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -29,7 +33,7 @@ from ingressctl.configs.config import (
 from ingressctl.configs.configmaps import ConfigParams, StaticConfigParams
 from ingressctl.configs.routes import RouteContext, render_routes, shapes_of, split_routed
 from ingressctl.configs.templates import TemplateExecutor
-from ingressctl.keys import INGRESS_KIND, ResourceKey
+from ingressctl.keys import INGRESS_KIND, ResourceKey, resource_version
 from ingressctl.kinds.ingress.catch_all import catch_all_upstream
 from ingressctl.kinds.ingress.config import (
     generate_nginx_config_for_mergeable,
@@ -83,6 +87,27 @@ class Renderer(Protocol):
     def counts(self, resources: Iterable[object]) -> dict[str, int]: ...
 
 
+@dataclass(frozen=True)
+class Parts:
+    """A resource's version and the parts other resources have in its file, in render order: each part's
+    version and what the renderer takes for it (`PartSplitter.with_parts`)."""
+
+    version: str
+    versions: dict[ResourceKey, str]
+    objects: dict[ResourceKey, object]
+
+
+@runtime_checkable
+class PartSplitter(Protocol):
+    """A renderer whose files carry parts of other resources (an Ingress the members of its shared hosts),
+    which it can render with some of them swapped for other versions or left out (configs.part_isolation)."""
+
+    def parts(self, resource: object) -> Parts: ...
+
+    def with_parts(self, resource: object, replace: Mapping[ResourceKey, object | None]) -> object:
+        """`resource` with each part named in `replace` swapped for the object given (None: left out)."""
+
+
 @runtime_checkable
 class ChildCounter(Protocol):
     """A renderer whose resources carry another kind's objects (a VirtualServer its VirtualServerRoutes),
@@ -127,6 +152,21 @@ class IngressRenderer:
         certificates = {s.name: s.ssl_certificate for s in cfg.servers if s.certificate_per_handshake}
         return Rendered(text, warnings, sum(u.zone_bytes() for u in cfg.upstreams), child, certificates,
                         shapes_of(routed))
+
+    def parts(self, resource: object) -> Parts:
+        """The members of a regular Ingress's shared hosts (their IngressEx, by resourceVersion), oldest
+        first. A master's minions are not parts: as NIC, a minion NGINX refuses takes its master's file."""
+        if not isinstance(resource, IngressEx):
+            return Parts("", {}, {})
+        return Parts(resource_version(resource.ingress),
+                     {m.key_with_kind: resource_version(m.ingress) for m in resource.members},
+                     {m.key_with_kind: m for m in resource.members})
+
+    def with_parts(self, resource: object, replace: Mapping[ResourceKey, object | None]) -> object:
+        if not isinstance(resource, IngressEx):
+            return resource
+        members = (replace.get(m.key_with_kind, m) for m in resource.members)
+        return dataclasses.replace(resource, members=tuple(m for m in members if isinstance(m, IngressEx)))
 
     def catch_all(self, resource: object) -> str:
         """A regular Ingress without rules that owns the catch-all names its defaultBackend's upstream."""

@@ -50,6 +50,8 @@ class Applied:
     warnings: list[str]
     error: str = ""
     child_warnings: dict[str, list[str]] = field(default_factory=dict)  # child "namespace/name" -> warnings
+    # child "namespace/name" -> why its part of the resource's file is not served (ReloadOutcome.failed_parts)
+    child_errors: dict[str, str] = field(default_factory=dict)
 
 
 class KindBuilder(Protocol):

@@ -148,6 +148,7 @@ class Reporter:
                 a.error = outcome.error
             return
         known: set[ResourceKey] = set()
+        parts = outcome.failed_parts
         for a in applied:
             keys = keys_of(a.resource)
             known.update(keys)
@@ -155,10 +156,11 @@ class Reporter:
                 if k in failed:
                     a.error = failed[k]
                     break
-        for k, err in failed.items():
-            if k in known:
-                continue
-            # A resource rendered earlier in a batch: report it now.
+            a.child_errors.update((p.ns_name, e) for p, e in parts.get(a.resource.key_with_kind, {}).items())
+        refused = [(k, err) for k, err in failed.items() if k not in known]
+        refused += [(p, err) for k, errs in parts.items() if k not in known for p, err in errs.items()]
+        for k, err in refused:
+            # A resource rendered earlier in a batch (or its part of another's file): report it now.
             obj = self._get_object(k)
             if obj is not None:
                 self.event(obj, k.kind, *self._added(k.kind, k.ns_name, [], [], err))
@@ -176,9 +178,12 @@ class Reporter:
             self.event(res.obj, kind, *self._added_event(a))
             for ck, child in res.children():
                 child_ws = a.child_warnings.get(ck.ns_name, [])
-                self.event(child, ck.kind, *self._added(ck.kind, ck.ns_name, child_ws, [], a.error))
+                error = a.child_errors.get(ck.ns_name) or a.error
+                self.event(child, ck.kind, *self._added(ck.kind, ck.ns_name, child_ws, [], error))
             if a.error and self._style(kind) is None:
                 continue    # NIC writes no Ingress status for a configuration NGINX refused
+            if a.child_errors and self._style(kind) is None:  # (nor for a member's part of it)
+                keys = [k for k in keys if k == res.key_with_kind or k.ns_name not in a.child_errors]
             if defer_status:
                 self._deferred.extend(keys)
             elif self._is_ready():
@@ -188,9 +193,13 @@ class Reporter:
     def report_errors(self, applied: list[Applied]) -> None:
         """Only the error events (endpoint changes report nothing else, as NIC)."""
         for a in applied:
+            res = a.resource
             if a.error:
-                res = a.resource
                 self.event(res.obj, res.key_with_kind.kind, *self._added_event(a))
+            for ck, child in res.children():
+                if ck.ns_name in a.child_errors:
+                    self.event(child, ck.kind, *self._added(ck.kind, ck.ns_name, [], [],
+                                                            a.child_errors[ck.ns_name]))
 
     def report_delete(self, ch: ResourceChange) -> None:
         """NIC's UpdateIngressStatusAndEventsOnDelete: only for a resource that still exists."""

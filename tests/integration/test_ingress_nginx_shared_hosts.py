@@ -4,8 +4,9 @@ NGINX: ingress-nginx's oauth2-proxy setup (an authenticated application and an u
 Ingress of the same host, the auth subrequest coming back through this NGINX), a host split by team (each
 Ingress's annotations on its own paths only, the host's regex mode shared, the certificate named by the
 newer Ingress only), a repeated path (the older Ingress keeps it, the newer is told), the host passing to
-the next Ingress when its owner goes, every Ingress's status and events, and an Ingress of ingressctl's own
-class keeping NIC's one owner per host."""
+the next Ingress when its owner goes, every Ingress's status and events, an Ingress of ingressctl's own
+class keeping NIC's one owner per host, and one team's snippet NGINX refuses costing only that team's
+change."""
 
 from __future__ import annotations
 
@@ -167,6 +168,107 @@ spec:
             backend:
               service:
                 name: api
+                port:
+                  number: 80
+"""
+
+
+def test_a_member_nginx_refuses_takes_no_other_ingress_down(env: Env, kubectl: Kubectl,
+                                                          tmp_path: Path) -> None:
+    """One team's configuration-snippet NGINX refuses (`more_set_headers`: ingress-nginx's NGINX had the
+    headers-more module, stock NGINX has not) costs that team's change only: the owner and the other team
+    keep being served and updated, the team keeps its last served paths and is told why."""
+    for name in ("web", "cart", "search"):
+        env.service(name)
+        env.endpoints(name, [special(env, name)])
+    env.delete("ingressclasses", "nginx", None)
+    env.create({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+                "metadata": {"name": "ingressctl"}, "spec": {"controller": "nginx.org/ingress-controller"}})
+    env.create({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+                "metadata": {"name": "nginx"}, "spec": {"controller": "k8s.io/ingress-nginx"}})
+    env.ingress("store-web", [rule("store.example.com", ("/", "web"))], cls="nginx")
+    created_after(env, "store-web")
+    manifest = tmp_path / "teams.yaml"
+    manifest.write_text(TEAMS.format(cart_path="/cart", cart_snippet='add_header X-Team "cart";'))
+    done = kubectl.run("apply", "-f", str(manifest))
+    assert done.returncode == 0, done.stderr
+    c = compat_controller(env, enable_snippets=True)
+
+    def get(path: str) -> Any:
+        return request(c.http_port, "store.example.com", path)
+
+    wait_until(lambda: get("/cart/x").body == "cart GET store.example.com/cart/x\n", "cart served")
+    assert get("/cart/x").headers["x-team"] == "cart"
+    assert get("/search").body == "search GET store.example.com/search\n"
+
+    # The cart team moves to /basket with a snippet written for ingress-nginx's NGINX.
+    manifest.write_text(TEAMS.format(cart_path="/basket", cart_snippet='more_set_headers "X-Team: cart";'))
+    done = kubectl.run("apply", "-f", str(manifest))
+    assert done.returncode == 0, done.stderr
+    env.wait_event("cart", "AddedOrUpdatedWithError", 'but was not applied: [emerg] unknown directive '
+                   '"more_set_headers"')
+    c.wait_idle()
+    assert get("/cart/x").body == "cart GET store.example.com/cart/x\n"  # its last served version
+    assert get("/basket").body == "web GET store.example.com/basket\n"  # (the owner's `/`)
+    assert get("/search").body == "search GET store.example.com/search\n"
+    assert not env.events("store-web", "AddedOrUpdatedWithError")
+    assert not env.events("search", "AddedOrUpdatedWithError")
+    # The owner and the other team still take changes.
+    env.ingress("store-web", [rule("store.example.com", ("/", "web"), ("/help", "search"))], cls="nginx")
+    wait_until(lambda: get("/help").body == "search GET store.example.com/help\n", "the owner's change")
+    assert get("/cart/x").body == "cart GET store.example.com/cart/x\n"
+
+    # Fixed, the change is served.
+    manifest.write_text(TEAMS.format(cart_path="/basket", cart_snippet='add_header X-Team "basket";'))
+    done = kubectl.run("apply", "-f", str(manifest))
+    assert done.returncode == 0, done.stderr
+    r = wait_until(lambda: (x := get("/basket/1")).body == "cart GET store.example.com/basket/1\n" and x,
+                   "the fixed version served")
+    assert r.headers["x-team"] == "basket"
+    c.wait_idle()
+    assert get("/cart/x").body == "web GET store.example.com/cart/x\n"  # gone with the old version
+
+
+TEAMS = """\
+# Two teams' Ingresses for the store's host (created after the front-end's).
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: cart
+  namespace: demo
+  annotations:
+    nginx.ingress.kubernetes.io/configuration-snippet: |
+      {cart_snippet}
+spec:
+  ingressClassName: nginx
+  rules:
+    - host: store.example.com
+      http:
+        paths:
+          - path: {cart_path}
+            pathType: Prefix
+            backend:
+              service:
+                name: cart
+                port:
+                  number: 80
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: search
+  namespace: demo
+spec:
+  ingressClassName: nginx
+  rules:
+    - host: store.example.com
+      http:
+        paths:
+          - path: /search
+            pathType: Prefix
+            backend:
+              service:
+                name: search
                 port:
                   number: 80
 """
