@@ -13,7 +13,9 @@ Guarantees:
 - `status_keys()` holds every configured resource of every kind (parents and their children), keyed by
   `ResourceKey`: the became-leader callback and the flush write exactly these. Thread-safe.
 - A reload outcome marks exactly the resources it blames (by `ResourceKey`); a resource blamed but rendered
-  earlier in a batch gets its error event here too.
+  earlier in a batch gets its error event here too. A child blamed for its part of its parent's file (a
+  shared host's member, `ReloadOutcome.failed_parts`) gets the error event and no status; its parent and
+  the other children are reported as configured.
 - `HeldReports` keeps a batch's outcomes until the batch's one reload, so that an event or a Valid status is
   never written before the configuration it describes is live.
 """
