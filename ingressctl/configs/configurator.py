@@ -15,9 +15,10 @@ Guarantees:
 - A resource whose config cannot be rendered (an invalid annotation, an unsafe value, a broken custom
   template) keeps its previous file; the error is returned in `ReloadOutcome.failed` by the next
   `reload_if_needed()`. When NGINX refuses a file that also serves parts of other resources (the members of
-  an Ingress's shared hosts), the parts it refuses are found by nginx -t (configs.part_isolation) and the
-  file is served with their last served versions, in the same `reload_if_needed()`: their errors are in
-  `ReloadOutcome.failed_parts`, not the file's.
+  an Ingress's shared hosts), what it refuses is found by nginx -t (configs.part_isolation) and the file is
+  served with the last served versions of those parts (or of the resource itself, with its parts' new
+  versions) in the same `reload_if_needed()`: the parts' errors are in `ReloadOutcome.failed_parts`, a
+  resource served so is in `failed` and `parts_served`.
 - The catch-all (an Ingress without rules that owns the class's catch-all, as its renderer tells): nginx.conf
   names its upstream (`$ingressctl_catch_all`), and while one exists every other server sends its unmatched
   paths and hosts there; when one appears or goes, every resource is rendered again (written only where
@@ -41,6 +42,7 @@ Guarantees:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
@@ -54,7 +56,7 @@ from ingressctl.configs.configmaps import (
 )
 from ingressctl.configs.dynamic_upstreams import DynamicUpstreams
 from ingressctl.configs.files import REASON_ENDPOINTS, REASON_OTHER, ConfigFiles, ReloadOutcome, WrittenAhead
-from ingressctl.configs.part_isolation import PartExclusions, PartTest, search
+from ingressctl.configs.part_isolation import PartExclusions
 from ingressctl.configs.prerender import MEASURED_ITEMS, MIN_ITEMS, RenderAheadStats, render_ahead
 from ingressctl.configs.renderers import (
     ChildCounter,
@@ -616,40 +618,31 @@ class Configurator:
                                     dynamic=outcome.dynamic or second.dynamic)
         if not outcome.batch_failed:
             self._parts.reloaded(outcome.failed)
-        outcome.failed_parts = {k: errors for k, errors in self._parts.take_errors().items()
-                                if k not in outcome.failed}
+        parts, own = self._parts.take_errors()
+        outcome.failed_parts = {k: errors for k, errors in parts.items() if k not in outcome.failed}
+        for k, error in own.items():
+            if k not in outcome.failed:  # its file was served, with its last served version
+                outcome.failed[k] = error
+                outcome.parts_served.add(k)
         return outcome
 
     def _hold_back_refused_parts(self, failed: Mapping[ResourceKey, str]) -> set[ResourceKey]:
-        """For each refused file with parts of other resources: find the parts whose new version NGINX
-        refuses (nginx -t on candidates), hold them back and render the file again. Returns the keys
-        rendered again."""
+        """For each refused file with parts of other resources: find what NGINX refuses (nginx -t on
+        candidates: the parts' new versions, else the resource's own), hold it back and render the file
+        again. Returns the keys rendered again."""
         again: set[ResourceKey] = set()
         for key in list(failed):
             splitter, resource = self._splitters.get(key.kind), self._resources.get(key)
             if resource is None or splitter is None:
                 continue
-            parts = splitter.parts(resource)
-            if parts.versions and (bad := search(parts, self._parts.served(key),
-                                                 self._part_tester(key, splitter, resource))):
-                self._parts.hold_back(key, parts, bad)
+            renderer = self._renderers[key.kind]
+            name = self.files.file_name(key, renderer.file_name(key))
+            render = functools.partial(self._render, renderer, key, ctx=self._render_context())
+            test = functools.partial(self.files.test_file, name)
+            if self._parts.search_file(key, splitter, resource, failed[key], render, test):
                 self.add_or_update(key, resource)
                 again.add(key)
         return again
-
-    def _part_tester(self, key: ResourceKey, splitter: PartSplitter, resource: object) -> PartTest:
-        """nginx -t of `key`'s file rendered with some of its parts swapped."""
-        renderer = self._renderers[key.kind]
-        name = self.files.file_name(key, renderer.file_name(key))
-        ctx = self._render_context()
-
-        def test(replace: Mapping[ResourceKey, object | None]) -> tuple[bool, str]:
-            try:
-                rendered = self._render(renderer, key, splitter.with_parts(resource, replace), ctx)
-            except (ValueError, TemplateRenderError) as e:
-                return False, f"error generating configuration: {e}"
-            return self.files.test_file(name, rendered.text)
-        return test
 
     def _write_certificate_map(self) -> None:
         """conf.d's map of the certificates loaded at handshakes (rendered once per reload, not per

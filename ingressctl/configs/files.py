@@ -71,8 +71,10 @@ class ReloadOutcome:
     failed: dict[ResourceKey, str] = field(default_factory=dict)
     error: str = ""
     dynamic: bool = False  # the changes reached NGINX without a reload (dynamic upstreams)
-    # resource -> part -> why that part of its file is left out (configs.part_isolation)
+    # resource -> part -> why that part of its file is held back (configs.part_isolation)
     failed_parts: dict[ResourceKey, dict[ResourceKey, str]] = field(default_factory=dict)
+    # failed resources whose file was served anyway, with their parts' new versions (configs.part_isolation)
+    parts_served: set[ResourceKey] = field(default_factory=set)
 
     @property
     def batch_failed(self) -> bool:

@@ -107,6 +107,9 @@ class PartSplitter(Protocol):
     def with_parts(self, resource: object, replace: Mapping[ResourceKey, object | None]) -> object:
         """`resource` with each part named in `replace` swapped for the object given (None: left out)."""
 
+    def with_parts_of(self, resource: object, donor: object) -> object:
+        """`resource` (one version of a resource) with the parts of `donor` (another version of it)."""
+
 
 @runtime_checkable
 class ChildCounter(Protocol):
@@ -167,6 +170,11 @@ class IngressRenderer:
             return resource
         members = (replace.get(m.key_with_kind, m) for m in resource.members)
         return dataclasses.replace(resource, members=tuple(m for m in members if isinstance(m, IngressEx)))
+
+    def with_parts_of(self, resource: object, donor: object) -> object:
+        if not isinstance(resource, IngressEx) or not isinstance(donor, IngressEx):
+            return resource
+        return dataclasses.replace(resource, members=donor.members)
 
     def catch_all(self, resource: object) -> str:
         """A regular Ingress without rules that owns the catch-all names its defaultBackend's upstream."""

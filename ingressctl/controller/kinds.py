@@ -52,6 +52,7 @@ class Applied:
     child_warnings: dict[str, list[str]] = field(default_factory=dict)  # child "namespace/name" -> warnings
     # child "namespace/name" -> why its part of the resource's file is not served (ReloadOutcome.failed_parts)
     child_errors: dict[str, str] = field(default_factory=dict)
+    parts_served: bool = False  # the resource's error is its own: its children's parts are served
 
 
 class KindBuilder(Protocol):

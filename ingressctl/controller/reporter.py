@@ -15,7 +15,8 @@ Guarantees:
 - A reload outcome marks exactly the resources it blames (by `ResourceKey`); a resource blamed but rendered
   earlier in a batch gets its error event here too. A child blamed for its part of its parent's file (a
   shared host's member, `ReloadOutcome.failed_parts`) gets the error event and no status; its parent and
-  the other children are reported as configured.
+  the other children are reported as configured. A parent whose own change is refused while its children's
+  are served (`ReloadOutcome.parts_served`) gets the error alone.
 - `HeldReports` keeps a batch's outcomes until the batch's one reload, so that an event or a Valid status is
   never written before the configuration it describes is live.
 """
@@ -89,6 +90,12 @@ class MessageStyle(Protocol):
         """The Rejected text for `detail` ("with error: ..." or "with warning(s): ...")."""
 
 
+def child_error(applied: Applied, child: ResourceKey) -> str:
+    """Why a child's part of the applied resource's file is not served ("" when it is)."""
+    own = applied.child_errors.get(child.ns_name, "")
+    return own or ("" if applied.parts_served else applied.error)
+
+
 def keys_of(resource: Resource) -> list[ResourceKey]:
     """The resource's key and its children's."""
     return [resource.key_with_kind, *(k for k, _ in resource.children())]
@@ -159,6 +166,7 @@ class Reporter:
                     a.error = failed[k]
                     break
             a.child_errors.update((p.ns_name, e) for p, e in parts.get(a.resource.key_with_kind, {}).items())
+            a.parts_served = a.resource.key_with_kind in outcome.parts_served
         refused = [(k, err) for k, err in failed.items() if k not in known]
         refused += [(p, err) for k, errs in parts.items() if k not in known for p, err in errs.items()]
         for k, err in refused:
@@ -180,12 +188,10 @@ class Reporter:
             self.event(res.obj, kind, *self._added_event(a))
             for ck, child in res.children():
                 child_ws = a.child_warnings.get(ck.ns_name, [])
-                error = a.child_errors.get(ck.ns_name) or a.error
+                error = child_error(a, ck)
                 self.event(child, ck.kind, *self._added(ck.kind, ck.ns_name, child_ws, [], error))
-            if a.error and self._style(kind) is None:
-                continue    # NIC writes no Ingress status for a configuration NGINX refused
-            if a.child_errors and self._style(kind) is None:  # (nor for a member's part of it)
-                keys = [k for k in keys if k == res.key_with_kind or k.ns_name not in a.child_errors]
+            if self._style(kind) is None:  # NIC writes no Ingress status for a configuration NGINX refused
+                keys = [k for k in keys if not (a.error if k == res.key_with_kind else child_error(a, k))]
             if defer_status:
                 self._deferred.extend(keys)
             elif self._is_ready():

@@ -19,7 +19,7 @@ import pytest
 from ingressctl.controller.model import creation_seconds
 from tests.helpers import make_cert, tls_secret, wait_until
 from tests.integration.harness import NS, Env, rule
-from tests.integration.ingress_nginx_helpers import DATA, compat_controller, request, special
+from tests.integration.ingress_nginx_helpers import DATA, N, compat_controller, request, special
 from tests.integration.policy_servers import call
 from tests.integration.test_ingress_nginx_auth import AuthService, Echo, echo_service
 from tests.webhooks import Kubectl
@@ -177,7 +177,8 @@ def test_a_member_nginx_refuses_takes_no_other_ingress_down(env: Env, kubectl: K
                                                           tmp_path: Path) -> None:
     """One team's configuration-snippet NGINX refuses (`more_set_headers`: ingress-nginx's NGINX had the
     headers-more module, stock NGINX has not) costs that team's change only: the owner and the other team
-    keep being served and updated, the team keeps its last served paths and is told why."""
+    keep being served and updated, the team keeps its last served paths and is told why; the owner's own
+    refused change holds back none of the teams'."""
     for name in ("web", "cart", "search"):
         env.service(name)
         env.endpoints(name, [special(env, name)])
@@ -189,7 +190,8 @@ def test_a_member_nginx_refuses_takes_no_other_ingress_down(env: Env, kubectl: K
     env.ingress("store-web", [rule("store.example.com", ("/", "web"))], cls="nginx")
     created_after(env, "store-web")
     manifest = tmp_path / "teams.yaml"
-    manifest.write_text(TEAMS.format(cart_path="/cart", cart_snippet='add_header X-Team "cart";'))
+    manifest.write_text(TEAMS.format(cart_path="/cart", cart_snippet='add_header X-Team "cart";',
+                                     search_path="/search"))
     done = kubectl.run("apply", "-f", str(manifest))
     assert done.returncode == 0, done.stderr
     c = compat_controller(env, enable_snippets=True)
@@ -202,7 +204,8 @@ def test_a_member_nginx_refuses_takes_no_other_ingress_down(env: Env, kubectl: K
     assert get("/search").body == "search GET store.example.com/search\n"
 
     # The cart team moves to /basket with a snippet written for ingress-nginx's NGINX.
-    manifest.write_text(TEAMS.format(cart_path="/basket", cart_snippet='more_set_headers "X-Team: cart";'))
+    manifest.write_text(TEAMS.format(cart_path="/basket", cart_snippet='more_set_headers "X-Team: cart";',
+                                     search_path="/search"))
     done = kubectl.run("apply", "-f", str(manifest))
     assert done.returncode == 0, done.stderr
     env.wait_event("cart", "AddedOrUpdatedWithError", 'but was not applied: [emerg] unknown directive '
@@ -219,7 +222,8 @@ def test_a_member_nginx_refuses_takes_no_other_ingress_down(env: Env, kubectl: K
     assert get("/cart/x").body == "cart GET store.example.com/cart/x\n"
 
     # Fixed, the change is served.
-    manifest.write_text(TEAMS.format(cart_path="/basket", cart_snippet='add_header X-Team "basket";'))
+    manifest.write_text(TEAMS.format(cart_path="/basket", cart_snippet='add_header X-Team "basket";',
+                                     search_path="/search"))
     done = kubectl.run("apply", "-f", str(manifest))
     assert done.returncode == 0, done.stderr
     r = wait_until(lambda: (x := get("/basket/1")).body == "cart GET store.example.com/basket/1\n" and x,
@@ -227,6 +231,21 @@ def test_a_member_nginx_refuses_takes_no_other_ingress_down(env: Env, kubectl: K
     assert r.headers["x-team"] == "basket"
     c.wait_idle()
     assert get("/cart/x").body == "web GET store.example.com/cart/x\n"  # gone with the old version
+
+    # The owner's own change NGINX refuses: it keeps its last served version, the teams' changes are served.
+    env.ingress("store-web", [rule("store.example.com", ("/", "web"), ("/faq", "search"))], cls="nginx",
+                annotations={N + "configuration-snippet": 'more_set_headers "X-Web: 1";'})
+    env.wait_event("store-web", "AddedOrUpdatedWithError", 'unknown directive "more_set_headers"')
+    manifest.write_text(TEAMS.format(cart_path="/basket", cart_snippet='add_header X-Team "basket";',
+                                     search_path="/find"))
+    done = kubectl.run("apply", "-f", str(manifest))
+    assert done.returncode == 0, done.stderr
+    wait_until(lambda: get("/find").body == "search GET store.example.com/find\n", "the team's change")
+    c.wait_idle()
+    assert get("/help").body == "search GET store.example.com/help\n"  # the owner's last served version
+    assert get("/faq").body == "web GET store.example.com/faq\n"
+    assert get("/basket/1").body == "cart GET store.example.com/basket/1\n"
+    assert not env.events("search", "AddedOrUpdatedWithError")
 
 
 TEAMS = """\
@@ -264,7 +283,7 @@ spec:
     - host: store.example.com
       http:
         paths:
-          - path: /search
+          - path: {search_path}
             pathType: Prefix
             backend:
               service:

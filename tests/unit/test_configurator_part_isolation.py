@@ -1,7 +1,8 @@
 """A shared host's member whose part of the owner's file NGINX refuses (a broken configuration-snippet): the
 owner and the other members are served and keep taking changes, the member keeps its last served version
 (or none), its error comes back as its own (`ReloadOutcome.failed_parts`), and a new version of it, or of
-the owner, is tried again. Against the in-memory NGINX of test_configs_configurator (refuses "BAD")."""
+the owner, is tried again; an owner refused on its own keeps its last served version and its members'
+changes are served. Against the in-memory NGINX of test_configs_configurator (refuses "BAD")."""
 
 from __future__ import annotations
 
@@ -104,16 +105,45 @@ def test_a_member_refused_from_its_first_version_is_left_out() -> None:
     assert "location /good/" in served(m) and "/bad" not in served(m)
 
 
-def test_an_owner_refused_on_its_own_is_the_one_to_blame() -> None:
+def test_an_owner_refused_on_its_own_is_blamed_alone_and_its_members_changes_are_served() -> None:
     c, m = configurator()
-    c.add_or_update_ingress(owner("1", ex("good", "/good", member=True)))
+    c.add_or_update_ingress(owner("1", ex("good", "/good", member=True), ex("bad", "/bad", member=True)))
     assert c.reload_if_needed().reloaded
-    bad_owner = dataclasses.replace(
-        ex("owner", "/", "BAD;", rv="2"), members=(ex("good", "/good", rv="2", member=True),))
-    c.add_or_update_ingress(bad_owner)
+
+    def broken_owner(*members: IngressEx) -> IngressEx:
+        return dataclasses.replace(ex("owner", "/owner2", "BAD;", rv="2"), members=members)
+
+    c.add_or_update_ingress(broken_owner(ex("good", "/good2", rv="2", member=True),
+                                         ex("bad", "/bad2", "BAD too;", rv="2", member=True)))
     outcome = c.reload_if_needed()
-    assert set(outcome.failed) == {OWNER} and outcome.failed_parts == {}
-    assert "BAD" not in served(m)  # the last good file
+    assert outcome.reloaded and set(outcome.failed) == {OWNER} and outcome.parts_served == {OWNER}
+    assert "unknown directive" in outcome.failed[OWNER]
+    assert set(outcome.failed_parts[OWNER]) == {key("bad")}  # a member refused on its own is named too
+    text = served(m)
+    assert "BAD" not in text and "location / " in text and "/owner2" not in text  # the owner as last served
+    assert "location /good2/" in text and "location /bad/" in text                # the members' versions
+    # Re-rendered unchanged (endpoints): the owner's error again, no reload attempt.
+    attempts = m.reload_attempts
+    c.update_endpoints([broken_owner(ex("good", "/good2", rv="2", member=True),
+                                     ex("bad", "/bad2", "BAD too;", rv="2", member=True))])
+    outcome = c.reload_if_needed()
+    assert m.reload_attempts == attempts
+    assert set(outcome.failed) == {OWNER} and outcome.parts_served == {OWNER}
+    # The owner fixed: all of it served.
+    fixed = dataclasses.replace(ex("owner", "/owner2", rv="3"),
+                                members=(ex("good", "/good2", rv="2", member=True),))
+    c.add_or_update_ingress(fixed)
+    outcome = c.reload_if_needed()
+    assert (outcome.failed, outcome.failed_parts, outcome.parts_served) == ({}, {}, set())
+    assert "location /owner2/" in served(m) and "/bad" not in served(m)
+
+
+def test_an_owner_never_served_is_refused_whole() -> None:
+    c, m = configurator()
+    c.add_or_update_ingress(dataclasses.replace(ex("owner", "/", "BAD;"),
+                                                members=(ex("a", "/a", member=True),)))
+    outcome = c.reload_if_needed()
+    assert set(outcome.failed) == {OWNER} and outcome.parts_served == set() and "demo-owner" not in m.loaded
 
 
 def test_a_deleted_owner_forgets_its_held_back_parts() -> None:
