@@ -108,9 +108,9 @@ class PartExclusions:
         it (`held_back`, rendering candidates with `render` and testing their text with `test`). True if
         something is held back (render the file again)."""
         parts = splitter.parts(resource)
-        served, served_parts = self.served(key)
-        if not (parts.versions or served_parts):
+        if not parts.versions:  # (a resource without parts is refused whole, as any other)
             return False
+        served, served_parts = self.served(key)
 
         def tester(base: object | None) -> PartTest:
             whole = resource if base is None else splitter.with_parts_of(base, resource)
@@ -149,7 +149,7 @@ class PartExclusions:
                 if still:
                     self._errors[key] = still
                     resource = splitter.with_parts(resource, {p: served_parts.get(p) for p in still})
-        objects = splitter.parts(resource).objects
+        objects = splitter.part_objects(resource)
         if objects or key in self._served:
             self._rendered[key] = _Served(resource, objects)
         return resource

@@ -104,6 +104,9 @@ class PartSplitter(Protocol):
 
     def parts(self, resource: object) -> Parts: ...
 
+    def part_objects(self, resource: object) -> dict[ResourceKey, object]:
+        """`parts(resource).objects`, cheaper (computed at every render)."""
+
     def with_parts(self, resource: object, replace: Mapping[ResourceKey, object | None]) -> object:
         """`resource` with each part named in `replace` swapped for the object given (None: left out)."""
 
@@ -164,6 +167,10 @@ class IngressRenderer:
         return Parts(resource_version(resource.ingress),
                      {m.key_with_kind: resource_version(m.ingress) for m in resource.members},
                      {m.key_with_kind: m for m in resource.members})
+
+    def part_objects(self, resource: object) -> dict[ResourceKey, object]:
+        members = resource.members if isinstance(resource, IngressEx) else ()
+        return {m.key_with_kind: m for m in members} if members else {}
 
     def with_parts(self, resource: object, replace: Mapping[ResourceKey, object | None]) -> object:
         if not isinstance(resource, IngressEx):
