@@ -89,12 +89,11 @@ class Renderer(Protocol):
 
 @dataclass(frozen=True)
 class Parts:
-    """A resource's version and the parts other resources have in its file, in render order: each part's
-    version and what the renderer takes for it (`PartSplitter.with_parts`)."""
+    """A resource's version and the versions of the parts other resources have in its file, in render
+    order."""
 
     version: str
     versions: dict[ResourceKey, str]
-    objects: dict[ResourceKey, object]
 
 
 @runtime_checkable
@@ -105,7 +104,7 @@ class PartSplitter(Protocol):
     def parts(self, resource: object) -> Parts: ...
 
     def part_objects(self, resource: object) -> dict[ResourceKey, object]:
-        """`parts(resource).objects`, cheaper (computed at every render)."""
+        """The parts of `resource`, as `with_parts` takes them (asked at every render: cheap)."""
 
     def with_parts(self, resource: object, replace: Mapping[ResourceKey, object | None]) -> object:
         """`resource` with each part named in `replace` swapped for the object given (None: left out)."""
@@ -163,10 +162,9 @@ class IngressRenderer:
         """The members of a regular Ingress's shared hosts (their IngressEx, by resourceVersion), oldest
         first. A master's minions are not parts: as NIC, a minion NGINX refuses takes its master's file."""
         if not isinstance(resource, IngressEx):
-            return Parts("", {}, {})
+            return Parts("", {})
         return Parts(resource_version(resource.ingress),
-                     {m.key_with_kind: resource_version(m.ingress) for m in resource.members},
-                     {m.key_with_kind: m for m in resource.members})
+                     {m.key_with_kind: resource_version(m.ingress) for m in resource.members})
 
     def part_objects(self, resource: object) -> dict[ResourceKey, object]:
         members = resource.members if isinstance(resource, IngressEx) else ()

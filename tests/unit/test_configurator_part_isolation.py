@@ -161,7 +161,7 @@ def test_a_deleted_owner_forgets_its_held_back_parts() -> None:
 def test_search_holds_back_exactly_the_refused_parts(bad: list[bool], data: Any) -> None:
     keys = [key(f"m{i}") for i in range(len(bad))]
     was_served = {k: data.draw(st.booleans()) for k in keys}
-    parts = Parts("1", {k: "2" for k in keys}, {k: f"new {k}" for k in keys})
+    parts = Parts("1", {k: "2" for k in keys})
     old = {k: f"old {k}" for k in keys if was_served[k]}
 
     def test(replace: Any) -> tuple[bool, str]:  # a new version is bad where `bad` says so
@@ -179,6 +179,7 @@ def test_the_ingress_renderer_swaps_members_and_names_them_by_version() -> None:
     a, b = ex("a", "/a", rv="7", member=True), ex("b", "/b", rv="8", member=True)
     parts = r.parts(owner("3", a, b))
     assert (parts.version, parts.versions) == ("3", {key("a"): "7", key("b"): "8"})
+    assert r.part_objects(owner("3", a, b)) == {key("a"): a, key("b"): b} and r.part_objects(a) == {}
     older = ex("a", "/old", rv="6", member=True)
     swapped = r.with_parts(owner("3", a, b), {key("a"): older, key("b"): None})
     assert isinstance(swapped, IngressEx) and swapped.members == (older,)
