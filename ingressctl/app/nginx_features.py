@@ -76,6 +76,19 @@ def with_upstream_front(static: StaticConfigParams, binary: str) -> StaticConfig
                                include_scoped_module_path=paths[INCLUDE_SCOPED])
 
 
+def with_escape_uri(static: StaticConfigParams, binary: str) -> StaticConfigParams:
+    """Load the escape-URI module when it is installed: ingress-nginx's `$escaped_request_uri` (the
+    original URL of an `auth-signin` redirect) is then escaped as ingress-nginx escaped it; without it,
+    it is `$request_uri` (a query of several arguments reaches the sign-in service cut at its first `&`)."""
+    from ingressctl.nginx.modules import ESCAPE_URI, installed_module
+
+    path = installed_module(binary, ESCAPE_URI)
+    if not path:
+        log.warning("an NGINX module is not installed: ingress-nginx's $escaped_request_uri is not escaped",
+                    module=ESCAPE_URI, install="scripts/build-nginx-module.sh")
+    return dataclasses.replace(static, escape_uri_module_path=path)
+
+
 def with_certificate_cache(settings: Settings, static: StaticConfigParams,
                            binary: str) -> StaticConfigParams:
     """On an NGINX without ssl_certificate_cache (< 1.27.4), load ingressctl's certificate-cache module

@@ -60,6 +60,7 @@ from ingressctl.app.nginx_features import (
     nginx_capabilities,
     with_certificate_cache,
     with_dynamic_upstreams,
+    with_escape_uri,
     with_routes,
     with_upstream_front,
 )
@@ -218,6 +219,8 @@ class App:
         static = with_routes(self.settings, static, binary)
         static = with_certificate_cache(self.settings, static, binary)
         static = with_upstream_front(static, binary)
+        if s.controller.ingress_nginx_compat:  # ingress-nginx's $escaped_request_uri
+            static = with_escape_uri(static, binary)
         # The special TLS Secrets: validated now, written by the Configurator before it renders nginx.conf.
         refs = (("default", s.controller.default_server_tls_secret),
                 ("wildcard", s.controller.wildcard_tls_secret))

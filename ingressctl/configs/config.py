@@ -477,6 +477,7 @@ class MainConfig:
     dynamic_peers_module_path: str = ""  # load_module of the dynamic-peers module and serve its API ("" off)
     upstream_front_module_path: str = ""  # load_module of the upstream-front module ("" off)
     include_scoped_module_path: str = ""  # load_module of the scoped-include module; conf.d is included by it
+    escape_uri_module_path: str = ""  # load_module of the escape-URI module ("" off: a map stands in for it)
     routes_module_path: str = ""  # load_module of the routes module and serve its table and API ("" off)
     route_shapes: tuple[tuple[str, str], ...] = ()  # (named location, client_max_body_size) of routed hosts
     tls_passthrough: bool = False  # the default server terminates TLS on the passthrough socket

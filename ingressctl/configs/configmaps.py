@@ -184,6 +184,7 @@ class StaticConfigParams:
     dynamic_peers_module_path: str = ""  # the dynamic-peers module: endpoint changes without reloads
     upstream_front_module_path: str = ""  # the upstream-front module: proxy_pass finds its upstream at once
     include_scoped_module_path: str = ""  # the scoped-include module: each conf.d file's upstreams to itself
+    escape_uri_module_path: str = ""  # the escape-URI module: $ingressctl_escaped_request_uri (escaped_uri)
     routes_module_path: str = ""  # the routes module: plain Ingress hosts as data (configs.routes)
     # The certificate-cache module (NGINX < 1.27.4): caches the certificates loaded at handshakes.
     certificate_cache_module_path: str = ""
@@ -416,6 +417,7 @@ def generate_main_config(static: StaticConfigParams, config: ConfigParams, *,
         dynamic_peers_module_path=static.dynamic_peers_module_path,
         upstream_front_module_path=static.upstream_front_module_path,
         include_scoped_module_path=static.include_scoped_module_path,
+        escape_uri_module_path=static.escape_uri_module_path,
         routes_module_path=static.routes_module_path,
         tls_passthrough=static.tls_passthrough,
         default_http_listener_port=static.http_port,

@@ -36,8 +36,7 @@ Guarantees:
 - `render_ahead` (start-up) renders many resources at once in forked processes (configs.prerender); an
   `add_or_update` of one of those very objects under the same render context takes the result instead of
   rendering, so the files are byte for byte what rendering here would write.
-- Not thread-safe: one sync thread owns the Configurator, as it owns NGINX.
-"""
+- Not thread-safe: one sync thread owns the Configurator, as it owns NGINX."""
 
 from __future__ import annotations
 
@@ -46,6 +45,7 @@ import functools
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+from ingressctl.configs import escaped_uri
 from ingressctl.configs.certificate_map import CertificateMap, worker_uid
 from ingressctl.configs.config import ZONE_BYTES_PER_SERVER, error_server_address, shared_zone_size
 from ingressctl.configs.configmaps import (
@@ -135,10 +135,12 @@ class Configurator:
         self._zone_size = shared_zone_size(0)  # as nginx.conf declares it
         self._catch_alls: dict[ResourceKey, str] = {}  # key -> upstream of a catch-all rendered here
         self._upstream_front = False  # nginx.conf loads the upstream-front module (configs.upstream_front)
+        self._plain_request_uri = False  # nginx.conf does not define the escaped URI (configs.escaped_uri)
         self._routes = RouteState()  # routable hosts as routes while nginx.conf loads the routes module
         self._spares_written = False  # conf.d holds the routes' spares file
-        # key -> (resource, context, upstream front, result, its file if written ahead) (see render_ahead)
-        self._ahead: dict[ResourceKey, tuple[object, RenderContext, bool, Rendered, WrittenAhead | None]] = {}
+        # key -> (resource, context, text forms, result, its file if written ahead) (see render_ahead)
+        self._ahead: dict[ResourceKey, tuple[object, RenderContext, tuple[bool, bool], Rendered,
+                                             WrittenAhead | None]] = {}
         self._parts = PartExclusions()  # the parts of shared files NGINX refused, held back
         self.register_renderer(IngressRenderer())
 
@@ -276,12 +278,17 @@ class Configurator:
         self._set_captures(key, capturing_names(rendered.text))
         return rendered.warnings
 
+    def _text_forms(self) -> tuple[bool, bool]:  # (upstream-front module loaded, no escaped URI defined)
+        return self._upstream_front, self._plain_request_uri
+
     def _render(self, renderer: Renderer, key: ResourceKey, resource: object, ctx: RenderContext) -> Rendered:
         """The renderer's output with the text as its file gets it (a pure function of its arguments and of
-        whether nginx.conf loads the upstream-front module: `render_ahead` runs it in other processes)."""
+        `_text_forms`, what nginx.conf loads and defines: `render_ahead` runs it in other processes)."""
         rendered = renderer.render(resource, ctx)
         if self._upstream_front and not renderer.file_name(key).startswith(f"{STREAM_CONF_D_DIR}/"):
             rendered = dataclasses.replace(rendered, text=front_upstreams(rendered.text))
+        if self._plain_request_uri:
+            rendered = dataclasses.replace(rendered, text=escaped_uri.plain(rendered.text))
         return rendered
 
     def render_ahead(self, items: Iterable[tuple[ResourceKey, object]], count: int, *, processes: int,
@@ -319,7 +326,7 @@ class Configurator:
                                min_items=min_items, measure=measure, stats=stats)
         for (key, resource, _, _), result in results:
             if result is not None:
-                self._ahead[key] = (resource, ctx, self._upstream_front, *result)
+                self._ahead[key] = (resource, ctx, self._text_forms(), *result)
         return stats
 
     def drop_rendered_ahead(self) -> None:
@@ -334,7 +341,7 @@ class Configurator:
         if ahead is None:
             return None
         rendered_for, rendered_in, front, rendered, written = ahead
-        if rendered_for is not resource or rendered_in is not ctx or front != self._upstream_front:
+        if rendered_for is not resource or rendered_in is not ctx or front != self._text_forms():
             return None
         return rendered, written
 
@@ -498,9 +505,11 @@ class Configurator:
         dynamic = bool(self._static.dynamic_peers_module_path) and DYNAMIC_PEERS in main
         front = bool(self._static.upstream_front_module_path) and UPSTREAM_FRONT in main
         routes = dynamic and bool(self._static.routes_module_path) and ROUTES in main
+        plain = not escaped_uri.defines(main)
         if (dynamic == (self.files.dynamic is not None) and front == self._upstream_front
-                and routes == self._routes.enabled):
+                and routes == self._routes.enabled and plain == self._plain_request_uri):
             return
+        self._plain_request_uri = plain
         if dynamic != (self.files.dynamic is not None):
             spare = error_server_address(self._static.run_dir)
             self.files.dynamic = DynamicUpstreams(spare) if dynamic else None

@@ -43,7 +43,7 @@ proxy_host proxy_port proxy_add_x_forwarded_for realip_remote_addr realip_remote
 limit_req_status limit_conn_status http2 ssl_cipher ssl_ciphers ssl_protocol ssl_server_name
 ssl_session_id ssl_session_reused ssl_early_data ssl_curves ssl_client_verify ssl_client_s_dn
 ssl_client_i_dn ssl_client_serial ssl_client_fingerprint resource_type resource_name resource_namespace
-service
+service ingressctl_escaped_request_uri
 """.split())  # noqa: SIM905
 _VARIABLE_PREFIXES = ("arg_", "cookie_", "http_", "sent_http_", "sent_trailer_", "upstream_http_",
                       "upstream_cookie_", "upstream_trailer_")

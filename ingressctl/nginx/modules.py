@@ -32,6 +32,9 @@ INCLUDE_SCOPED = "ngx_http_ingressctl_include_scoped_module.so"
 alone while NGINX reads it, so a load grows with the resources, not their square (docs/nginx-modules.md)."""
 ROUTES = "ngx_http_ingressctl_routes_module.so"
 """Plain Ingress hosts served from a table in shared memory, changed without reloads (configs.routes)."""
+ESCAPE_URI = "ngx_http_ingressctl_escape_uri_module.so"
+"""`$ingressctl_escaped_request_uri`: $request_uri as one URI component, as ingress-nginx's
+`$escaped_request_uri` (configs.escaped_uri)."""
 CERTIFICATE_CACHE = "ngx_http_ingressctl_certificate_cache_module.so"
 """`ingressctl_certificate_cache`: certificates loaded at TLS handshakes parsed once per worker on NGINX
 < 1.27.4 (see docs/certificates-per-handshake.md)."""

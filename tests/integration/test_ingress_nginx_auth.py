@@ -6,6 +6,7 @@ method, headers and cookies of the subrequest, and the values that refuse the In
 from __future__ import annotations
 
 import threading
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -165,11 +166,18 @@ def test_auth_url_allows_denies_and_redirects_to_sign_in(env: Env, kubectl: Kube
     assert headers["x-real-ip"] == "127.0.0.1" and headers["x-token"] == "good"
     assert "content-length" not in headers or headers["content-length"] == "0"
 
-    # Denied: 401 -> 302 to the sign-in page with rd= the original URL; the backend is not reached.
+    # Denied: 401 -> 302 to the sign-in page with rd= the original URL, its path and query escaped as
+    # ingress-nginx's $escaped_request_uri (so a query of several arguments comes back whole); the backend
+    # is not reached.
     hits = echo.hits
     r = request(port, "app.example.com", "/private/doc")
     assert r.status == 302
-    assert r.headers["location"] == "https://login.example.com/oauth2/start?rd=http://app.example.com/private/doc"
+    assert r.headers["location"] == "https://login.example.com/oauth2/start?rd=http://app.example.com%2Fprivate%2Fdoc"
+    r = request(port, "app.example.com", "/private/a%20b?x=1&y=%C3%A9;z~")
+    assert r.headers["location"] == ("https://login.example.com/oauth2/start?rd=http://app.example.com"
+                                     "%2Fprivate%2Fa%2520b%3Fx%3D1%26y%3D%25C3%25A9%3Bz~")
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(r.headers["location"]).query)
+    assert query == {"rd": ["http://app.example.com/private/a%20b?x=1&y=%C3%A9;z~"]}
     r = request(port, "app.example.com", "/", method="POST", body=b"x" * 100)
     assert r.status == 302 and echo.hits == hits
 
@@ -192,7 +200,7 @@ def test_auth_url_allows_denies_and_redirects_to_sign_in(env: Env, kubectl: Kube
     assert headers["x-original-method"] == "GET"
     r = request(port, "posted.example.com", "/x")
     assert (r.status, r.headers["location"]) == (
-        302, "https://login.example.com/start?client=web&return_to=http://posted.example.com/x")
+        302, "https://login.example.com/start?client=web&return_to=http://posted.example.com%2Fx")
     assert r.headers["set-cookie"] == "auth=denied"
 
     # Refused, never served unauthenticated: a variable in the host, an auth-snippet without snippets.
@@ -232,7 +240,7 @@ def test_oauth2_proxy_through_this_nginx_as_ingress_nginx_documents_it(
     assert (method, path, headers["host"]) == ("GET", "/oauth2/auth", "sso.example.com")
     assert headers["x-original-url"] == "https://sso.example.com/reports?year=2026"
     r = call(port, "sso.example.com", "/reports", tls=True)
-    assert (r.status, r.headers["location"]) == (302, "https://sso.example.com/oauth2/start?rd=/reports")
+    assert (r.status, r.headers["location"]) == (302, "https://sso.example.com/oauth2/start?rd=%2Freports")
     # An auth URL leading back to a location it protects: the loop is cut at once, the request fails closed.
     wait_until(lambda: request(c.http_port, "loop.example.com", "/x").status != 404, "loop served")
     auth.requests.clear()

@@ -87,7 +87,7 @@ def test_ingresses_of_one_host_share_its_server(env: Env, kubectl: Kubectl, tmp_
     ((method, path, headers),) = auth_service.requests
     assert (method, path, headers["host"]) == ("GET", "/oauth2/auth", "dash.example.com")
     r = dash("/reports")
-    assert (r.status, r.headers["location"]) == (302, "https://dash.example.com/oauth2/start?rd=/reports")
+    assert (r.status, r.headers["location"]) == (302, "https://dash.example.com/oauth2/start?rd=%2Freports")
     auth_service.requests.clear()
     assert dash("/oauth2/start?rd=/reports").status == 401  # the auth service's own answer, no auth first
     assert [p for _, p, _ in auth_service.requests] == ["/oauth2/start?rd=/reports"]

@@ -345,14 +345,16 @@ INGRESS_NGINX = AnnotationTable("ingress-nginx", __name__, (
          reason="variables in the URL's host are refused (no resolver), but for the request's own host "
                 "(`$host`, `$http_host`, `$best_http_host`), which is this NGINX: reached over loopback on "
                 "its own port, as it was through the load balancer (a loop back to the location it protects "
-                "answers 500); `$escaped_request_uri` is `$request_uri`; keepalive and caching are not "
+                "answers 500); `$escaped_request_uri` is escaped as ingress-nginx's (see `auth-signin`); "
+                "keepalive and caching are not "
                 "implemented (`auth-keepalive*`, `auth-cache-*` are ignored)"),
-    _row("auth-signin", AUTH, APPROXIMATED, "URL, NGINX variables allowed",
+    _row("auth-signin", AUTH, TRANSLATED, "URL, NGINX variables allowed",
          "a 401 of `auth-url` answers 302 to this URL with `rd=<original URL>` appended (unless the URL "
          "has it)", parse=v.text,
-         reason="`rd` is the original URL as the client sent it, not percent-escaped again (NGINX has no "
-                "`set_escape_uri`): a `&` in its query ends `rd` early; an invalid value is ignored, as "
-                "ingress-nginx"),
+         reason="the original URL's path and query are percent-escaped as ingress-nginx's "
+                "`$escaped_request_uri` (by ingressctl's escape-URI NGINX module, in the container image; "
+                "without it they are as the client sent them, and a `&` in the query ends `rd` early); an "
+                "invalid value is ignored, as ingress-nginx"),
     _row("auth-signin-redirect-param", AUTH, TRANSLATED, "query parameter name (`rd`)",
          "the parameter of `auth-signin` carrying the original URL", parse=v.text,
          reason="an invalid value is ignored (`rd`), as ingress-nginx"),

@@ -12,8 +12,9 @@ Guarantees:
   `https://$host/oauth2/auth`), which names this NGINX: the subrequest goes to it over loopback
   (`HttpURL.loopback`), as it went back through the load balancer under ingress-nginx.
 - The variables ingress-nginx's template defines and its users write in `auth-url` and `auth-signin`
-  (`INGRESS_NGINX_VARIABLES`) become their NGINX equivalents: `$escaped_request_uri` is `$request_uri` (not
-  escaped again, as `rd`), `$best_http_host` `$http_host`, `$pass_access_scheme` `$scheme`.
+  (`INGRESS_NGINX_VARIABLES`) become their NGINX equivalents: `$escaped_request_uri` is
+  `$ingressctl_escaped_request_uri` (configs.escaped_uri: $request_uri as one URI component, as
+  ingress-nginx's), `$best_http_host` `$http_host`, `$pass_access_scheme` `$scheme`.
 - As ingress-nginx: without `auth-url` the other rows are ignored (with a warning); an invalid `auth-url`,
   `auth-method`, `auth-response-headers`, `auth-request-redirect` or `auth-always-set-cookie` rejects the
   Ingress (ingress-nginx denied its locations); an invalid `auth-signin` or `auth-signin-redirect-param` is
@@ -30,15 +31,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ingressctl.configs import parsing
+from ingressctl.configs import escaped_uri, parsing
 from ingressctl.kinds.ingress.annotation_table import Status
 
 PREFIX = "nginx.ingress.kubernetes.io/"  # the table's (which imports this module)
 EXTRA = "auth-request"   # the key of the `AuthRequest` in `Translation.extras`
 DEFAULT_REDIRECT_PARAM = "rd"
-ORIGINAL_URL = "$scheme://$http_host$request_uri"
+ORIGINAL_URL = f"$scheme://$http_host{escaped_uri.VARIABLE}"
 LOOPBACK_HOSTS = ("$host", "$http_host", "$best_http_host")
-INGRESS_NGINX_VARIABLES = {"$escaped_request_uri": "$request_uri", "$best_http_host": "$http_host",
+INGRESS_NGINX_VARIABLES = {"$escaped_request_uri": escaped_uri.VARIABLE, "$best_http_host": "$http_host",
                            "$pass_access_scheme": "$scheme"}
 _INGRESS_NGINX_VARIABLE = re.compile(r"\$(?:escaped_request_uri|best_http_host|pass_access_scheme)"
                                      r"(?![A-Za-z0-9_])")
