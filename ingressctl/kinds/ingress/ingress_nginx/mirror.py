@@ -8,8 +8,9 @@ Guarantees:
   port 1-65535, and what follows the host is empty, starts with `/` or `?`, or starts with `$request_uri`,
   `$uri` or `$document_uri` (whose values start with `/`, so no variable can extend the host when NGINX
   parses the URL at run time); only NGINX variables NGINX knows (ingress-nginx's template variables become
-  NGINX's, as in `auth-url`); no whitespace, quotes, `;`, braces or `\\`; the request's own host (`auth-url`'s
-  loopback) is refused as any variable there.
+  NGINX's, as in `auth-url`, but for `$escaped_request_uri`, which is the path `$request_uri` here); no
+  whitespace, quotes, `;`, braces or `\\`; the request's own host (`auth-url`'s loopback) is refused as any
+  variable there.
 - `mirror-host` (High risk) is a host name or IPv4 address (RFC 1123 labels), optionally with `:<port>`.
 - An invalid `mirror-target` or `mirror-host` rejects the Ingress (ingress-nginx logged it and went on
   without it): nothing of it reaches NGINX. `mirror-request-body` is `on` (the default) or `off`; any other
@@ -56,6 +57,7 @@ SOURCE_PREFIX = "/_mirror-"
 
 # Variables whose value starts with `/`: the only ones that may follow the target's host directly.
 _PATH_VARIABLES = re.compile(r"\$(request_uri|uri|document_uri)(?![A-Za-z0-9_])")
+_ESCAPED_REQUEST_URI = re.compile(r"\$escaped_request_uri(?![A-Za-z0-9_])")
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOST_NAME = re.compile(rf"{_LABEL}(\.{_LABEL})*")
 
@@ -71,6 +73,9 @@ class Mirror:
 
 def target(value: str) -> HttpURL:
     """`mirror-target` (see the module docstring)."""
+    # After the host, the URI is the copy's path: `$escaped_request_uri` (one escaped URI component, no
+    # longer a path) is taken for `$request_uri`, as a target naming it means.
+    value = _ESCAPED_REQUEST_URI.sub("$request_uri", value)
     url = http_url(value, host_ends="/?$", service="mirror backend", loopback=False)
     if url.path and url.path[0] not in "/?" and not _PATH_VARIABLES.match(url.path):
         raise ValueError("after the host only '/', '?', $request_uri, $uri or $document_uri may follow "
