@@ -56,7 +56,7 @@ from ingressctl.configs.configmaps import (
 )
 from ingressctl.configs.dynamic_upstreams import DynamicUpstreams
 from ingressctl.configs.files import REASON_ENDPOINTS, REASON_OTHER, ConfigFiles, ReloadOutcome, WrittenAhead
-from ingressctl.configs.part_isolation import PartExclusions
+from ingressctl.configs.part_isolation import HeldBackParts
 from ingressctl.configs.prerender import MEASURED_ITEMS, MIN_ITEMS, RenderAheadStats, render_ahead
 from ingressctl.configs.renderers import (
     ChildCounter,
@@ -141,7 +141,7 @@ class Configurator:
         # key -> (resource, context, text forms, result, its file if written ahead) (see render_ahead)
         self._ahead: dict[ResourceKey, tuple[object, RenderContext, tuple[bool, bool], Rendered,
                                              WrittenAhead | None]] = {}
-        self._parts = PartExclusions()  # the parts of shared files NGINX refused, held back
+        self._parts = HeldBackParts()  # the parts of shared files NGINX refused, held back
         self.register_renderer(IngressRenderer())
 
         if prune_stale_configs:

@@ -8,7 +8,7 @@ Guarantees:
   fails too, the resource itself is to blame (None: nothing changes). Then each part's new version is tried
   in the renderer's order and kept if the file still passes. At most one test more than the file has parts,
   and only for a file that NGINX already refused.
-- `PartExclusions` remembers what `search` held back: `effective` renders the resource with those parts at
+- `HeldBackParts` remembers what `search` held back: `effective` renders the resource with those parts at
   their last served version (as a resource NGINX refuses keeps its last good file) while neither the
   resource's version nor the part's changed, and queues their errors for the next outcome; a change to
   either tries the part's new version again.
@@ -78,7 +78,7 @@ class _Served:
     parts: dict[ResourceKey, object]   # its parts
 
 
-class PartExclusions:
+class HeldBackParts:
     """See the module docstring. Not thread-safe (the Configurator's sync thread owns it)."""
 
     def __init__(self) -> None:

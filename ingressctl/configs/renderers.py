@@ -159,8 +159,8 @@ class IngressRenderer:
                         shapes_of(routed))
 
     def parts(self, resource: object) -> Parts:
-        """The members of a regular Ingress's shared hosts (their IngressEx, by resourceVersion), oldest
-        first. A master's minions are not parts: as NIC, a minion NGINX refuses takes its master's file."""
+        """The members of a regular Ingress's shared hosts, by resourceVersion, oldest first. A master's
+        minions are not parts: as NIC, a minion NGINX refuses takes its master's file."""
         if not isinstance(resource, IngressEx):
             return Parts("", {})
         return Parts(resource_version(resource.ingress),

@@ -63,7 +63,12 @@ def test_a_refused_member_keeps_its_last_served_version_and_the_rest_is_served()
                                   ex("team-b", "/b2", "add_header X-B b;", rv="2", member=True)))
     tested: list[str] = []
     test_file = c.files.test_file
-    c.files.test_file = lambda name, text: (tested.append(name), test_file(name, text))[1]  # type: ignore[method-assign]
+
+    def counted(name: str, text: str) -> tuple[bool, str]:
+        tested.append(name)
+        return test_file(name, text)
+
+    c.files.test_file = counted  # type: ignore[method-assign]
     outcome = c.reload_if_needed()
     assert outcome.reloaded and outcome.failed == {} and c.rejected == {}
     assert list(outcome.failed_parts) == [OWNER]

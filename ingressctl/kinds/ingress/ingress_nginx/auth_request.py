@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,12 +92,13 @@ def _variables(value: str) -> None:
 
 
 def http_url(value: str, *, host_ends: str = "/?", service: str = "auth service",
-             loopback: bool = True) -> HttpURL:
+             loopback: bool = True, variables: Mapping[str, str] = INGRESS_NGINX_VARIABLES) -> HttpURL:
     """An http(s) URL of ingress-nginx's characters (`URLWithNginxVariableRegex`, no whitespace) whose host,
     up to the first character of `host_ends`, is a literal name or IPv4 address with an optional port 1-65535
     (or, with `loopback`, one of `LOOPBACK_HOSTS`); NGINX variables NGINX knows (ingress-nginx's replaced)
-    only after it. `service` names what the URL points at, in the messages. Shared by `auth-url` and
-    `mirror-target` (`mirror.py`: a `$` also ends the host, and no loopback)."""
+    only after it (`variables`: what ingress-nginx's become). `service` names what the URL points at, in the
+    messages. Shared by `auth-url` and `mirror-target` (`mirror.py`: a `$` also ends the host, no loopback,
+    and its own variables)."""
     _no_space(value)
     if not _URL_WITH_VARIABLES.fullmatch(value):
         raise ValueError("must be a URL of letters, digits and -._~/:,?&=$ only")
@@ -114,7 +115,7 @@ def http_url(value: str, *, host_ends: str = "/?", service: str = "auth service"
         raise ValueError(no_resolver if path.startswith("$") else "url host is empty")
     host, colon, port_text = authority.rpartition(":") if ":" in authority else (authority, "", "")
     if loopback and host in LOOPBACK_HOSTS:
-        path = ingress_nginx_variables(path)
+        path = ingress_nginx_variables(path, variables)
         _variables(path)
         return HttpURL(scheme=scheme.lower(), host="$host", port=443 if scheme.lower() == "https" else 80,
                        path=path, url=value, loopback=True)
@@ -127,7 +128,7 @@ def http_url(value: str, *, host_ends: str = "/?", service: str = "auth service"
         if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
             raise ValueError("the port must be between 1 and 65535")
         port = int(port_text)
-    path = ingress_nginx_variables(path)
+    path = ingress_nginx_variables(path, variables)
     _variables(path)
     return HttpURL(scheme=scheme.lower(), host=host, port=port, path=path, url=value)
 
@@ -137,11 +138,11 @@ def auth_url(value: str) -> HttpURL:
     return http_url(value)
 
 
-def ingress_nginx_variables(value: str) -> str:
-    """`value` with the variables of ingress-nginx's template replaced (`INGRESS_NGINX_VARIABLES`)."""
+def ingress_nginx_variables(value: str, table: Mapping[str, str] = INGRESS_NGINX_VARIABLES) -> str:
+    """`value` with the variables of ingress-nginx's template replaced (by `table`'s NGINX equivalents)."""
     if "$" not in value:
         return value
-    return _INGRESS_NGINX_VARIABLE.sub(lambda m: INGRESS_NGINX_VARIABLES[m.group(0)], value)
+    return _INGRESS_NGINX_VARIABLE.sub(lambda m: table[m.group(0)], value)
 
 
 def method(value: str) -> str:

@@ -45,7 +45,7 @@ from ingressctl.configs.config import IngressNginxConfig, Location, PolicyLocati
 from ingressctl.configs.quoting import arg, quote, quote_vars
 from ingressctl.kinds.ingress.annotation_table import Status
 from ingressctl.kinds.ingress.ingress_nginx.auth_render import digest, upstream_lines
-from ingressctl.kinds.ingress.ingress_nginx.auth_request import HttpURL, http_url
+from ingressctl.kinds.ingress.ingress_nginx.auth_request import INGRESS_NGINX_VARIABLES, HttpURL, http_url
 from ingressctl.kinds.ingress.ingress_nginx.owners import owned
 
 PREFIX = "nginx.ingress.kubernetes.io/"  # the table's (which imports this module)
@@ -57,7 +57,9 @@ SOURCE_PREFIX = "/_mirror-"
 
 # Variables whose value starts with `/`: the only ones that may follow the target's host directly.
 _PATH_VARIABLES = re.compile(r"\$(request_uri|uri|document_uri)(?![A-Za-z0-9_])")
-_ESCAPED_REQUEST_URI = re.compile(r"\$escaped_request_uri(?![A-Za-z0-9_])")
+# After the host the URI is the copy's path: `$escaped_request_uri` there means `$request_uri` (one escaped
+# URI component would be no path).
+_VARIABLES = {**INGRESS_NGINX_VARIABLES, "$escaped_request_uri": "$request_uri"}
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOST_NAME = re.compile(rf"{_LABEL}(\.{_LABEL})*")
 
@@ -73,10 +75,7 @@ class Mirror:
 
 def target(value: str) -> HttpURL:
     """`mirror-target` (see the module docstring)."""
-    # After the host, the URI is the copy's path: `$escaped_request_uri` (one escaped URI component, no
-    # longer a path) is taken for `$request_uri`, as a target naming it means.
-    value = _ESCAPED_REQUEST_URI.sub("$request_uri", value)
-    url = http_url(value, host_ends="/?$", service="mirror backend", loopback=False)
+    url = http_url(value, host_ends="/?$", service="mirror backend", loopback=False, variables=_VARIABLES)
     if url.path and url.path[0] not in "/?" and not _PATH_VARIABLES.match(url.path):
         raise ValueError("after the host only '/', '?', $request_uri, $uri or $document_uri may follow "
                          "(another variable would become part of the host)")
